@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+// Seam: a local-first store broker for Linux. See ARCHITECTURE.md for the module map.
+import PackageDescription
+
+let package = Package(
+    name: "Seam",
+    products: [
+        .library(name: "SeamSchema", targets: ["SeamSchema"]),
+        .library(name: "SeamStore", targets: ["SeamStore"]),
+        .library(name: "SeamQuery", targets: ["SeamQuery"]),
+        .library(name: "SeamTimers", targets: ["SeamTimers"]),
+    ],
+    targets: [
+        // MARK: - System libraries (Debian packages, found through pkg-config)
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "CJSONC",
+            pkgConfig: "json-c",
+            providers: [.apt(["libjson-c-dev"])]
+        ),
+
+        // MARK: - Pure layers
+        .target(name: "SeamSchema"),
+        .target(name: "SeamQuery", dependencies: ["SeamSchema"]),
+
+        // MARK: - Storage
+        .target(name: "SeamStore", dependencies: ["SeamSchema", "CSQLite"]),
+
+        // MARK: - The timer application's models
+        .target(name: "SeamTimers", dependencies: ["SeamSchema"]),
+
+        // MARK: - Executables
+        .executableTarget(
+            name: "seam-bench",
+            dependencies: ["SeamSchema", "SeamStore", "SeamQuery", "SeamTimers", "CSQLite"]
+        ),
+
+        // MARK: - Tests
+        .testTarget(name: "SeamSchemaTests", dependencies: ["SeamSchema"]),
+        .testTarget(name: "SeamTimersTests", dependencies: ["SeamTimers", "SeamSchema"]),
+        .testTarget(name: "SeamStoreTests", dependencies: ["SeamStore", "SeamSchema", "SeamTimers"]),
+        .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
+    ]
+)

@@ -1,0 +1,120 @@
+/// One attribute's value, typed.
+///
+/// Used for defaults in schemas, for rows handed to custom migration stages, and by the query
+/// and store layers. Dates are Unix seconds; uuids are lowercase text; json values are JSON text.
+public enum AttributeValue: Sendable, Hashable {
+    case null
+    case string(String)
+    case integer(Int64)
+    case double(Double)
+    case bool(Bool)
+    case date(Double)
+    case uuid(String)
+    case binary([UInt8])
+    case json(String)
+
+    /// The type this value belongs to, or `nil` for `.null`.
+    public var type: AttributeType? {
+        switch self {
+        case .null: return nil
+        case .string: return .string
+        case .integer: return .integer
+        case .double: return .double
+        case .bool: return .bool
+        case .date: return .date
+        case .uuid: return .uuid
+        case .binary: return .binary
+        case .json: return .json
+        }
+    }
+
+    public var isNull: Bool { if case .null = self { return true } else { return false } }
+
+    public var stringValue: String? {
+        switch self {
+        case .string(let s), .uuid(let s), .json(let s): return s
+        default: return nil
+        }
+    }
+
+    public var integerValue: Int64? {
+        switch self {
+        case .integer(let i): return i
+        case .bool(let b): return b ? 1 : 0
+        default: return nil
+        }
+    }
+
+    public var doubleValue: Double? {
+        switch self {
+        case .double(let d), .date(let d): return d
+        case .integer(let i): return Double(i)
+        default: return nil
+        }
+    }
+}
+
+extension AttributeValue: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .null: return "nil"
+        case .string(let s): return "\"\(s)\""
+        case .integer(let i): return String(i)
+        case .double(let d): return String(d)
+        case .bool(let b): return String(b)
+        case .date(let d): return "date(\(d))"
+        case .uuid(let u): return u
+        case .binary(let b): return "<\(b.count) bytes>"
+        case .json(let j): return j
+        }
+    }
+}
+
+// MARK: - UUID text
+
+public enum UUIDText {
+    /// Whether `text` is a UUID in canonical lowercase form (8-4-4-4-12 hex digits).
+    public static func isCanonical(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 36 else { return false }
+        for (i, b) in bytes.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                if b != UInt8(ascii: "-") { return false }
+            } else if !((b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x66)) {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// A random version-4 UUID in lowercase text form.
+    public static func random<G: RandomNumberGenerator>(using generator: inout G) -> String {
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes[6] = (bytes[6] & 0x0f) | 0x40
+        bytes[8] = (bytes[8] & 0x3f) | 0x80
+        let hex = Hex.encode(bytes)
+        let chars = Array(hex)
+        return String(chars[0..<8]) + "-" + String(chars[8..<12]) + "-" + String(chars[12..<16]) + "-"
+            + String(chars[16..<20]) + "-" + String(chars[20..<32])
+    }
+
+    public static func random() -> String {
+        var g = SystemRandomNumberGenerator()
+        return random(using: &g)
+    }
+}
+
+public enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    /// Lowercase hexadecimal text of `bytes`.
+    public static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,22 @@
+import Foundation
+
+// seam-bench: the benchmarks behind `scripts/bench`. Each group prints a table.
+//
+//   seam-bench [GROUP …]      groups: query, store (default: all)
+
+let groups: [(name: String, run: () throws -> Void)] = [
+    ("query", QueryBenchmarks.run),
+    ("store", StoreBenchmarks.run),
+]
+
+let wanted = Array(CommandLine.arguments.dropFirst())
+if wanted.contains("--help") || wanted.contains("-h") {
+    print("usage: seam-bench [\(groups.map(\.name).joined(separator: "|"))] …")
+    exit(0)
+}
+for g in groups where wanted.isEmpty || wanted.contains(g.name) {
+    do { try g.run() } catch {
+        FileHandle.standardError.write("seam-bench \(g.name): \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+}

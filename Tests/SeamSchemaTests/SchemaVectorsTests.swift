@@ -1,0 +1,78 @@
+import Foundation
+import SeamSchema
+import XCTest
+
+/// Conformance vectors for the hash algorithm: canonical JSON and expected hashes, committed
+/// under `Protocol/vectors/schema/`, reproduced by `Protocol/tools/schema_hash.py` too.
+///
+/// `SEAM_FREEZE=1` writes vectors that do not exist yet; it never overwrites one.
+final class SchemaVectorsTests: XCTestCase {
+    static func vectors() throws -> [(name: String, version: ModelVersion)] {
+        var minimal = ModelDraft(model: "Minimal")
+        try minimal.addConfiguration("Only")
+        try minimal.addEntity(Entity("Thing", attributes: [Attribute("uuid", .uuid)]), in: "Only")
+
+        var defaults = ModelDraft(model: "Defaults")
+        try defaults.addConfiguration("Cloud")
+        try defaults.addEntity(Entity("Every", attributes: [
+            Attribute("uuid", .uuid),
+            Attribute("text", .string, default: .string("quote\" back\\ tab\t nl\n nul\u{0} del\u{7f} é 😀 /")),
+            Attribute("empty", .string, default: .string("")),
+            Attribute("count", .integer, default: .integer(Int64.min)),
+            Attribute("big", .integer, default: .integer(Int64.max)),
+            Attribute("ratio", .double, default: .double(-0.1)),
+            Attribute("flag", .bool, default: .bool(false)),
+            Attribute("when", .date, default: .date(1_764_460_800.25)),
+            Attribute("ref", .uuid, optional: true, default: .uuid("0f8fad5b-d9cb-469f-a165-70867728950e")),
+            Attribute("bytes", .binary, default: .binary([0, 255, 128, 7])),
+            Attribute("doc", .json, default: .json(#" {"z": [1, 2.50, {"é": null}], "a": "\u0041"} "#)),
+            Attribute("maybe", .string, optional: true),
+        ]), in: "Cloud")
+
+        var links = ModelDraft(model: "Links")
+        try links.addConfiguration("Cloud")
+        try links.addConfiguration("Local")
+        links.versionHashModifier = "model-modifier"
+        try links.addEntity(Entity("Parent", attributes: [Attribute("uuid", .uuid), Attribute("name", .string)],
+                                   indexes: [Index("name", "uuid"), Index("name")], unique: [UniqueConstraint("name")],
+                                   versionHashModifier: "entity-modifier"), in: "Cloud")
+        try links.addEntity(Entity("Child", attributes: [
+            Attribute("uuid", .uuid),
+            Attribute("parentUUID", .uuid, optional: true),
+            Attribute("ownerUUID", .uuid, optional: true, versionHashModifier: "attribute-modifier"),
+            Attribute("siblingUUID", .uuid, optional: true),
+            Attribute("cousinUUID", .uuid, optional: true),
+        ], links: [
+            Link("parentUUID", to: "Parent", onDelete: .cascade),
+            Link("ownerUUID", to: "Parent", onDelete: .nullify),
+            Link("siblingUUID", to: "Child", onDelete: .deny, kind: .relationship),
+            Link("cousinUUID", to: "Child", onDelete: .none),
+        ]), in: "Local")
+
+        return [("minimal", try ModelVersion(minimal)), ("defaults", try ModelVersion(defaults)), ("links", try ModelVersion(links))]
+    }
+
+    static func document(_ v: ModelVersion) -> String {
+        CanonicalJSON.object([
+            "canonicalJSON": .string(v.canonicalJSON),
+            "hashes": .object([
+                "model": .string(v.hashes.model),
+                "entities": .object(v.hashes.entities.mapValues(CanonicalJSON.string)),
+                "configurations": .object(v.hashes.configurations.mapValues(CanonicalJSON.string)),
+            ]),
+        ]).text
+    }
+
+    func testVectorsMatchTheCommittedFiles() throws {
+        let freeze = ProcessInfo.processInfo.environment["SEAM_FREEZE"] == "1"
+        for (name, version) in try Self.vectors() {
+            let path = "Protocol/vectors/schema/\(name).json"
+            let url = RepositoryFiles.url(path)
+            if freeze, !FileManager.default.fileExists(atPath: url.path) {
+                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try Self.document(version).write(to: url, atomically: true, encoding: .utf8)
+            }
+            XCTAssertEqual(try RepositoryFiles.text(path), Self.document(version), "vector \(name) changed")
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import SeamSchema
+import SeamTimers
+import XCTest
+
+/// Shipped versions are frozen: their canonical JSON and hashes are committed under
+/// `Protocol/schemas/<Model>/`, and any change to either fails here.
+///
+/// To freeze a new version, run `SEAM_FREEZE=1 swift test --filter FrozenHistoryTests`: it
+/// writes the files of versions that have none and never overwrites a file that exists.
+final class FrozenHistoryTests: XCTestCase {
+    static let models = [TimerModel.history, SyncMetadataModel.history]
+
+    private func paths(_ v: ModelVersion) -> (json: String, hashes: String) {
+        ("Protocol/schemas/\(v.model)/v\(v.version).json", "Protocol/schemas/\(v.model)/v\(v.version).hashes.json")
+    }
+
+    static func hashesDocument(_ v: ModelVersion) -> String {
+        CanonicalJSON.object([
+            "model": .string(v.model),
+            "version": .integer(Int64(v.version)),
+            "modelHash": .string(v.hashes.model),
+            "entities": .object(v.hashes.entities.mapValues(CanonicalJSON.string)),
+            "configurations": .object(v.hashes.configurations.mapValues(CanonicalJSON.string)),
+        ]).text
+    }
+
+    func testEveryShippedVersionIsFrozen() throws {
+        let freeze = ProcessInfo.processInfo.environment["SEAM_FREEZE"] == "1"
+        for model in Self.models {
+            for v in model.versions {
+                let (jsonPath, hashesPath) = paths(v)
+                let expectedHashes = Self.hashesDocument(v)
+                if freeze, !FileManager.default.fileExists(atPath: RepositoryFiles.url(jsonPath).path) {
+                    try FileManager.default.createDirectory(at: RepositoryFiles.url(jsonPath).deletingLastPathComponent(),
+                                                            withIntermediateDirectories: true)
+                    try v.canonicalJSON.write(to: RepositoryFiles.url(jsonPath), atomically: true, encoding: .utf8)
+                    try expectedHashes.write(to: RepositoryFiles.url(hashesPath), atomically: true, encoding: .utf8)
+                }
+                let committed = try RepositoryFiles.text(jsonPath)
+                XCTAssertEqual(v.canonicalJSON, committed,
+                               "\(model.name) v\(v.version) no longer matches its frozen canonical JSON: a shipped version "
+                               + "must never change; add a new version instead")
+                XCTAssertEqual(expectedHashes, try RepositoryFiles.text(hashesPath), "\(model.name) v\(v.version) hashes changed")
+                XCTAssertEqual(SHA256.hex(committed), v.hashes.model)
+            }
+            let next = "Protocol/schemas/\(model.name)/v\(model.versions.count + 1).json"
+            XCTAssertFalse(FileManager.default.fileExists(atPath: RepositoryFiles.url(next).path),
+                           "\(next) is frozen but the model no longer defines it: a shipped version was deleted")
+        }
+    }
+
+    /// A label names one shape and a shape one label, across the whole history.
+    func testLabelsAndShapesCorrespondOneToOne() {
+        for model in Self.models {
+            let hashes = model.versions.map(\.hashes.model)
+            XCTAssertEqual(Set(hashes).count, hashes.count, model.name)
+            XCTAssertEqual(model.versions.map(\.version), Array(1...model.versions.count))
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import SeamSchema
+import SeamTimers
+import XCTest
+
+/// The timer model's current version is the contract `design.md` fixes.
+final class TimerModelTests: XCTestCase {
+    func testTheHistoryBuilds() throws {
+        XCTAssertEqual(try TimerModel.build().versions.count, 4)
+        XCTAssertEqual(try SyncMetadataModel.build().versions.count, 2)
+        XCTAssertEqual(TimerApp.schema.configurations, ["Cloud", "Local"])
+    }
+
+    func testCurrentEntitiesAndAttributesAreTheContract() throws {
+        let v = TimerModel.history.current
+        let expected: [String: (String, [String])] = [
+            "Timer": ("Cloud", ["uuid", "name", "icon", "colour", "steps", "repeatCount", "groupUUID", "sortOrder", "createdAt",
+                                "modifiedAt"]),
+            "UserGroup": ("Cloud", ["uuid", "name", "sortOrder", "createdAt", "modifiedAt"]),
+            "Session": ("Local", ["uuid", "timerUUID", "name", "icon", "colour", "steps", "repeatCount", "state", "startedAt",
+                                  "pausedAt", "stepIndex", "round", "stepEndsAt", "finishedAt"]),
+        ]
+        XCTAssertEqual(Set(v.entities.map(\.name)), Set(expected.keys))
+        for (name, (configuration, attributes)) in expected {
+            let e = try XCTUnwrap(v.entity(name))
+            XCTAssertEqual(Set(e.attributes.map(\.name)), Set(attributes), name)
+            XCTAssertEqual(v.configuration(of: name), configuration, name)
+        }
+        let session = try XCTUnwrap(v.entity("Session"))
+        XCTAssertEqual(session.attribute("timerUUID")?.isOptional, true, "nil for a flash timer")
+        XCTAssertEqual(session.attribute("steps")?.type, .json)
+        XCTAssertTrue(session.uniqueConstraints.contains(UniqueConstraint("timerUUID")), "one session per timer")
+        XCTAssertEqual(session.link(on: "timerUUID"), Link("timerUUID", to: "Timer", onDelete: .cascade))
+        XCTAssertEqual(v.entity("Timer")?.link(on: "groupUUID"), Link("groupUUID", to: "UserGroup", onDelete: .nullify))
+        for e in v.entities {
+            for a in e.attributes where a.name.hasSuffix("At") { XCTAssertEqual(a.type, .date, "\(e.name).\(a.name)") }
+        }
+    }
+
+    func testSyncMetadataSharesTheCloudFile() {
+        let cloud = TimerApp.schema.models(in: "Cloud").map(\.name)
+        XCTAssertEqual(cloud, ["Timers", "SyncMetadata"])
+        XCTAssertEqual(TimerApp.schema.models(in: "Local").map(\.name), ["Timers"])
+        XCTAssertEqual(TimerApp.schema.entity("SyncRecord")?.configuration, "Cloud")
+    }
+
+    /// Every kind of change the schema language has is used somewhere in the history.
+    func testHistoryExercisesEveryKindOfChange() throws {
+        let vs = TimerModel.history.versions
+        func attrs(_ v: ModelVersion, _ e: String) -> [Attribute] { v.entity(e)?.attributes ?? [] }
+        // Entities added, removed, renamed, moved.
+        XCTAssertNotNil(vs[0].entity("Setting")); XCTAssertNil(vs[1].entity("Setting"))
+        XCTAssertEqual(vs[2].entity("UserGroup")?.renamingIdentifier, "Folder")
+        XCTAssertEqual(vs[3].entity("Session")?.renamingIdentifier, "Run")
+        XCTAssertEqual(vs[1].configuration(of: "Run"), "Cloud"); XCTAssertEqual(vs[2].configuration(of: "Run"), "Local")
+        // Attributes added, removed, renamed; optionality and defaults changed.
+        XCTAssertNotNil(vs[0].entity("Timer")?.attribute("duration")); XCTAssertNil(vs[1].entity("Timer")?.attribute("duration"))
+        XCTAssertEqual(vs[1].entity("Timer")?.attribute("name")?.renamingIdentifier, "title")
+        XCTAssertEqual(vs[2].entity("Timer")?.attribute("colour")?.isOptional, false)
+        XCTAssertEqual(vs[2].entity("Timer")?.attribute("icon")?.defaultValue, .string("clock"))
+        XCTAssertEqual(vs[3].entity("Session")?.attribute("timerUUID")?.isOptional, true)
+        XCTAssertTrue(attrs(vs[3], "Session").count > attrs(vs[2], "Run").count)
+        // Indexes and constraints added and removed.
+        XCTAssertEqual(vs[2].entity("Timer")?.indexes, [Index("groupUUID")])
+        XCTAssertEqual(vs[2].entity("UserGroup")?.uniqueConstraints, [])
+        XCTAssertEqual(vs[3].entity("Session")?.indexes, [Index("state")])
+        // Custom stages.
+        XCTAssertEqual(vs[1].customStages.map(\.name), ["durationToSteps"])
+    }
+
+    func testDurationBecomesOneStep() throws {
+        let stage = try XCTUnwrap(TimerModel.history.version(2)?.customStages.first)
+        var new = RowSnapshot(["name": .string("Tea \"green\""), "steps": .json("[]")])
+        try stage.transform(RowSnapshot(["title": .string("Tea \"green\""), "duration": .integer(180)]), &new)
+        XCTAssertEqual(new["steps"], .json(#"[{"label":"Tea \"green\"","seconds":180}]"#))
+    }
+}
