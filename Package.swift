@@ -23,17 +23,29 @@ let package = Package(
             providers: [.apt(["libjson-c-dev"])]
         ),
 
+        // MARK: - The system edge: files, sockets, signals
+        .target(name: "SeamSystem"),
+
         // MARK: - Pure layers
         .target(name: "SeamSchema"),
         .target(name: "SeamQuery", dependencies: ["SeamSchema"]),
 
         // MARK: - Storage
-        .target(name: "SeamStore", dependencies: ["SeamSchema", "CSQLite"]),
+        .target(name: "SeamStore", dependencies: ["SeamSchema", "SeamSystem", "CSQLite"]),
 
         // MARK: - The timer application's models
         .target(name: "SeamTimers", dependencies: ["SeamSchema"]),
 
+        // MARK: - Command-line plumbing
+        .target(name: "SeamCommandLine"),
+
         // MARK: - Executables
+        .executableTarget(name: "seam-fixture", dependencies: ["SeamStore", "SeamTimers", "SeamCommandLine"]),
+        .executableTarget(
+            name: "seam-migrate",
+            dependencies: ["SeamStore", "SeamTimers", "SeamCommandLine"],
+            path: "Plugins/seam-migrate"
+        ),
         .executableTarget(
             name: "seam-bench",
             dependencies: ["SeamSchema", "SeamStore", "SeamQuery", "SeamTimers", "CSQLite"]
@@ -42,7 +54,7 @@ let package = Package(
         // MARK: - Tests
         .testTarget(name: "SeamSchemaTests", dependencies: ["SeamSchema"]),
         .testTarget(name: "SeamTimersTests", dependencies: ["SeamTimers", "SeamSchema"]),
-        .testTarget(name: "SeamStoreTests", dependencies: ["SeamStore", "SeamSchema", "SeamTimers"]),
+        .testTarget(name: "SeamStoreTests", dependencies: ["SeamStore", "SeamSchema", "SeamTimers", "SeamSystem"]),
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
     ]
 )

@@ -22,3 +22,38 @@ public enum Base64 {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+extension Base64 {
+    /// Decodes standard padded base64; `nil` when the text is not valid base64.
+    public static func decode(_ text: String) -> [UInt8]? {
+        var values: [UInt8] = []
+        var padding = 0
+        for c in text.utf8 {
+            let v: UInt8
+            switch c {
+            case 0x41...0x5a: v = c - 0x41
+            case 0x61...0x7a: v = c - 0x61 + 26
+            case 0x30...0x39: v = c - 0x30 + 52
+            case UInt8(ascii: "+"): v = 62
+            case UInt8(ascii: "/"): v = 63
+            case UInt8(ascii: "="): padding += 1; continue
+            default: return nil
+            }
+            if padding > 0 { return nil }
+            values.append(v)
+        }
+        guard (values.count + padding) % 4 == 0, padding <= 2 else { return nil }
+        var out: [UInt8] = []
+        var i = 0
+        while i < values.count {
+            let chunk = values[i..<min(i + 4, values.count)]
+            var n: UInt32 = 0
+            for (k, v) in chunk.enumerated() { n |= UInt32(v) << UInt32(18 - 6 * k) }
+            out.append(UInt8(n >> 16 & 0xff))
+            if chunk.count > 2 { out.append(UInt8(n >> 8 & 0xff)) }
+            if chunk.count > 3 { out.append(UInt8(n & 0xff)) }
+            i += 4
+        }
+        return out
+    }
+}

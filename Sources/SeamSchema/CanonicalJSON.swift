@@ -75,12 +75,69 @@ public indirect enum CanonicalJSON: Sendable, Hashable {
     }
 }
 
-// MARK: - JSON text in schema defaults
+// MARK: - Parsing JSON text
 
-/// Checks and minifies JSON text given as the default of a json attribute.
-///
-/// Numbers are kept exactly as written (no floating-point conversion); object keys are sorted
-/// by UTF-8 bytes and strings re-escaped canonically, so two spellings of one value agree.
+/// A parsed JSON value. Numbers keep the exact text they were written with, so nothing is lost
+/// to floating point on the way through.
+public indirect enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    /// A number as written (`-12`, `2.50`, `1e3`).
+    case number(String)
+    case string(String)
+    case array([JSONValue])
+    /// Members in the order written; duplicate keys are rejected by the parser.
+    case object([(String, JSONValue)])
+
+    public static func == (a: JSONValue, b: JSONValue) -> Bool { a.minified == b.minified }
+    public func hash(into h: inout Hasher) { h.combine(minified) }
+
+    /// The member `key` of an object, or `nil`.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let members) = self { return members.first { $0.0 == key }?.1 }
+        return nil
+    }
+
+    public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    public var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+    public var int64Value: Int64? { if case .number(let n) = self { return Int64(n) } else { return nil } }
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
+    public var objectValue: [(String, JSONValue)]? { if case .object(let o) = self { return o } else { return nil } }
+
+    /// The canonical minified text: keys sorted by UTF-8 bytes, no whitespace, numbers verbatim.
+    public var minified: String {
+        var out = [UInt8]()
+        write(into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    func write(into out: inout [UInt8]) {
+        switch self {
+        case .null: out += Array("null".utf8)
+        case .bool(let b): out += Array((b ? "true" : "false").utf8)
+        case .number(let n): out += Array(n.utf8)
+        case .string(let s): CanonicalJSON.writeString(s, into: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                item.write(into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            for (i, m) in members.sorted(by: { CanonicalJSON.utf8Less($0.0, $1.0) }).enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                CanonicalJSON.writeString(m.0, into: &out)
+                out.append(UInt8(ascii: ":"))
+                m.1.write(into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+}
+
+/// Parses JSON text (RFC 8259) with bounded depth; used for json defaults and embedded models.
 public enum JSONText {
     public struct Invalid: Error, Sendable, CustomStringConvertible {
         public var offset: Int
@@ -88,21 +145,27 @@ public enum JSONText {
         public var description: String { "invalid JSON at byte \(offset): \(reason)" }
     }
 
-    /// The minified canonical spelling of `text`, or an error naming the byte where it broke.
-    public static func minify(_ text: String) throws(Invalid) -> String {
+    /// The deepest nesting accepted.
+    public static let maxDepth = 64
+
+    /// Parses `text`, or throws naming the byte where it broke.
+    public static func parse(_ text: String) throws(Invalid) -> JSONValue {
         var parser = Parser(bytes: Array(text.utf8))
-        var out = [UInt8]()
         parser.skipSpace()
-        try parser.value(into: &out, depth: 0)
+        let v = try parser.value(depth: 0)
         parser.skipSpace()
         if parser.pos != parser.bytes.count { throw Invalid(offset: parser.pos, reason: "trailing characters") }
-        return String(decoding: out, as: UTF8.self)
+        return v
+    }
+
+    /// The minified canonical spelling of `text` (keys sorted, numbers kept exactly as written).
+    public static func minify(_ text: String) throws(Invalid) -> String {
+        try parse(text).minified
     }
 
     private struct Parser {
         let bytes: [UInt8]
         var pos = 0
-        static let maxDepth = 64
 
         mutating func skipSpace() {
             while pos < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[pos]) { pos += 1 }
@@ -110,77 +173,61 @@ public enum JSONText {
 
         func fail(_ reason: String) -> Invalid { Invalid(offset: pos, reason: reason) }
 
-        mutating func value(into out: inout [UInt8], depth: Int) throws(Invalid) {
-            guard depth < Self.maxDepth else { throw fail("nested too deeply") }
+        mutating func value(depth: Int) throws(Invalid) -> JSONValue {
+            guard depth < JSONText.maxDepth else { throw fail("nested too deeply") }
             guard pos < bytes.count else { throw fail("unexpected end") }
             switch bytes[pos] {
             case UInt8(ascii: "{"):
                 pos += 1
-                var members: [(String, [UInt8])] = []
+                var members: [(String, JSONValue)] = []
+                var keys = Set<String>()
                 skipSpace()
-                if pos < bytes.count, bytes[pos] == UInt8(ascii: "}") { pos += 1 } else {
-                    while true {
-                        skipSpace()
-                        let key = try string()
-                        skipSpace()
-                        guard pos < bytes.count, bytes[pos] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-                        pos += 1
-                        skipSpace()
-                        var member = [UInt8]()
-                        try value(into: &member, depth: depth + 1)
-                        members.append((key, member))
-                        skipSpace()
-                        guard pos < bytes.count else { throw fail("unterminated object") }
-                        if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
-                        if bytes[pos] == UInt8(ascii: "}") { pos += 1; break }
-                        throw fail("expected ',' or '}'")
-                    }
+                if pos < bytes.count, bytes[pos] == UInt8(ascii: "}") { pos += 1; return .object([]) }
+                while true {
+                    skipSpace()
+                    let keyOffset = pos
+                    let key = try string()
+                    guard keys.insert(key).inserted else { throw Invalid(offset: keyOffset, reason: "duplicate key") }
+                    skipSpace()
+                    guard pos < bytes.count, bytes[pos] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                    pos += 1
+                    skipSpace()
+                    members.append((key, try value(depth: depth + 1)))
+                    skipSpace()
+                    guard pos < bytes.count else { throw fail("unterminated object") }
+                    if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
+                    if bytes[pos] == UInt8(ascii: "}") { pos += 1; return .object(members) }
+                    throw fail("expected ',' or '}'")
                 }
-                members.sort { CanonicalJSON.utf8Less($0.0, $1.0) }
-                out.append(UInt8(ascii: "{"))
-                for (i, m) in members.enumerated() {
-                    if i > 0 { out.append(UInt8(ascii: ",")) }
-                    CanonicalJSON.writeString(m.0, into: &out)
-                    out.append(UInt8(ascii: ":"))
-                    out += m.1
-                }
-                out.append(UInt8(ascii: "}"))
             case UInt8(ascii: "["):
                 pos += 1
-                out.append(UInt8(ascii: "["))
+                var items: [JSONValue] = []
                 skipSpace()
-                if pos < bytes.count, bytes[pos] == UInt8(ascii: "]") { pos += 1 } else {
-                    var first = true
-                    while true {
-                        skipSpace()
-                        if !first { out.append(UInt8(ascii: ",")) }
-                        first = false
-                        try value(into: &out, depth: depth + 1)
-                        skipSpace()
-                        guard pos < bytes.count else { throw fail("unterminated array") }
-                        if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
-                        if bytes[pos] == UInt8(ascii: "]") { pos += 1; break }
-                        throw fail("expected ',' or ']'")
-                    }
+                if pos < bytes.count, bytes[pos] == UInt8(ascii: "]") { pos += 1; return .array([]) }
+                while true {
+                    skipSpace()
+                    items.append(try value(depth: depth + 1))
+                    skipSpace()
+                    guard pos < bytes.count else { throw fail("unterminated array") }
+                    if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
+                    if bytes[pos] == UInt8(ascii: "]") { pos += 1; return .array(items) }
+                    throw fail("expected ',' or ']'")
                 }
-                out.append(UInt8(ascii: "]"))
-            case UInt8(ascii: "\""):
-                CanonicalJSON.writeString(try string(), into: &out)
-            case UInt8(ascii: "t"): try literal("true", into: &out)
-            case UInt8(ascii: "f"): try literal("false", into: &out)
-            case UInt8(ascii: "n"): try literal("null", into: &out)
-            default: try number(into: &out)
+            case UInt8(ascii: "\""): return .string(try string())
+            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+            case UInt8(ascii: "n"): try literal("null"); return .null
+            default: return .number(try number())
             }
         }
 
-        mutating func literal(_ word: String, into out: inout [UInt8]) throws(Invalid) {
+        mutating func literal(_ word: String) throws(Invalid) {
             let w = Array(word.utf8)
             guard pos + w.count <= bytes.count, Array(bytes[pos..<pos + w.count]) == w else { throw fail("unknown literal") }
             pos += w.count
-            out += w
         }
 
-        mutating func number(into out: inout [UInt8]) throws(Invalid) {
+        mutating func number() throws(Invalid) -> String {
             let start = pos
             if pos < bytes.count, bytes[pos] == UInt8(ascii: "-") { pos += 1 }
             func digits(_ p: inout Int) -> Int {
@@ -201,7 +248,7 @@ public enum JSONText {
                 if pos < bytes.count, bytes[pos] == UInt8(ascii: "+") || bytes[pos] == UInt8(ascii: "-") { pos += 1 }
                 guard digits(&pos) > 0 else { throw fail("expected exponent digits") }
             }
-            out += bytes[start..<pos]
+            return String(decoding: bytes[start..<pos], as: UTF8.self)
         }
 
         mutating func string() throws(Invalid) -> String {

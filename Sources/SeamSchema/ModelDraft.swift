@@ -20,6 +20,10 @@ public struct ModelDraft: Sendable {
     public private(set) var configurations: [(name: String, entities: [String])] = []
     public var versionHashModifier: String?
     public private(set) var customStages: [CustomStage] = []
+    /// What this version removes on purpose, by name in the previous version: `Entity` or
+    /// `Entity.attribute`. A migration treats anything else that vanishes as possibly a rename
+    /// and refuses to guess.
+    public private(set) var removals: Set<String> = []
     /// Entities present in the previous version (by their name there), for the "added required
     /// attribute" rule.
     private var previousEntities: Set<String> = []
@@ -30,12 +34,19 @@ public struct ModelDraft: Sendable {
         self.version = 1
     }
 
+    /// A draft with an explicit label, for models decoded from a store.
+    init(model: String, version: Int) {
+        self.model = model
+        self.version = version
+    }
+
     /// The next version: the same shape, with renames and custom stages cleared, because those
     /// are relative to the version before.
     public func next() -> ModelDraft {
         var n = self
         n.version += 1
         n.customStages = []
+        n.removals = []
         n.previousEntities = Set(entities.map(\.name))
         for i in n.entities.indices {
             n.entities[i].renamingIdentifier = nil
@@ -93,6 +104,7 @@ public struct ModelDraft: Sendable {
     /// Removes an entity and its rows.
     public mutating func removeEntity(_ name: String) throws(SchemaError) {
         let i = try entityIndex(name)
+        removals.insert(entities[i].renamingIdentifier ?? name)
         entities.remove(at: i)
         for c in configurations.indices { configurations[c].entities.removeAll { $0 == name } }
     }
@@ -123,6 +135,8 @@ public struct ModelDraft: Sendable {
         )
         try body(&editor)
         entities[i] = editor.entity
+        let previousName = entities[i].renamingIdentifier ?? name
+        for attribute in editor.removed { removals.insert("\(previousName).\(attribute)") }
     }
 
     /// Declares code that runs on each row of `stage.entity` when a store crosses this version.
@@ -138,6 +152,8 @@ public struct ModelDraft: Sendable {
 /// Changes to one entity inside a `ModelDraft`.
 public struct EntityEditor: Sendable {
     public internal(set) var entity: Entity
+    /// Attributes removed on purpose, by their name in the previous version.
+    public private(set) var removed: [String] = []
     let existedBefore: Bool
     let model: String
     let version: Int
@@ -172,6 +188,7 @@ public struct EntityEditor: Sendable {
     /// Removes an attribute, with any index, constraint or link that uses it.
     public mutating func remove(_ name: String) throws(SchemaError) {
         let i = try index(of: name)
+        if existedBefore { removed.append(entity.attributes[i].renamingIdentifier ?? name) }
         entity.attributes.remove(at: i)
         entity.indexes.removeAll { $0.attributes.contains(name) }
         entity.uniqueConstraints.removeAll { $0.attributes.contains(name) }

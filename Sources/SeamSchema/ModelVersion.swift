@@ -9,6 +9,8 @@ public struct ModelVersion: Sendable {
     public let versionHashModifier: String?
     /// Stages that run when a store crosses into this version.
     public let customStages: [CustomStage]
+    /// What this version removed on purpose (`Entity` or `Entity.attribute`, by previous names).
+    public let removals: Set<String>
     public let hashes: ModelHashes
     /// The canonical JSON the hashes are computed from (see `Protocol/schema.md`).
     public let canonicalJSON: String
@@ -24,6 +26,7 @@ public struct ModelVersion: Sendable {
         }.sorted { CanonicalJSON.utf8Less($0.name, $1.name) }
         versionHashModifier = draft.versionHashModifier
         customStages = draft.customStages
+        removals = draft.removals
         let encoding = SchemaEncoding.model(name: model, entities: entities, configurations: configurations,
                                             modifier: versionHashModifier)
         canonicalJSON = encoding.text

@@ -24,6 +24,8 @@ public final class Database {
         public var busyTimeoutMilliseconds: Int32 = 5000
         /// Use WAL (the default for store files); off for scratch copies written once.
         public var wal = true
+        /// Accept `file:` URIs (for read-only attachments).
+        public var uri = false
         public init() {}
     }
 
@@ -39,6 +41,7 @@ public final class Database {
     public init(path: String, options: Options = Options()) throws(DatabaseError) {
         self.path = path
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        if options.uri { flags |= SQLITE_OPEN_URI }
         if options.readOnly {
             flags |= SQLITE_OPEN_READONLY
         } else {
@@ -170,6 +173,21 @@ public final class Database {
 
     /// Asks a running statement to stop at its next opportunity (`SQLITE_INTERRUPT`).
     public func interrupt() { sqlite3_interrupt(handle) }
+
+    /// A `file:` URI that opens `path` read-only, for `ATTACH` on a connection opened with `uri`.
+    public static func readOnlyURI(_ path: String) -> String {
+        var out = "file:"
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "/"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                out.append(Character(Unicode.Scalar(byte)))
+            default:
+                out += "%" + Hex.encode([byte])
+            }
+        }
+        return out + "?mode=ro"
+    }
 
     /// The version of the SQLite library in use.
     public static var sqliteVersion: String { String(cString: sqlite3_libversion()) }

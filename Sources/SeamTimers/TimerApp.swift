@@ -15,3 +15,14 @@ public enum TimerApp {
     /// `SyncMetadata` at `releases[r].syncMetadata`; fixtures are made from these pairs.
     public static let releases: [(timers: Int, syncMetadata: Int)] = [(1, 1), (2, 1), (3, 2), (4, 2)]
 }
+
+extension TimerApp {
+    /// The versions of every model in the first release where `model` was at `version`.
+    public static func release(where model: String, is version: Int) -> [String: Int]? {
+        for r in releases {
+            let map = [TimerModel.name: r.timers, SyncMetadataModel.name: r.syncMetadata]
+            if map[model] == version { return map }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,53 @@
+// seam-migrate: upgrades the timer app's stores in a directory, offline (no seamd running).
+import SeamCommandLine
+import SeamStore
+import SeamTimers
+
+let usage = """
+    usage: seam-migrate [--dry-run] [--integrity] [--batch N] DIR
+
+    Brings Cloud.sqlite and Local.sqlite in DIR to the current versions: each on a copy,
+    verified, swapped in only on success; the originals are kept in DIR/backups/.
+      --dry-run     print the plan (each step in words, and its SQL) and change nothing
+      --integrity   verify copies with a full integrity_check (slower) instead of quick_check
+      --batch N     rows per copy batch (default 20000)
+    Run it while no seamd uses DIR.
+    """
+
+let tool = "seam-migrate"
+do {
+    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["batch"], flags: ["dry-run", "integrity"])
+    if args.wantsHelp { print(usage); Terminal.exit(0) }
+    guard args.positional.count == 1 else { throw Arguments.UsageError("give one directory\n\n" + usage) }
+    let directory = StoreDirectory(path: args.positional[0], schema: TimerApp.schema)
+    for line in try directory.recover() { print(line) }
+    for c in try directory.inspect() { print(c.summary) }
+    let plan = try directory.plan()
+    if args.flag("dry-run") {
+        print(plan.description, terminator: "")
+        Terminal.exit(0)
+    }
+    if plan.isEmpty { print("Nothing to migrate: every store is current."); Terminal.exit(0) }
+    var options = MigrationOptions()
+    options.fullIntegrityCheck = args.flag("integrity")
+    options.batchSize = try args.integer("batch", in: 1...10_000_000) ?? options.batchSize
+    let interactive = Terminal.stderrIsTerminal
+    var lastPhase = ""
+    let report = try directory.migrate(options: options) { p in
+        let line = "\(p.configuration) \(p.phase.rawValue)\(p.entity.map { " \($0)" } ?? "") "
+            + "\(Terminal.bar(p.fraction)) \(p.rowsDone)/\(p.rowsTotal) rows"
+        if interactive {
+            Terminal.progress("\r\u{1B}[K" + line)
+        } else if p.phase.rawValue != lastPhase {
+            Terminal.error(line)
+        }
+        lastPhase = p.phase.rawValue
+    }
+    if interactive { Terminal.progress("\n") }
+    print("migrated \(report.configurations.joined(separator: ", ")): \(report.rowsCopied) rows; originals kept in "
+          + report.backups.joined(separator: ", "))
+} catch let e as Arguments.UsageError {
+    Terminal.fail(tool, e.message, status: Terminal.usageError)
+} catch {
+    Terminal.fail(tool, "\(error)")
+}

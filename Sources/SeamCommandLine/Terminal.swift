@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Output helpers for command-line tools: stderr, exit codes, whether stdout is a terminal.
+public enum Terminal {
+    /// Exit status for a usage error (as `sysexits.h`'s EX_USAGE).
+    public static let usageError: Int32 = 64
+
+    public static func error(_ message: String) {
+        var line = message
+        if !line.hasSuffix("\n") { line += "\n" }
+        write(2, line)
+    }
+
+    /// Writes all of `text` to file descriptor `fd`.
+    public static func write(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 { if errno == EINTR { continue } else { return } }
+            bytes = bytes.dropFirst(n)
+        }
+    }
+
+    /// Ends the process with `status`.
+    public static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
+
+    /// Prints `tool: message` on stderr and exits with `status`.
+    public static func fail(_ tool: String, _ message: String, status: Int32 = 1) -> Never {
+        error("\(tool): \(message)")
+        Glibc.exit(status)
+    }
+
+    public static var stdoutIsTerminal: Bool { isatty(1) != 0 }
+    public static var stderrIsTerminal: Bool { isatty(2) != 0 }
+
+    /// Writes `text` to stderr without a newline (for progress lines that redraw with `\r`).
+    public static func progress(_ text: String) {
+        write(2, text)
+    }
+
+    /// A bar such as `[#######.............]  35%`.
+    public static func bar(_ fraction: Double, width: Int = 30) -> String {
+        let f = max(0, min(1, fraction.isNaN ? 0 : fraction))
+        let filled = Int((f * Double(width)).rounded(.down))
+        return "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
+            + String(Int((f * 100).rounded(.down))).leftPadded(to: 3) + "%"
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+}

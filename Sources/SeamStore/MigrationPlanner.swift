@@ -1,0 +1,200 @@
+import SeamSchema
+
+/// Infers a migration from the versions a directory's files hold to the current versions.
+///
+/// Mapping rules (the lightweight migration of Core Data, made explicit):
+/// - entities and attributes follow their renaming identifiers version by version, so a rename
+///   two versions back is still found; a model read from a store's embedded JSON maps by name;
+/// - added attributes get their default (or nil); optional → required fills nils with the default;
+/// - an entity moved to another configuration is copied from the other file;
+/// - custom stages of every version crossed run on each row of their entity, oldest first;
+/// - something that vanishes without a declared removal while something of the same type
+///   appears is ambiguous and refused; a type change is refused.
+public enum MigrationPlanner {
+    /// The plan for `classifications` (one per configuration file) to reach `schema`'s current versions.
+    public static func plan(_ classifications: [StoreClassification], schema: Schema) throws(StoreError) -> MigrationPlan {
+        var files: [MigrationPlan.FilePlan] = []
+        let byConfiguration = Dictionary(uniqueKeysWithValues: classifications.map { ($0.configuration, $0) })
+        for c in classifications where c.state == .older || (c.state == .new && needsCopy(into: c.configuration, classifications)) {
+            files.append(try plan(file: c, all: byConfiguration, schema: schema))
+        }
+        return MigrationPlan(files: files)
+    }
+
+    /// A new file that receives an entity moved out of an existing file must be built by copy too.
+    private static func needsCopy(into configuration: String, _ all: [StoreClassification]) -> Bool {
+        all.contains { $0.state == .older && $0.configuration != configuration }
+    }
+
+    private static func plan(
+        file: StoreClassification, all: [String: StoreClassification], schema: Schema
+    ) throws(StoreError) -> MigrationPlan.FilePlan {
+        var creates: [String] = []
+        var indexes: [String] = []
+        var copies: [MigrationPlan.Copy] = []
+        var records: [StoreMetadata.ModelRecord] = []
+        var copiedSources = Set<String>()
+        for model in schema.models {
+            let target = model.current
+            let entities = target.entities(in: file.configuration)
+            for entity in entities {
+                creates.append(SchemaSQL.createTable(entity))
+                indexes += SchemaSQL.createIndexes(entity)
+                if let copy = try copyStep(for: entity, model: model, all: all, path: file.path) {
+                    copies.append(copy)
+                    copiedSources.insert("\(copy.sourceConfiguration).\(copy.sourceTable)")
+                }
+            }
+            if !entities.isEmpty || file.models.contains(where: { $0.name == model.name }) {
+                records.append(StoreMetadata.record(target, configuration: file.configuration))
+            }
+        }
+        var dropped: [String] = []
+        for (name, status) in file.models {
+            guard let source = status.source else { continue }
+            for e in source.entities(in: file.configuration) where !copiedSources.contains("\(file.configuration).\(e.name)")
+                && !movedAway(e.name, model: name, from: file.configuration, schema: schema, all: all)
+            {
+                dropped.append("drop \(name).\(e.name) (removed in a later version)")
+            }
+        }
+        return MigrationPlan.FilePlan(
+            configuration: file.configuration, from: file.summary, createTables: creates, copies: copies,
+            createIndexes: indexes, metadata: StoreMetadata(configuration: file.configuration, format: StoreMetadata.currentFormat,
+                                                            models: records),
+            dropped: dropped)
+    }
+
+    private static func movedAway(
+        _ entity: String, model: String, from configuration: String, schema: Schema, all: [String: StoreClassification]
+    ) -> Bool {
+        guard let m = schema.model(model), let source = all[configuration]?.models.first(where: { $0.name == model })?.status.source,
+              let name = forwardEntityName(entity, from: source, in: m)
+        else { return false }
+        return m.current.configuration(of: name) != configuration
+    }
+
+    // MARK: - One entity
+
+    /// The copy that fills `entity` (current version), or `nil` when no original holds its rows.
+    private static func copyStep(
+        for entity: Entity, model: VersionedModel, all: [String: StoreClassification], path: String
+    ) throws(StoreError) -> MigrationPlan.Copy? {
+        for (configuration, classification) in all.sorted(by: { $0.key < $1.key }) {
+            guard let status = classification.models.first(where: { $0.name == model.name })?.status,
+                  let source = status.source
+            else { continue }
+            for sourceEntity in source.entities(in: configuration) {
+                guard forwardEntityName(sourceEntity.name, from: source, in: model) == entity.name else { continue }
+                return try copy(from: sourceEntity, in: configuration, source: source, to: entity, model: model, path: path)
+            }
+        }
+        return nil
+    }
+
+    /// Whether `source` is one of `model`'s listed versions (and so has renaming history).
+    private static func isListed(_ source: ModelVersion, in model: VersionedModel) -> Bool {
+        model.version(source.version)?.hashes.model == source.hashes.model
+    }
+
+    /// The name entity `name` of `source` has in the current version, or `nil` when it was removed.
+    static func forwardEntityName(_ name: String, from source: ModelVersion, in model: VersionedModel) -> String? {
+        guard isListed(source, in: model) else { return model.current.entity(name) != nil ? name : nil }
+        var current = name
+        for v in model.versions where v.version > source.version {
+            if let renamed = v.entities.first(where: { $0.renamingIdentifier == current }) {
+                current = renamed.name
+            } else if v.entities.contains(where: { $0.name == current && $0.renamingIdentifier == nil }) {
+                continue
+            } else {
+                return nil
+            }
+        }
+        return current
+    }
+
+    private enum AttributeFate { case kept(String), removed, vanished }
+
+    /// Where attribute `name` of entity `entity` (both as named in `source`) ends up.
+    private static func forwardAttribute(
+        _ name: String, entity: String, from source: ModelVersion, in model: VersionedModel
+    ) -> AttributeFate {
+        guard isListed(source, in: model) else {
+            guard let target = model.current.entity(entity) else { return .vanished }
+            return target.attribute(name) != nil ? .kept(name) : .vanished
+        }
+        var attr = name
+        var ent = entity
+        for v in model.versions where v.version > source.version {
+            let previousEntity = ent
+            guard let e = v.entities.first(where: { $0.renamingIdentifier == ent })
+                ?? v.entities.first(where: { $0.name == ent && $0.renamingIdentifier == nil })
+            else { return .removed }
+            ent = e.name
+            if let a = e.attributes.first(where: { $0.renamingIdentifier == attr }) {
+                attr = a.name
+            } else if e.attributes.contains(where: { $0.name == attr && $0.renamingIdentifier == nil }),
+                      !v.removals.contains("\(previousEntity).\(attr)")
+            {
+                continue
+            } else {
+                return v.removals.contains("\(previousEntity).\(attr)") ? .removed : .vanished
+            }
+        }
+        return .kept(attr)
+    }
+
+    private static func copy(
+        from sourceEntity: Entity, in sourceConfiguration: String, source: ModelVersion, to target: Entity,
+        model: VersionedModel, path: String
+    ) throws(StoreError) -> MigrationPlan.Copy {
+        var sourceFor: [String: Attribute] = [:]
+        var vanished: [Attribute] = []
+        var notes: [String] = []
+        for a in sourceEntity.attributes {
+            switch forwardAttribute(a.name, entity: sourceEntity.name, from: source, in: model) {
+            case .kept(let name): sourceFor[name] = a
+            case .removed: notes.append("drop \(a.name)")
+            case .vanished: vanished.append(a)
+            }
+        }
+        let added = target.attributes.filter { sourceFor[$0.name] == nil }
+        for v in vanished {
+            if let twin = added.first(where: { $0.type == v.type }) {
+                throw StoreError(.ambiguous(model: model.name, entity: target.name, removed: v.name, added: twin.name), path: path)
+            }
+            notes.append("drop \(v.name)")
+        }
+        var expressions: [String] = []
+        for t in target.attributes {
+            if let s = sourceFor[t.name] {
+                guard s.type == t.type else {
+                    throw StoreError(.typeChange(model: model.name, entity: target.name, attribute: t.name, from: s.type, to: t.type),
+                                     path: path)
+                }
+                if s.name != t.name { notes.append("\(s.name) → \(t.name)") }
+                if s.isOptional, !t.isOptional, let d = t.defaultValue {
+                    expressions.append("COALESCE(\(SchemaSQL.quote(s.name)), \(SchemaSQL.literal(d)))")
+                    notes.append("\(t.name): nil becomes \(d)")
+                } else {
+                    expressions.append(SchemaSQL.quote(s.name))
+                }
+            } else {
+                expressions.append(SchemaSQL.literal(t.defaultValue ?? .null))
+                notes.append("add \(t.name)" + (t.defaultValue.map { " = \($0)" } ?? ""))
+            }
+        }
+        if sourceEntity.name != target.name { notes.insert("\(sourceEntity.name) → \(target.name)", at: 0) }
+        let stages = isListed(source, in: model) ? model.versions.filter { $0.version > source.version }.flatMap { v in
+            v.customStages.filter { stage in
+                // The stage names its entity as of version v; follow that name to the current one.
+                model.version(v.version).map { forwardEntityName(stage.entity, from: $0, in: model) } == target.name
+            }
+        } : []
+        if !stages.isEmpty { notes.append("custom stages: " + stages.map(\.name).joined(separator: ", ")) }
+        return MigrationPlan.Copy(
+            model: model.name, entity: target.name, sourceConfiguration: sourceConfiguration, sourceTable: sourceEntity.name,
+            columns: target.attributes.map(\.name), expressions: expressions, targetTypes: target.attributes.map(\.type),
+            sourceColumns: sourceEntity.attributes.map { ($0.name, $0.type) }, stages: stages, notes: notes)
+    }
+}

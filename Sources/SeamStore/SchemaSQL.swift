@@ -1,0 +1,70 @@
+import SeamSchema
+
+/// The SQL that lays out a model version's entities in a store file.
+///
+/// Tables are named after entities and columns after attributes, so
+/// `sqlite3 Cloud.sqlite 'select name from Timer'` works. Tables are `STRICT` (SQLite checks
+/// every value's type) and `WITHOUT ROWID` with `uuid` as the primary key (one B-tree lookup
+/// per fetch by uuid). Identifiers come only from validated schemas and are quoted anyway.
+public enum SchemaSQL {
+    /// `"name"`, with embedded quotes doubled.
+    public static func quote(_ identifier: String) -> String {
+        "\"" + doubled(identifier, "\"") + "\""
+    }
+
+    private static func doubled(_ s: String, _ quote: Character) -> String {
+        var out = ""
+        for c in s {
+            out.append(c)
+            if c == quote { out.append(c) }
+        }
+        return out
+    }
+
+    /// A SQL literal for a schema default. Only used in DDL, where parameters are not allowed;
+    /// strings are quoted with doubled single quotes, bytes as hex blobs.
+    public static func literal(_ value: AttributeValue) -> String {
+        switch value {
+        case .null: return "NULL"
+        case .integer(let i): return String(i)
+        case .bool(let b): return b ? "1" : "0"
+        case .double(let d), .date(let d): return d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) + ".0" : "\(d)"
+        case .string(let s), .uuid(let s), .json(let s): return "'" + doubled(s, "'") + "'"
+        case .binary(let bytes): return "X'" + Hex.encode(bytes) + "'"
+        }
+    }
+
+    /// `CREATE TABLE` for `entity`.
+    public static func createTable(_ entity: Entity, name: String? = nil) -> String {
+        let columns = entity.attributes.map { a -> String in
+            var c = "\(quote(a.name)) \(a.type.sqlType)"
+            if a.name == Entity.identity { c += " NOT NULL PRIMARY KEY" } else if !a.isOptional { c += " NOT NULL" }
+            if let d = a.defaultValue, !d.isNull { c += " DEFAULT \(literal(d))" }
+            return c
+        }
+        return "CREATE TABLE \(quote(name ?? entity.name)) (\(columns.joined(separator: ", "))) WITHOUT ROWID, STRICT"
+    }
+
+    /// The name of an index or unique constraint's index, derived from what it covers.
+    public static func indexName(_ entity: String, _ attributes: [String], unique: Bool) -> String {
+        "\(entity)_\(unique ? "unique" : "idx")_\(attributes.joined(separator: "_"))"
+    }
+
+    /// `CREATE [UNIQUE] INDEX` for every index and unique constraint of `entity`.
+    public static func createIndexes(_ entity: Entity) -> [String] {
+        let unique = entity.uniqueConstraints.map { u in
+            "CREATE UNIQUE INDEX \(quote(indexName(entity.name, u.attributes, unique: true))) ON \(quote(entity.name))"
+                + "(\(u.attributes.map(quote).joined(separator: ", ")))"
+        }
+        let plain = entity.indexes.map { i in
+            "CREATE INDEX \(quote(indexName(entity.name, i.attributes, unique: false))) ON \(quote(entity.name))"
+                + "(\(i.attributes.map(quote).joined(separator: ", ")))"
+        }
+        return unique + plain
+    }
+
+    /// Every statement that creates the entities of `version` held by `configuration`.
+    public static func create(_ version: ModelVersion, configuration: String) -> [String] {
+        version.entities(in: configuration).flatMap { [createTable($0)] + createIndexes($0) }
+    }
+}

@@ -1,0 +1,221 @@
+import SeamSchema
+import SeamSystem
+
+/// A directory of store files for one schema: the place where stores are found, classified,
+/// created, migrated and opened.
+///
+/// Every entry point first finishes or cleans up what a crash may have left: a recorded swap
+/// (`migration.intent`) is rolled forward; copies without an intent are deleted.
+public struct StoreDirectory: Sendable {
+    public let layout: StoreLayout
+    public let schema: Schema
+
+    public init(path: String, schema: Schema) {
+        layout = StoreLayout(directory: path)
+        self.schema = schema
+    }
+
+    // MARK: - Recovery
+
+    /// Finishes an interrupted swap, or removes the leftovers of an interrupted migration.
+    /// Returns what it did, in words (empty when there was nothing to do).
+    @discardableResult
+    public func recover() throws(StoreError) -> [String] {
+        guard FileSystem.isDirectory(layout.directory) else { return [] }
+        var done: [String] = []
+        if FileSystem.exists(layout.intent) {
+            let swapped = try Self.rollForward(layout: layout)
+            done.append("finished an interrupted migration swap (\(swapped.count) backups kept)")
+        }
+        let names: [String]
+        do { names = try FileSystem.contents(of: layout.directory) } catch { throw StoreError(.system(error), path: layout.directory) }
+        for name in names where name.hasPrefix(".") && name.contains(".sqlite.migrating") || name == "migration.intent.tmp" {
+            do { try FileSystem.remove(FileSystem.join(layout.directory, name)) } catch {
+                throw StoreError(.system(error), path: FileSystem.join(layout.directory, name))
+            }
+            done.append("removed \(name), left by an interrupted migration")
+        }
+        return done
+    }
+
+    /// Swaps in every copy named by `migration.intent`, keeping each original in `backups/`,
+    /// then removes the intent. Idempotent: safe to repeat after a crash at any point.
+    static func rollForward(layout: StoreLayout) throws(StoreError) -> [String] {
+        let configurations: [String]
+        do {
+            let text = String(decoding: try FileSystem.read(layout.intent), as: UTF8.self)
+            configurations = (try? JSONText.parse(text))?["swap"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        } catch {
+            throw StoreError(.system(error), path: layout.intent)
+        }
+        var backups: [String] = []
+        do {
+            try FileSystem.makeDirectory(layout.backups)
+            for c in configurations {
+                let copy = layout.copy(c)
+                let store = layout.store(c)
+                guard FileSystem.exists(copy) else { continue }
+                if FileSystem.exists(store) {
+                    let backup = layout.backup(c)
+                    try StoreLayout.removeDatabase(backup)
+                    try FileSystem.link(store, to: backup)
+                    backups.append(backup)
+                }
+                for companion in StoreLayout.companions(store) { try FileSystem.remove(companion) }
+                try FileSystem.rename(copy, to: store)
+            }
+            try FileSystem.syncDirectory(layout.backups)
+            try FileSystem.syncDirectory(layout.directory)
+            try FileSystem.remove(layout.intent)
+            try FileSystem.syncDirectory(layout.directory)
+        } catch {
+            throw StoreError(.system(error), path: layout.directory)
+        }
+        return backups
+    }
+
+    // MARK: - Classification
+
+    /// Classifies every configuration's file, writing nothing but recovery.
+    public func inspect() throws(StoreError) -> [StoreClassification] {
+        try recover()
+        return try schema.configurations.map { c throws(StoreError) in try classify(c) }
+    }
+
+    /// Classifies one configuration's file without writing to it.
+    public func classify(_ configuration: String) throws(StoreError) -> StoreClassification {
+        let path = layout.store(configuration)
+        func result(_ metadata: StoreMetadata?, empty: Bool) -> StoreClassification {
+            StoreClassification.classify(configuration: configuration, path: path, metadata: metadata, isEmpty: empty,
+                                         schema: schema)
+        }
+        guard let size = FileSystem.size(path), size > 0 else { return result(nil, empty: true) }
+        try checkHeader(path, size: size)
+        do {
+            var o = Database.Options()
+            o.readOnly = true
+            let db = try Database(path: path, options: o)
+            let tables = try db.scalar("SELECT count(*) FROM sqlite_schema").integerValue ?? 0
+            let metadata = try StoreMetadata.read(from: db)
+            if let metadata, metadata.configuration != configuration {
+                throw StoreError(.unknown(detail: "it says it holds configuration '\(metadata.configuration)'"), path: path)
+            }
+            return result(metadata, empty: tables == 0)
+        } catch let e as DatabaseError {
+            throw StoreError(.notAStore(detail: e.message), path: path)
+        } catch let e as StoreError {
+            throw e
+        } catch {
+            throw StoreError(.notAStore(detail: "\(error)"), path: path)
+        }
+    }
+
+    /// Refuses files that are not SQLite, or are shorter than their header says (truncated),
+    /// before SQLite is asked to read them.
+    private func checkHeader(_ path: String, size: Int64) throws(StoreError) {
+        let header: [UInt8]
+        do { header = try FileSystem.readPrefix(path, count: 100) } catch { throw StoreError(.system(error), path: path) }
+        guard header.count == 100, Array(header[0..<16]) == Array("SQLite format 3\u{0}".utf8) else {
+            throw StoreError(.notAStore(detail: "no SQLite header"), path: path)
+        }
+        var pageSize = Int64(header[16]) << 8 | Int64(header[17])
+        if pageSize == 1 { pageSize = 65536 }
+        let pages = header[28..<32].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        let changeCounter = Array(header[24..<28])
+        let validFor = Array(header[92..<96])
+        let hasWAL = (FileSystem.size(path + "-wal") ?? 0) > 0
+        if !hasWAL, changeCounter == validFor, pages > 0, size < pages * pageSize {
+            throw StoreError(.notAStore(detail: "truncated: \(size) bytes, the header says \(pages * pageSize)"), path: path)
+        }
+    }
+
+    // MARK: - Migration
+
+    /// The plan that would bring every file to the current versions; refuses newer and unknown files.
+    public func plan() throws(StoreError) -> MigrationPlan {
+        let classifications = try inspect()
+        try refuseUnusable(classifications)
+        return try MigrationPlanner.plan(classifications, schema: schema)
+    }
+
+    /// Migrates every outdated file, on copies, swapping them in only when all verify.
+    public func migrate(
+        options: MigrationOptions = MigrationOptions(), progress: (MigrationProgress) -> Void = { _ in }
+    ) throws(StoreError) -> MigrationReport {
+        let plan = try plan()
+        return try MigrationExecutor.run(plan, layout: layout, options: options, progress: progress)
+    }
+
+    private func refuseUnusable(_ classifications: [StoreClassification]) throws(StoreError) {
+        for c in classifications {
+            switch c.state {
+            case .newer:
+                for (name, status) in c.models {
+                    if case .newer(let label) = status {
+                        throw StoreError(.newer(model: name, storedVersion: label,
+                                                knownVersion: schema.model(name)?.current.version ?? 0), path: c.path)
+                    }
+                }
+            case .unknown:
+                let detail = c.models.compactMap { _, s -> String? in if case .unknown(let d) = s { return d } else { return nil } }
+                throw StoreError(.unknown(detail: detail.joined(separator: "; ")), path: c.path)
+            default: break
+            }
+        }
+    }
+
+    // MARK: - Opening
+
+    /// Opens every configuration's store for use: creates new ones, refuses newer and unknown
+    /// ones, and migrates outdated ones first when `migrate` is true (else refuses them).
+    ///
+    /// A current store is opened without a single write.
+    public func open(
+        durability: Durability = .normal, migrate: Bool = false, progress: (MigrationProgress) -> Void = { _ in }
+    ) throws(StoreError) -> [String: Database] {
+        do { try FileSystem.makeDirectory(layout.directory) } catch { throw StoreError(.system(error), path: layout.directory) }
+        var classifications = try inspect()
+        try refuseUnusable(classifications)
+        if classifications.contains(where: { $0.state == .older }) {
+            guard migrate else {
+                let older = classifications.filter { $0.state == .older }
+                throw StoreError(.needsMigration(detail: older.map(\.summary).joined(separator: "; ")), path: layout.directory)
+            }
+            let plan = try MigrationPlanner.plan(classifications, schema: schema)
+            var options = MigrationOptions()
+            options.durability = durability
+            _ = try MigrationExecutor.run(plan, layout: layout, options: options, progress: progress)
+            classifications = try inspect()
+        }
+        var out: [String: Database] = [:]
+        for c in classifications {
+            var o = Database.Options()
+            o.durability = durability
+            do {
+                let db = try Database(path: c.path, options: o)
+                if c.state == .new { try create(c.configuration, in: db) }
+                out[c.configuration] = db
+            } catch {
+                throw StoreError(.database(error), path: c.path)
+            }
+        }
+        return out
+    }
+
+    /// Lays out a new store at the current versions, in one transaction.
+    private func create(_ configuration: String, in db: Database) throws(DatabaseError) {
+        try db.execute("BEGIN IMMEDIATE")
+        do {
+            var records: [StoreMetadata.ModelRecord] = []
+            for model in schema.models(in: configuration) {
+                for sql in SchemaSQL.create(model.current, configuration: configuration) { try db.execute(sql) }
+                records.append(StoreMetadata.record(model.current, configuration: configuration))
+            }
+            try StoreMetadata(configuration: configuration, format: StoreMetadata.currentFormat, models: records).write(to: db)
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
+    }
+}

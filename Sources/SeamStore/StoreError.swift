@@ -1,0 +1,68 @@
+import SeamSchema
+import SeamSystem
+
+/// Why a store could not be opened, classified or migrated.
+///
+/// Every refusal names the file, what it holds and what this build expects, and says what to do.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable {
+        /// The file is not a SQLite database, or is damaged.
+        case notAStore(detail: String)
+        /// A model in the file is at a version newer than this build knows.
+        case newer(model: String, storedVersion: Int, knownVersion: Int)
+        /// The file's shape matches no known version and it carries no usable embedded model.
+        case unknown(detail: String)
+        /// The migration would have to guess whether something was renamed.
+        case ambiguous(model: String, entity: String, removed: String, added: String)
+        /// An attribute changed type, which an inferred migration cannot convert.
+        case typeChange(model: String, entity: String, attribute: String, from: AttributeType, to: AttributeType)
+        /// The store needs a migration before it can be used.
+        case needsMigration(detail: String)
+        /// The migrated copy failed verification; the original is untouched.
+        case verificationFailed(detail: String)
+        /// A custom stage threw.
+        case stageFailed(detail: String)
+        /// SQLite failed.
+        case database(DatabaseError)
+        /// A file operation failed.
+        case system(SystemError)
+    }
+
+    public var kind: Kind
+    /// The store file (or directory) concerned.
+    public var path: String
+
+    public init(_ kind: Kind, path: String) {
+        self.kind = kind
+        self.path = path
+    }
+
+    public var description: String {
+        switch kind {
+        case .notAStore(let detail):
+            return "\(path) is not a usable Seam store (\(detail)); it was left untouched. Move it aside to start afresh, "
+                + "or restore it from backups/"
+        case .newer(let model, let stored, let known):
+            return "\(path) holds \(model) version \(stored), newer than this build, which knows up to version \(known); "
+                + "it was left untouched. Use a newer Seam"
+        case .unknown(let detail):
+            return "\(path) holds a shape this build does not know (\(detail)); it was left untouched"
+        case .ambiguous(let model, let entity, let removed, let added):
+            return "\(path): migrating \(model).\(entity) would drop '\(removed)' and add '\(added)' of the same type; "
+                + "declare a rename (renamingIdentifier) or remove it explicitly. Nothing was changed"
+        case .typeChange(let model, let entity, let attribute, let from, let to):
+            return "\(path): \(model).\(entity).\(attribute) changed type from \(from.rawValue) to \(to.rawValue); "
+                + "an inferred migration cannot convert it. Nothing was changed"
+        case .needsMigration(let detail):
+            return "\(path) needs a migration (\(detail)); run `seam-migrate` on its directory"
+        case .verificationFailed(let detail):
+            return "\(path): the migrated copy failed verification (\(detail)); the original is untouched"
+        case .stageFailed(let detail):
+            return "\(path): a custom migration stage failed (\(detail)); the original is untouched"
+        case .database(let e):
+            return "\(path): \(e)"
+        case .system(let e):
+            return "\(path): \(e)"
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import Glibc
+
+/// File operations the stores need, each one checked: the only place SeamStore's file handling
+/// reaches the system. Calls are retried on `EINTR` (except `close`).
+public enum FileSystem {
+    /// Runs `call` until it does not fail with `EINTR`; throws on any other failure.
+    @discardableResult
+    static func retrying(_ operation: String, _ path: String?, _ call: () -> Int32) throws(SystemError) -> Int32 {
+        while true {
+            let rc = call()
+            if rc >= 0 { return rc }
+            let e = errno
+            if e == EINTR { continue }
+            throw SystemError(operation, path: path, errno: e)
+        }
+    }
+
+    public static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    public static func isDirectory(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Size in bytes, or `nil` when there is no such file.
+    public static func size(_ path: String) -> Int64? {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int64(st.st_size) : nil
+    }
+
+    /// Removes a file; a file that is already gone is not an error.
+    public static func remove(_ path: String) throws(SystemError) {
+        if unlink(path) != 0, errno != ENOENT { throw SystemError("unlink", path: path, errno: errno) }
+    }
+
+    /// Renames atomically within one file system, replacing `to` if it exists.
+    public static func rename(_ from: String, to: String) throws(SystemError) {
+        try retrying("rename", "\(from) -> \(to)") { Glibc.rename(from, to) }
+    }
+
+    /// Makes a hard link `to` for `from`.
+    public static func link(_ from: String, to: String) throws(SystemError) {
+        try retrying("link", "\(from) -> \(to)") { Glibc.link(from, to) }
+    }
+
+    /// Creates a directory (and its parents) with `mode`; an existing directory is fine.
+    public static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws(SystemError) {
+        if isDirectory(path) { return }
+        let parent = parentDirectory(path)
+        if parent != path, !parent.isEmpty, !isDirectory(parent) { try makeDirectory(parent, mode: mode) }
+        if mkdir(path, mode) != 0, errno != EEXIST { throw SystemError("mkdir", path: path, errno: errno) }
+    }
+
+    /// Flushes a file's data and metadata to the disk.
+    public static func sync(_ path: String) throws(SystemError) {
+        let fd = try retrying("open", path) { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { close(fd) }
+        try retrying("fsync", path) { fsync(fd) }
+    }
+
+    /// Flushes a directory, so that renames and unlinks in it are on the disk.
+    public static func syncDirectory(_ path: String) throws(SystemError) {
+        let fd = try retrying("open", path) { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        defer { close(fd) }
+        try retrying("fsync", path) { fsync(fd) }
+    }
+
+    /// The names in a directory, without `.` and `..`.
+    public static func contents(of path: String) throws(SystemError) -> [String] {
+        guard let dir = opendir(path) else { throw SystemError("opendir", path: path, errno: errno) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { p in
+                p.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    /// The whole file, or an error.
+    public static func read(_ path: String) throws(SystemError) -> [UInt8] {
+        let fd = try retrying("open", path) { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = try retrying("read", path) { Int32(truncatingIfNeeded: buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }) }
+            if n == 0 { break }
+            out.append(contentsOf: buffer[0..<Int(n)])
+        }
+        return out
+    }
+
+    /// At most the first `count` bytes of a file.
+    public static func readPrefix(_ path: String, count: Int) throws(SystemError) -> [UInt8] {
+        let fd = try retrying("open", path) { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let n = try retrying("read", path) {
+                Int32(truncatingIfNeeded: buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, count - filled) })
+            }
+            if n == 0 { break }
+            filled += Int(n)
+        }
+        return Array(buffer[0..<filled])
+    }
+
+    /// Writes `bytes` to `path` so that a crash leaves either the old file or the whole new one:
+    /// a temporary file, fsync, rename, fsync of the directory.
+    public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(SystemError) {
+        let temporary = path + ".tmp"
+        let fd = try retrying("open", temporary) { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        var written = 0
+        do {
+            while written < bytes.count {
+                let n = try retrying("write", temporary) {
+                    Int32(truncatingIfNeeded: bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) })
+                }
+                written += Int(n)
+            }
+            try retrying("fsync", temporary) { fsync(fd) }
+        } catch {
+            close(fd)
+            try? remove(temporary)
+            throw error
+        }
+        close(fd)
+        try rename(temporary, to: path)
+        try syncDirectory(parentDirectory(path))
+    }
+
+    /// The directory part of `path` (`.` for a bare name).
+    public static func parentDirectory(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let parent = String(path[..<slash])
+        return parent.isEmpty ? "/" : parent
+    }
+
+    /// `a/b`, without doubling the slash.
+    public static func join(_ a: String, _ b: String) -> String { a.hasSuffix("/") ? a + b : a + "/" + b }
+}

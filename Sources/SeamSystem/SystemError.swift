@@ -1,0 +1,26 @@
+import Glibc
+
+/// A failed system call: which call, on what, and the `errno` it left.
+public struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var operation: String
+    public var path: String?
+    public var errno: Int32
+
+    public init(_ operation: String, path: String? = nil, errno: Int32) {
+        self.operation = operation
+        self.path = path
+        self.errno = errno
+    }
+
+    public var message: String { String(cString: strerror(errno)) }
+
+    public var description: String {
+        "\(operation)\(path.map { " \($0)" } ?? ""): \(message) (errno \(errno))"
+    }
+
+    public static let noSpace = ENOSPC
+    public static let notFound = ENOENT
+    public static let exists = EEXIST
+    public static let accessDenied = EACCES
+    public static let readOnlyFileSystem = EROFS
+}
