@@ -24,7 +24,8 @@ let package = Package(
         ),
 
         // MARK: - The system edge: files, sockets, signals
-        .target(name: "SeamSystem"),
+        .target(name: "CSeamSystem"),
+        .target(name: "SeamSystem", dependencies: ["CSeamSystem"]),
 
         // MARK: - Pure layers
         .target(name: "SeamSchema"),
@@ -52,9 +53,13 @@ let package = Package(
         ),
 
         // MARK: - Tests
-        .testTarget(name: "SeamSchemaTests", dependencies: ["SeamSchema"]),
-        .testTarget(name: "SeamTimersTests", dependencies: ["SeamTimers", "SeamSchema"]),
-        .testTarget(name: "SeamStoreTests", dependencies: ["SeamStore", "SeamSchema", "SeamTimers", "SeamSystem"]),
+        .target(name: "SeamTestSupport", path: "Tests/SeamTestSupport"),
+        .testTarget(name: "SeamSchemaTests", dependencies: ["SeamSchema", "SeamTestSupport"]),
+        .testTarget(name: "SeamTimersTests", dependencies: ["SeamTimers", "SeamSchema", "SeamTestSupport"]),
+        .testTarget(
+            name: "SeamStoreTests",
+            dependencies: ["SeamStore", "SeamSchema", "SeamTimers", "SeamSystem", "SeamTestSupport"]
+        ),
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
     ]
 )

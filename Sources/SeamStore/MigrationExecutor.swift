@@ -1,5 +1,7 @@
+import Dispatch
 import SeamSchema
 import SeamSystem
+import Synchronization
 
 /// Where a migration is, reported through the progress callback.
 public struct MigrationProgress: Sendable {
@@ -49,7 +51,7 @@ enum MigrationExecutor {
         }
         var state = MigrationProgress(phase: .preparing, configuration: plan.files[0].configuration, entity: nil,
                                       rowsDone: 0, rowsTotal: 0, bytesWritten: 0)
-        for f in plan.files {
+        for f in plan.files where f.method == .rebuild {
             for c in f.copies {
                 let n = try count(table: c.sourceTable, in: layout.store(c.sourceConfiguration))
                 counts["\(f.configuration).\(c.entity)"] = n
@@ -57,15 +59,53 @@ enum MigrationExecutor {
             }
         }
         progress(state)
-        for f in plan.files {
-            try build(f, layout: layout, options: options, counts: counts, state: &state, progress: progress)
-        }
+        state = try buildConcurrently(plan.files, layout: layout, options: options, counts: counts, start: state,
+                                      progress: progress)
         state.phase = .swapping
         progress(state)
         let backups = try swap(plan.files.map(\.configuration), layout: layout)
         state.phase = .done
         progress(state)
         return MigrationReport(configurations: plan.files.map(\.configuration), rowsCopied: state.rowsDone, backups: backups)
+    }
+
+    /// Builds every file's copy at once, one thread per file (each reads only the read-only
+    /// originals and writes only its own copy). Progress from the workers is gathered on a board
+    /// and handed to `progress` on the calling thread. If any copy fails, every copy is removed.
+    private static func buildConcurrently(
+        _ files: [MigrationPlan.FilePlan], layout: StoreLayout, options: MigrationOptions, counts: [String: Int],
+        start: MigrationProgress, progress: Progress
+    ) throws(StoreError) -> MigrationProgress {
+        let board = ProgressBoard(start)
+        let group = DispatchGroup()
+        for file in files {
+            DispatchQueue.global().async(group: group) {
+                var local = start
+                local.rowsDone = 0
+                do throws(StoreError) {
+                    try build(file, layout: layout, options: options, counts: counts, state: &local) {
+                        board.publish(file.configuration, $0)
+                    }
+                } catch {
+                    board.fail(error)
+                }
+            }
+        }
+        var last: MigrationProgress?
+        while group.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
+            let now = board.snapshot
+            if now.phase != last?.phase || now.rowsDone != last?.rowsDone || now.entity != last?.entity {
+                progress(now)
+                last = now
+            }
+        }
+        if let error = board.error {
+            for f in files { try? StoreLayout.removeDatabase(layout.copy(f.configuration)) }
+            throw error
+        }
+        let end = board.snapshot
+        if end.rowsDone != last?.rowsDone { progress(end) }
+        return end
     }
 
     // MARK: - Building one copy
@@ -78,6 +118,11 @@ enum MigrationExecutor {
         do { try StoreLayout.removeDatabase(path) } catch { throw StoreError(.system(error), path: path) }
         state.configuration = file.configuration
         do {
+            if case .alter(let statements) = file.method {
+                try alter(file, statements: statements, original: layout.store(file.configuration), copy: path, options: options,
+                          state: &state, progress: progress)
+                return
+            }
             var o = Database.Options()
             o.wal = false
             o.uri = true
@@ -89,13 +134,21 @@ enum MigrationExecutor {
             }
             try db.execute("BEGIN")
             for sql in file.createTables { try db.execute(sql) }
+            var copied: [String: Int] = [:]
             for copy in file.copies {
                 state.phase = .copying
                 state.entity = copy.entity
-                if copy.stages.isEmpty {
-                    try copyRows(copy, db: db, batch: options.batchSize, state: &state, progress: progress)
-                } else {
-                    try copyRowsThroughStages(copy, db: db, batch: options.batchSize, path: path, state: &state, progress: progress)
+                do {
+                    if copy.swiftStages.isEmpty {
+                        copied[copy.entity] = try copyRows(copy, db: db, batch: options.batchSize, state: &state, progress: progress)
+                    } else {
+                        copied[copy.entity] = try copyRowsThroughStages(copy, db: db, batch: options.batchSize, path: path,
+                                                                        state: &state, progress: progress)
+                    }
+                } catch let e as DatabaseError where [DatabaseError.corrupt, DatabaseError.notADatabase].contains(e.primaryCode) {
+                    // Reading is where damage shows: name the original, not the copy.
+                    throw StoreError(.notAStore(detail: "damaged: \(e.message) in table \(copy.sourceTable)"),
+                                     path: layout.store(copy.sourceConfiguration))
                 }
             }
             state.phase = .indexing
@@ -110,7 +163,7 @@ enum MigrationExecutor {
             try db.execute("PRAGMA journal_mode=WAL")
             state.phase = .verifying
             progress(state)
-            try verify(file, db: db, counts: counts, full: options.fullIntegrityCheck, path: path)
+            try verify(file, db: db, counts: counts, copied: copied, full: options.fullIntegrityCheck, path: path)
             try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             db.close()
             try FileSystem.sync(path)
@@ -120,7 +173,7 @@ enum MigrationExecutor {
             throw e
         } catch let e as DatabaseError {
             try? StoreLayout.removeDatabase(path)
-            throw StoreError(.database(e), path: layout.store(file.configuration))
+            throw StoreError(.copyFailed(e), path: layout.store(file.configuration))
         } catch let e as SystemError {
             try? StoreLayout.removeDatabase(path)
             throw StoreError(.system(e), path: path)
@@ -130,52 +183,65 @@ enum MigrationExecutor {
         }
     }
 
-    /// Copies rows with `INSERT … SELECT` in uuid order, one bounded batch at a time.
+    /// Makes the copy as a byte copy of the original changed in place (additions and renames only).
+    private static func alter(
+        _ file: MigrationPlan.FilePlan, statements: [String], original: String, copy path: String, options: MigrationOptions,
+        state: inout MigrationProgress, progress: Progress
+    ) throws {
+        state.phase = .copying
+        progress(state)
+        try FileSystem.copyFile(original, to: path)
+        let db = try Database(path: path, options: { var o = Database.Options(); o.create = false; return o }())
+        try db.execute("BEGIN IMMEDIATE")
+        for sql in statements { try db.execute(sql) }
+        try db.execute("DROP TABLE seam_store; DROP TABLE seam_models")
+        try file.metadata.write(to: db)
+        try db.execute("COMMIT")
+        state.phase = .verifying
+        progress(state)
+        try verify(file, db: db, counts: [:], copied: nil, full: options.fullIntegrityCheck, path: path)
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.close()
+        try FileSystem.sync(path)
+        state.bytesWritten += FileSystem.size(path) ?? 0
+    }
+
+    /// Copies rows with `INSERT … SELECT` in uuid order, one bounded batch at a time. Returns
+    /// the number of rows inserted.
     private static func copyRows(
         _ copy: MigrationPlan.Copy, db: Database, batch: Int, state: inout MigrationProgress, progress: Progress
-    ) throws(DatabaseError) {
-        let source = "\(SchemaSQL.quote(MigrationPlan.Copy.schemaName(copy.sourceConfiguration))).\(SchemaSQL.quote(copy.sourceTable))"
-        let boundary = try db.prepare("SELECT \"uuid\" FROM \(source) WHERE \"uuid\" > ?1 ORDER BY \"uuid\" LIMIT 1 OFFSET \(batch - 1)")
-        let bounded = try db.prepare(copy.insertSQL(bounded: true))
-        let rest = try db.prepare(copy.insertSQL(bounded: false))
+    ) throws(DatabaseError) -> Int {
+        let insert = try db.prepare(copy.insertSQL(batch: batch))
+        let last = try db.prepare("SELECT max(\"uuid\") FROM main.\(SchemaSQL.quote(copy.entity))")
         var low = AttributeValue.string("")
+        var total = 0
         while true {
-            try boundary.bind([low])
-            if try boundary.step() {
-                let high = boundary.column(0, as: .string)
-                boundary.reset()
-                try bounded.bind([low, high])
-                while try bounded.step() {}
-                state.rowsDone += db.changes
-                low = high
-                progress(state)
-            } else {
-                boundary.reset()
-                try rest.bind([low])
-                while try rest.step() {}
-                state.rowsDone += db.changes
-                progress(state)
-                return
-            }
+            try insert.bind([low])
+            while try insert.step() {}
+            let n = db.changes
+            total += n
+            state.rowsDone += n
+            progress(state)
+            if n < batch { return total }
+            last.reset()
+            guard try last.step() else { return total }
+            low = last.column(0, as: .string)
         }
     }
 
-    /// Copies rows one by one through the custom stages, reading and writing in bounded batches.
+    /// Copies rows one by one through the Swift stages, reading and writing in bounded batches.
     private static func copyRowsThroughStages(
         _ copy: MigrationPlan.Copy, db: Database, batch: Int, path: String, state: inout MigrationProgress, progress: Progress
-    ) throws {
+    ) throws -> Int {
         let q = SchemaSQL.quote
-        let source = "\(q(MigrationPlan.Copy.schemaName(copy.sourceConfiguration))).\(q(copy.sourceTable))"
-        let select = try db.prepare(
-            "SELECT " + (copy.expressions + copy.sourceColumns.map { q($0.name) }).joined(separator: ", ")
-                + " FROM \(source) WHERE \"uuid\" > ?1 ORDER BY \"uuid\" LIMIT \(batch)")
+        let select = try db.prepare(copy.selectSQL(batch: batch))
         let insert = try db.prepare(
             "INSERT INTO main.\(q(copy.entity)) (\(copy.columns.map(q).joined(separator: ", "))) VALUES ("
                 + copy.columns.indices.map { "?\($0 + 1)" }.joined(separator: ", ") + ")")
         let width = copy.columns.count
+        let uuidColumn = copy.columns.firstIndex(of: Entity.identity) ?? 0
         var low = AttributeValue.string("")
-        var uuidColumn = copy.sourceColumns.firstIndex { $0.name == Entity.identity } ?? 0
-        uuidColumn += width
+        var total = 0
         while true {
             try select.bind([low])
             var rows = 0
@@ -184,7 +250,8 @@ enum MigrationExecutor {
                 for (i, name) in copy.columns.enumerated() { new[name] = select.column(i, as: copy.targetTypes[i]) }
                 var old = RowSnapshot()
                 for (i, c) in copy.sourceColumns.enumerated() { old[c.name] = select.column(width + i, as: c.type) }
-                for stage in copy.stages { try stage.transform(old, &new) }
+                low = select.column(uuidColumn, as: .string)
+                for stage in copy.swiftStages { try stage.transform?(old, &new) }
                 var values: [AttributeValue] = []
                 values.reserveCapacity(width)
                 for (i, name) in copy.columns.enumerated() {
@@ -197,19 +264,19 @@ enum MigrationExecutor {
                 }
                 try insert.bind(values)
                 while try insert.step() {}
-                low = select.column(uuidColumn, as: .string)
                 rows += 1
             }
+            total += rows
             state.rowsDone += rows
             progress(state)
-            if rows < batch { return }
+            if rows < batch { return total }
         }
     }
 
     // MARK: - Verification
 
     private static func verify(
-        _ file: MigrationPlan.FilePlan, db: Database, counts: [String: Int], full: Bool, path: String
+        _ file: MigrationPlan.FilePlan, db: Database, counts: [String: Int], copied: [String: Int]?, full: Bool, path: String
     ) throws {
         let check = try db.rows(full ? "PRAGMA integrity_check" : "PRAGMA quick_check").compactMap { $0.first?.stringValue }
         guard check == ["ok"] else {
@@ -219,11 +286,12 @@ enum MigrationExecutor {
         guard expected == (try db.userSchema()) else {
             throw StoreError(.verificationFailed(detail: "tables and indexes differ from the current version's"), path: path)
         }
-        for copy in file.copies {
-            let n = try db.scalar("SELECT count(*) FROM \(SchemaSQL.quote(copy.entity))").integerValue ?? -1
+        for copy in copied == nil ? [] : file.copies {
+            let n = copied?[copy.entity] ?? -1
             let want = counts["\(file.configuration).\(copy.entity)"] ?? -1
             guard n == want else {
-                throw StoreError(.verificationFailed(detail: "\(copy.entity) has \(n) rows, the original \(want)"), path: path)
+                throw StoreError(.verificationFailed(detail: "\(n) rows of \(copy.entity) copied, the original has \(want)"),
+                                 path: path)
             }
         }
         guard let metadata = try StoreMetadata.read(from: db),
@@ -284,10 +352,57 @@ extension Database {
             .map { $0.map { $0.stringValue ?? "" } }
     }
 
+    /// `userSchema()` of a scratch in-memory database made from `statements`: the shape those
+    /// statements produce, to compare with a file's.
+    public static func schemaFromStatements(_ statements: [String]) throws(DatabaseError) -> [[String]] {
+        try schemaDefinitions(statements)
+    }
+
     /// `userSchema()` of a scratch in-memory database made from `statements`.
     static func schemaDefinitions(_ statements: [String]) throws(DatabaseError) -> [[String]] {
         let scratch = try Database(path: ":memory:")
         for s in statements { try scratch.execute(s) }
         return try scratch.userSchema()
+    }
+}
+
+/// Where each file's build stands; written by the workers, read by the thread that reports.
+final class ProgressBoard: Sendable {
+    private struct State {
+        var perFile: [String: MigrationProgress] = [:]
+        var latest: MigrationProgress
+        var error: StoreError?
+    }
+
+    private let state: Mutex<State>
+    private let start: MigrationProgress
+
+    init(_ start: MigrationProgress) {
+        self.start = start
+        state = Mutex(State(latest: start))
+    }
+
+    func publish(_ configuration: String, _ p: MigrationProgress) {
+        state.withLock {
+            $0.perFile[configuration] = p
+            $0.latest = p
+        }
+    }
+
+    func fail(_ error: StoreError) {
+        state.withLock { if $0.error == nil { $0.error = error } }
+    }
+
+    var error: StoreError? { state.withLock { $0.error } }
+
+    /// The latest phase and entity, with rows and bytes summed over every file.
+    var snapshot: MigrationProgress {
+        state.withLock { s in
+            var p = s.latest
+            p.rowsTotal = start.rowsTotal
+            p.rowsDone = s.perFile.values.reduce(0) { $0 + $1.rowsDone }
+            p.bytesWritten = s.perFile.values.reduce(0) { $0 + $1.bytesWritten }
+            return p
+        }
     }
 }

@@ -22,33 +22,70 @@ public struct MigrationPlan: Sendable {
         public var stages: [CustomStage]
         /// What happens, in words.
         public var notes: [String]
+        /// The entity as the original holds it, and as the target version defines it.
+        public var sourceEntity: Entity
+        public var targetEntity: Entity
 
         /// The schema name of an attached original.
         static func schemaName(_ configuration: String) -> String { "src_\(configuration)" }
 
-        /// `INSERT … SELECT` for the rows whose uuid lies in `(?1, ?2]` (or above `?1` when `bounded` is false).
-        public func insertSQL(bounded: Bool) -> String {
+        /// The stages that run as SQL, oldest first.
+        var sqlStages: [CustomStage] { stages.filter { $0.assignments != nil } }
+        /// The stages that run in Swift, row by row, after the SQL ones.
+        public var swiftStages: [CustomStage] { stages.filter { $0.transform != nil } }
+
+        /// `SELECT` of one batch of mapped rows: the target columns (after SQL stages), then the
+        /// source columns as `"old.NAME"`, for rows with uuid above `?1`, in uuid order.
+        public func selectSQL(batch: Int?) -> String {
+            let q = SchemaSQL.quote
+            var mapped = zip(columns, expressions).map { "\($1) AS \(q($0))" }
+            mapped += sourceColumns.map { "\(q($0.name)) AS \(q("old." + $0.name))" }
+            var select = "SELECT " + mapped.joined(separator: ", ")
+                + " FROM \(q(Self.schemaName(sourceConfiguration))).\(q(sourceTable))"
+                + (batch.map { " WHERE \"uuid\" > ?1 ORDER BY \"uuid\" LIMIT \($0)" } ?? "")
+            let passThrough = sourceColumns.map { q("old." + $0.name) }
+            for stage in sqlStages {
+                let assignments = stage.assignments ?? [:]
+                let outputs = columns.map { c in assignments[c].map { "(\($0)) AS \(q(c))" } ?? q(c) } + passThrough
+                select = "SELECT " + outputs.joined(separator: ", ") + " FROM (\(select))"
+            }
+            return select
+        }
+
+        /// `INSERT … SELECT` of one batch (or of everything, when `batch` is nil).
+        public func insertSQL(batch: Int?) -> String {
             let q = SchemaSQL.quote
             return "INSERT INTO main.\(q(entity)) (\(columns.map(q).joined(separator: ", "))) SELECT "
-                + expressions.joined(separator: ", ") + " FROM \(q(Self.schemaName(sourceConfiguration))).\(q(sourceTable))"
-                + (bounded ? " WHERE \"uuid\" > ?1 AND \"uuid\" <= ?2" : " WHERE \"uuid\" > ?1")
+                + columns.map(q).joined(separator: ", ") + " FROM (\(selectSQL(batch: batch)))"
         }
 
         /// The whole copy as one statement, for the dry-run listing.
         public var displaySQL: String {
-            let q = SchemaSQL.quote
-            if !stages.isEmpty {
-                return "SELECT … FROM \(q(Self.schemaName(sourceConfiguration))).\(q(sourceTable)) ORDER BY uuid; "
-                    + "then per row: \(stages.map(\.name).joined(separator: ", ")); INSERT INTO \(q(entity)) …"
+            if swiftStages.isEmpty, sqlStages.isEmpty {
+                let q = SchemaSQL.quote
+                return "INSERT INTO \(q(entity)) (\(columns.map(q).joined(separator: ", "))) SELECT "
+                    + expressions.joined(separator: ", ") + " FROM \(q(Self.schemaName(sourceConfiguration))).\(q(sourceTable))"
             }
-            return "INSERT INTO \(q(entity)) (\(columns.map(q).joined(separator: ", "))) SELECT "
-                + expressions.joined(separator: ", ") + " FROM \(q(Self.schemaName(sourceConfiguration))).\(q(sourceTable))"
+            var sql = insertSQL(batch: nil)
+            if !swiftStages.isEmpty { sql += "; per row in Swift: " + swiftStages.map(\.name).joined(separator: ", ") }
+            return sql
         }
     }
 
     /// Everything that happens to one store file.
     public struct FilePlan: Sendable {
+        /// How the copy is made.
+        public enum Method: Sendable, Equatable {
+            /// A new file, tables created and rows copied in batches.
+            case rebuild
+            /// A byte copy of the original, changed with these `ALTER`, `CREATE` and `DROP`
+            /// statements: for changes that only add (attributes, tables, indexes) or rename
+            /// columns. The result is verified to have exactly the shape a rebuild would give.
+            case alter([String])
+        }
+
         public var configuration: String
+        public var method: Method = .rebuild
         /// How the file stands now, in words.
         public var from: String
         public var createTables: [String]
@@ -71,6 +108,16 @@ public struct MigrationPlan: Sendable {
         var out = ""
         for f in files {
             out += "\(f.configuration).sqlite — \(f.from)\n"
+            if case .alter(let statements) = f.method {
+                out += "  1. copy the file as it is (only additions and renames: no rows need rewriting)\n"
+                out += "  2. change the copy in place:\n"
+                for sql in statements { out += "       \(sql);\n" }
+                out += "  3. record " + f.metadata.models.map { "\($0.model) v\($0.version)" }.joined(separator: ", ")
+                    + " with their hashes and canonical JSON\n"
+                out += "  4. verify the copy (quick_check, tables and indexes as a fresh store's, hashes), keep the original "
+                    + "in backups/, swap the copy in\n"
+                continue
+            }
             out += "  1. create a copy with the current tables:\n"
             for sql in f.createTables { out += "       \(sql);\n" }
             out += "  2. copy rows in batches ordered by uuid:\n"

@@ -58,11 +58,68 @@ public enum MigrationPlanner {
                 dropped.append("drop \(name).\(e.name) (removed in a later version)")
             }
         }
-        return MigrationPlan.FilePlan(
+        var plan = MigrationPlan.FilePlan(
             configuration: file.configuration, from: file.summary, createTables: creates, copies: copies,
             createIndexes: indexes, metadata: StoreMetadata(configuration: file.configuration, format: StoreMetadata.currentFormat,
                                                             models: records),
             dropped: dropped)
+        if file.state == .older, let statements = alterStatements(file: file, copies: copies, schema: schema) {
+            plan.method = .alter(statements)
+        }
+        return plan
+    }
+
+    // MARK: - Changing a copy in place
+
+    /// The statements that turn a byte copy of the file into the target shape, or `nil` when the
+    /// change needs rows rewritten (a stage, a removed or retyped attribute, a changed default or
+    /// optionality, an entity renamed or moved in, attributes reordered).
+    private static func alterStatements(
+        file: StoreClassification, copies: [MigrationPlan.Copy], schema: Schema
+    ) -> [String]? {
+        let q = SchemaSQL.quote
+        var dropIndexes: [String] = []
+        var renames: [String] = []
+        var adds: [String] = []
+        var createIndexes: [String] = []
+        for copy in copies {
+            guard copy.sourceConfiguration == file.configuration, copy.sourceTable == copy.entity, copy.stages.isEmpty else {
+                return nil
+            }
+            let source = copy.sourceEntity.attributes
+            let target = copy.targetEntity.attributes
+            guard target.count >= source.count else { return nil }
+            for (i, s) in source.enumerated() {
+                let t = target[i]
+                guard copy.expressions[i] == q(s.name), t.type == s.type, t.isOptional == s.isOptional,
+                      t.defaultValue == s.defaultValue
+                else { return nil }
+                if t.name != s.name { renames.append("ALTER TABLE \(q(copy.entity)) RENAME COLUMN \(q(s.name)) TO \(q(t.name))") }
+            }
+            for t in target[source.count...] {
+                guard t.isOptional || !(t.defaultValue ?? .null).isNull else { return nil }
+                adds.append("ALTER TABLE \(q(copy.entity)) ADD COLUMN \(SchemaSQL.column(t))")
+            }
+            let old = SchemaSQL.indexes(copy.sourceEntity)
+            let new = SchemaSQL.indexes(copy.targetEntity)
+            for o in old where !new.contains(where: { $0.name == o.name }) { dropIndexes.append("DROP INDEX \(q(o.name))") }
+            for n in new where !old.contains(where: { $0.name == n.name }) { createIndexes.append(n.sql) }
+        }
+        let copied = Set(copies.map(\.entity))
+        var creates: [String] = []
+        for model in schema.models {
+            for e in model.current.entities(in: file.configuration) where !copied.contains(e.name) {
+                creates.append(SchemaSQL.createTable(e))
+                createIndexes += SchemaSQL.createIndexes(e)
+            }
+        }
+        var drops: [String] = []
+        for (_, status) in file.models {
+            for e in status.source?.entities(in: file.configuration) ?? [] where !copied.contains(e.name) {
+                drops.append("DROP TABLE \(q(e.name))")
+            }
+        }
+        return dropIndexes + drops + renames + adds + creates + createIndexes
     }
 
     private static func movedAway(
@@ -195,6 +252,7 @@ public enum MigrationPlanner {
         return MigrationPlan.Copy(
             model: model.name, entity: target.name, sourceConfiguration: sourceConfiguration, sourceTable: sourceEntity.name,
             columns: target.attributes.map(\.name), expressions: expressions, targetTypes: target.attributes.map(\.type),
-            sourceColumns: sourceEntity.attributes.map { ($0.name, $0.type) }, stages: stages, notes: notes)
+            sourceColumns: sourceEntity.attributes.map { ($0.name, $0.type) }, stages: stages, notes: notes,
+            sourceEntity: sourceEntity, targetEntity: target)
     }
 }

@@ -34,15 +34,17 @@ public enum SchemaSQL {
         }
     }
 
+    /// The column definition of one attribute, as `CREATE TABLE` and `ALTER TABLE ADD COLUMN` write it.
+    public static func column(_ a: Attribute) -> String {
+        var c = "\(quote(a.name)) \(a.type.sqlType)"
+        if a.name == Entity.identity { c += " NOT NULL PRIMARY KEY" } else if !a.isOptional { c += " NOT NULL" }
+        if let d = a.defaultValue, !d.isNull { c += " DEFAULT \(literal(d))" }
+        return c
+    }
+
     /// `CREATE TABLE` for `entity`.
     public static func createTable(_ entity: Entity, name: String? = nil) -> String {
-        let columns = entity.attributes.map { a -> String in
-            var c = "\(quote(a.name)) \(a.type.sqlType)"
-            if a.name == Entity.identity { c += " NOT NULL PRIMARY KEY" } else if !a.isOptional { c += " NOT NULL" }
-            if let d = a.defaultValue, !d.isNull { c += " DEFAULT \(literal(d))" }
-            return c
-        }
-        return "CREATE TABLE \(quote(name ?? entity.name)) (\(columns.joined(separator: ", "))) WITHOUT ROWID, STRICT"
+        "CREATE TABLE \(quote(name ?? entity.name)) (\(entity.attributes.map(column).joined(separator: ", "))) WITHOUT ROWID, STRICT"
     }
 
     /// The name of an index or unique constraint's index, derived from what it covers.
@@ -50,18 +52,18 @@ public enum SchemaSQL {
         "\(entity)_\(unique ? "unique" : "idx")_\(attributes.joined(separator: "_"))"
     }
 
-    /// `CREATE [UNIQUE] INDEX` for every index and unique constraint of `entity`.
-    public static func createIndexes(_ entity: Entity) -> [String] {
-        let unique = entity.uniqueConstraints.map { u in
-            "CREATE UNIQUE INDEX \(quote(indexName(entity.name, u.attributes, unique: true))) ON \(quote(entity.name))"
-                + "(\(u.attributes.map(quote).joined(separator: ", ")))"
+    /// Every index and unique constraint of `entity`, by name, with its `CREATE [UNIQUE] INDEX`.
+    public static func indexes(_ entity: Entity) -> [(name: String, sql: String)] {
+        func make(_ attributes: [String], unique: Bool) -> (String, String) {
+            let name = indexName(entity.name, attributes, unique: unique)
+            return (name, "CREATE \(unique ? "UNIQUE " : "")INDEX \(quote(name)) ON \(quote(entity.name))"
+                        + "(\(attributes.map(quote).joined(separator: ", ")))")
         }
-        let plain = entity.indexes.map { i in
-            "CREATE INDEX \(quote(indexName(entity.name, i.attributes, unique: false))) ON \(quote(entity.name))"
-                + "(\(i.attributes.map(quote).joined(separator: ", ")))"
-        }
-        return unique + plain
+        return entity.uniqueConstraints.map { make($0.attributes, unique: true) } + entity.indexes.map { make($0.attributes, unique: false) }
     }
+
+    /// `CREATE [UNIQUE] INDEX` for every index and unique constraint of `entity`.
+    public static func createIndexes(_ entity: Entity) -> [String] { indexes(entity).map(\.sql) }
 
     /// Every statement that creates the entities of `version` held by `configuration`.
     public static func create(_ version: ModelVersion, configuration: String) -> [String] {

@@ -92,9 +92,7 @@ public struct StoreDirectory: Sendable {
         guard let size = FileSystem.size(path), size > 0 else { return result(nil, empty: true) }
         try checkHeader(path, size: size)
         do {
-            var o = Database.Options()
-            o.readOnly = true
-            let db = try Database(path: path, options: o)
+            let db = try openForReading(path)
             let tables = try db.scalar("SELECT count(*) FROM sqlite_schema").integerValue ?? 0
             let metadata = try StoreMetadata.read(from: db)
             if let metadata, metadata.configuration != configuration {
@@ -108,6 +106,26 @@ public struct StoreDirectory: Sendable {
         } catch {
             throw StoreError(.notAStore(detail: "\(error)"), path: path)
         }
+    }
+
+    /// Opens a store read-only. A WAL store on a read-only file system cannot get its `-shm`
+    /// file, so there it is read as immutable (nothing can be writing it anyway).
+    private func openForReading(_ path: String) throws(DatabaseError) -> Database {
+        var o = Database.Options()
+        o.readOnly = true
+        let firstError: DatabaseError
+        do {
+            let db = try Database(path: path, options: o)
+            _ = try db.scalar("SELECT count(*) FROM sqlite_schema")
+            return db
+        } catch {
+            firstError = error
+        }
+        guard firstError.primaryCode == DatabaseError.cantOpen, FileSystem.writeProblem(layout.directory) != nil else {
+            throw firstError
+        }
+        o.uri = true
+        return try Database(path: Database.readOnlyURI(path) + "&immutable=1", options: o)
     }
 
     /// Refuses files that are not SQLite, or are shorter than their header says (truncated),
@@ -143,7 +161,14 @@ public struct StoreDirectory: Sendable {
         options: MigrationOptions = MigrationOptions(), progress: (MigrationProgress) -> Void = { _ in }
     ) throws(StoreError) -> MigrationReport {
         let plan = try plan()
+        if !plan.isEmpty { try requireWritable() }
         return try MigrationExecutor.run(plan, layout: layout, options: options, progress: progress)
+    }
+
+    private func requireWritable() throws(StoreError) {
+        if let problem = FileSystem.writeProblem(layout.directory) {
+            throw StoreError(.readOnly(detail: problem.message), path: layout.directory)
+        }
     }
 
     private func refuseUnusable(_ classifications: [StoreClassification]) throws(StoreError) {
@@ -177,6 +202,7 @@ public struct StoreDirectory: Sendable {
         var classifications = try inspect()
         try refuseUnusable(classifications)
         if classifications.contains(where: { $0.state == .older }) {
+            try requireWritable()
             guard migrate else {
                 let older = classifications.filter { $0.state == .older }
                 throw StoreError(.needsMigration(detail: older.map(\.summary).joined(separator: "; ")), path: layout.directory)

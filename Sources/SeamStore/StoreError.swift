@@ -22,6 +22,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case verificationFailed(detail: String)
         /// A custom stage threw.
         case stageFailed(detail: String)
+        /// Building a migration copy failed (a full disk, an I/O error); the original is untouched.
+        case copyFailed(DatabaseError)
+        /// The directory cannot be written (read-only file system or permissions).
+        case readOnly(detail: String)
         /// SQLite failed.
         case database(DatabaseError)
         /// A file operation failed.
@@ -40,13 +44,14 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch kind {
         case .notAStore(let detail):
-            return "\(path) is not a usable Seam store (\(detail)); it was left untouched. Move it aside to start afresh, "
-                + "or restore it from backups/"
+            return "\(path) is damaged or not a Seam store (\(detail)); it was left untouched. Restore it from backups/, "
+                + "or move it aside to start afresh"
         case .newer(let model, let stored, let known):
             return "\(path) holds \(model) version \(stored), newer than this build, which knows up to version \(known); "
                 + "it was left untouched. Use a newer Seam"
         case .unknown(let detail):
-            return "\(path) holds a shape this build does not know (\(detail)); it was left untouched"
+            return "\(path) holds a shape this build does not know (\(detail)); it was left untouched. Open it with the "
+                + "Seam build that wrote it, or move it aside to start afresh"
         case .ambiguous(let model, let entity, let removed, let added):
             return "\(path): migrating \(model).\(entity) would drop '\(removed)' and add '\(added)' of the same type; "
                 + "declare a rename (renamingIdentifier) or remove it explicitly. Nothing was changed"
@@ -59,6 +64,14 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             return "\(path): the migrated copy failed verification (\(detail)); the original is untouched"
         case .stageFailed(let detail):
             return "\(path): a custom migration stage failed (\(detail)); the original is untouched"
+        case .copyFailed(let e):
+            let hint = e.primaryCode == DatabaseError.full
+                ? "the disk is full: free some space and run the migration again"
+                : "run the migration again once the cause is fixed"
+            return "\(path): the migration failed (\(e)); the original is untouched, \(hint)"
+        case .readOnly(let detail):
+            return "\(path) cannot be written (\(detail)); nothing was changed. Make it writable, or move the stores to a "
+                + "writable place"
         case .database(let e):
             return "\(path): \(e)"
         case .system(let e):

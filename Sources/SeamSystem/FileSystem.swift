@@ -1,3 +1,4 @@
+import CSeamSystem
 import Glibc
 
 /// File operations the stores need, each one checked: the only place SeamStore's file handling
@@ -23,6 +24,12 @@ public enum FileSystem {
     public static func isDirectory(_ path: String) -> Bool {
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Whether this process may create files in directory `path`; `nil` when it may, else the
+    /// reason (`EROFS` for a read-only file system, `EACCES` for permissions).
+    public static func writeProblem(_ path: String) -> SystemError? {
+        access(path, W_OK) == 0 ? nil : SystemError("access", path: path, errno: errno)
     }
 
     /// Size in bytes, or `nil` when there is no such file.
@@ -94,6 +101,24 @@ public enum FileSystem {
             out.append(contentsOf: buffer[0..<Int(n)])
         }
         return out
+    }
+
+    /// Copies a file's bytes to a new file (`copy_file_range`, so the kernel does the work) and
+    /// flushes the copy to disk.
+    public static func copyFile(_ from: String, to: String, mode: mode_t = 0o600) throws(SystemError) {
+        let input = try retrying("open", from) { open(from, O_RDONLY | O_CLOEXEC) }
+        defer { close(input) }
+        let output = try retrying("open", to) { open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        defer { close(output) }
+        while true {
+            let n = seam_copy_file_range(input, output, 1 << 30)
+            if n == 0 { break }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw SystemError("copy_file_range", path: "\(from) -> \(to)", errno: errno)
+            }
+        }
+        try retrying("fsync", to) { fsync(output) }
     }
 
     /// At most the first `count` bytes of a file.

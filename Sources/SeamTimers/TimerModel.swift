@@ -28,6 +28,18 @@ public enum TimerModel {
         try VersionedModel([try v1(), try v2(), try v3(), try v4()])
     }
 
+    /// The draft of version `label`, for building a later version on top of it (tests,
+    /// benchmarks, and the next shipped version).
+    public static func draft(_ label: Int) throws(SchemaError) -> ModelDraft {
+        switch label {
+        case 1: return try v1()
+        case 2: return try v2()
+        case 3: return try v3()
+        case 4: return try v4()
+        default: throw SchemaError(.versionOutOfOrder(expected: 4), model: name, version: label)
+        }
+    }
+
     static func v1() throws(SchemaError) -> ModelDraft {
         var m = ModelDraft(model: name)
         try m.addConfiguration("Cloud")
@@ -88,7 +100,9 @@ public enum TimerModel {
             try e.add(Attribute("repeatCount", .integer, default: .integer(1)))
             try e.remove("duration")
         }
-        try m.addStage(CustomStage("durationToSteps", entity: "Timer", transform: durationToSteps))
+        try m.addStage(CustomStage("durationToSteps", entity: "Timer", sql: [
+            "steps": #"json_array(json_object('label', "old.title", 'seconds', "old.duration"))"#,
+        ]))
         try m.modify("Run") { e throws(SchemaError) in
             try e.add(Attribute("stepIndex", .integer, default: .integer(0)))
         }
@@ -136,23 +150,9 @@ public enum TimerModel {
             try e.add(Attribute("round", .integer, default: .integer(0)))
             try e.add(Attribute("finishedAt", .date, optional: true))
         }
-        try m.addStage(CustomStage("finishedRunsGetFinishTime", entity: "Session", transform: finishedRunsGetFinishTime))
+        try m.addStage(CustomStage("finishedRunsGetFinishTime", entity: "Session", sql: [
+            "finishedAt": #"CASE WHEN "state" = 'finished' AND "finishedAt" IS NULL THEN "stepEndsAt" ELSE "finishedAt" END"#,
+        ]))
         return m
-    }
-
-    // MARK: - Custom stages
-
-    /// Version 2: a timer's single duration becomes one step named after the timer.
-    @Sendable static func durationToSteps(_ old: RowSnapshot, _ new: inout RowSnapshot) throws {
-        let seconds = old["duration"].integerValue ?? 60
-        let label = old["title"].stringValue ?? new["name"].stringValue ?? ""
-        new["steps"] = .json(CanonicalJSON.array([.object(["label": .string(label), "seconds": .integer(seconds)])]).text)
-    }
-
-    /// Version 4: a run that had already finished records when (its last step's end).
-    @Sendable static func finishedRunsGetFinishTime(_ old: RowSnapshot, _ new: inout RowSnapshot) throws {
-        if new["state"].stringValue == "finished", new["finishedAt"].isNull {
-            new["finishedAt"] = new["stepEndsAt"]
-        }
     }
 }

@@ -1,6 +1,138 @@
-/// Benchmarks of store migration (issue: Store files that migrate safely).
+import Foundation
+import SeamSchema
+import SeamStore
+import SeamTimers
+
+/// Migration benchmarks (issue: Store files that migrate safely).
+///
+/// One run builds a store with `SEAM_BENCH_ROWS` rows (default 1,000,000) at the oldest release
+/// and times, side by side: `VACUUM INTO` of the same files (the cost of copying them at all),
+/// the full-history migration to the current version, and a migration that only adds an
+/// attribute. Each migration runs in a child process so that its peak RSS is its own.
 enum StoreBenchmarks {
+    static let runs = 3
+
     static func run() throws {
-        print("store benchmarks: not written yet")
+        let rows = Int(ProcessInfo.processInfo.environment["SEAM_BENCH_ROWS"] ?? "") ?? 1_000_000
+        let work = NSTemporaryDirectory() + "seam-bench-store-\(getpid())"
+        try? FileManager.default.removeItem(atPath: work)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        var table = BenchTable("Migration of \(rows) rows (median of \(runs))",
+                               columns: ["operation", "time", "× VACUUM INTO", "peak RSS", "store size"])
+
+        // The oldest release: six entities (Timer, Folder, Run, Setting, SyncToken, SyncRecord).
+        let oldest = work + "/oldest"
+        let perEntity = rows / 6
+        print("building \(perEntity * 6) rows at release 1 …")
+        try FixtureWriter(schema: TimerApp.schema, versions: ["Timers": 1, "SyncMetadata": 1], rowsPerEntity: perEntity)
+            .write(to: oldest)
+        let oldestSize = size(oldest)
+        let vacuumOld = try vacuumInto(oldest, work: work)
+        table.add(["VACUUM INTO (release-1 files)", Harness.duration(vacuumOld), "1.00×", "-", mb(oldestSize)])
+        let full = try migrations(from: oldest, work: work, mode: "timers")
+        table.add(["full-history migration v1 → v4", Harness.duration(full.time), Harness.ratio(full.time, vacuumOld),
+                   mb(full.peakRSS), mb(full.size)])
+
+        // The current release, then a build whose only change is one added attribute per file.
+        let current = work + "/current"
+        let perCurrent = rows / 5
+        print("building \(perCurrent * 5) rows at release 4 …")
+        try FixtureWriter(schema: TimerApp.schema, versions: ["Timers": 4, "SyncMetadata": 2], rowsPerEntity: perCurrent)
+            .write(to: current)
+        let vacuumCurrent = try vacuumInto(current, work: work)
+        table.add(["VACUUM INTO (release-4 files)", Harness.duration(vacuumCurrent), "1.00×", "-", mb(size(current))])
+        let add = try migrations(from: current, work: work, mode: "add-attribute")
+        table.add(["add-an-attribute migration", Harness.duration(add.time), Harness.ratio(add.time, vacuumCurrent),
+                   mb(add.peakRSS), mb(add.size)])
+        table.print()
+        print("targets: full-history ≤ 3.0× VACUUM INTO, add-an-attribute ≤ 1.5×, peak RSS ≤ 100 MB")
     }
+
+    /// The timer schema plus a version 5 that only adds an attribute to Timer and to Session.
+    static func addAttributeSchema() throws -> Schema {
+        var v5 = try TimerModel.draft(4).next()
+        try v5.modify("Timer") { e throws(SchemaError) in try e.add(Attribute("note", .string, optional: true)) }
+        try v5.modify("Session") { e throws(SchemaError) in try e.add(Attribute("note", .string, optional: true)) }
+        let timers = try VersionedModel((1...4).map { try TimerModel.draft($0) } + [v5])
+        return try Schema([timers, SyncMetadataModel.history])
+    }
+
+    /// Child mode: `seam-bench __migrate MODE DIR` migrates and exits.
+    static func child(_ arguments: [String]) throws {
+        let schema = arguments[0] == "add-attribute" ? try addAttributeSchema() : TimerApp.schema
+        _ = try StoreDirectory(path: arguments[1], schema: schema).migrate()
+        print(Harness.peakRSS())
+    }
+
+    struct Measured { var time: Double; var peakRSS: Int; var size: Int64 }
+
+    private static func migrations(from source: String, work: String, mode: String) throws -> Measured {
+        var times: [Double] = []
+        var peak = 0
+        var resultSize: Int64 = 0
+        for i in 0..<runs {
+            let dir = work + "/run-\(mode)-\(i)"
+            try copyDirectory(source, to: dir)
+            let start = Harness.now()
+            let (status, rss) = try spawnSelf(["__migrate", mode, dir])
+            times.append(Double(Harness.now() - start) / 1e9)
+            guard status == 0 else { throw BenchError("migration child exited with \(status)") }
+            peak = max(peak, rss)
+            resultSize = size(dir)
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+        return Measured(time: Harness.median(times), peakRSS: peak, size: resultSize)
+    }
+
+    private static func vacuumInto(_ dir: String, work: String) throws -> Double {
+        var times: [Double] = []
+        for i in 0..<runs {
+            let out = work + "/vacuum-\(i)"
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            let start = Harness.now()
+            for name in ["Cloud", "Local"] {
+                let db = try Database(path: "\(dir)/\(name).sqlite")
+                try db.run("VACUUM INTO ?", [.string("\(out)/\(name).sqlite")])
+            }
+            times.append(Double(Harness.now() - start) / 1e9)
+            try? FileManager.default.removeItem(atPath: out)
+        }
+        return Harness.median(times)
+    }
+
+    private static func copyDirectory(_ from: String, to: String) throws {
+        try FileManager.default.createDirectory(atPath: to, withIntermediateDirectories: true)
+        for name in ["Cloud.sqlite", "Local.sqlite"] {
+            try FileManager.default.copyItem(atPath: "\(from)/\(name)", toPath: "\(to)/\(name)")
+        }
+    }
+
+    private static func size(_ dir: String) -> Int64 {
+        ["Cloud.sqlite", "Local.sqlite"].reduce(0) { total, name in
+            total + ((try? FileManager.default.attributesOfItem(atPath: "\(dir)/\(name)")[.size] as? Int64) ?? 0)
+        }
+    }
+
+    private static func mb(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_048_576) }
+    private static func mb(_ bytes: Int64) -> String { mb(Int(bytes)) }
+
+    /// Runs this executable again with `arguments`; returns its exit status and the peak RSS it
+    /// reports (its own VmHWM, which a fresh process image starts anew).
+    static func spawnSelf(_ arguments: [String]) throws -> (Int32, Int) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        p.arguments = arguments
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let rss = Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        return (p.terminationStatus, rss)
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
 }

@@ -10,6 +10,13 @@ let groups: [(name: String, run: () throws -> Void)] = [
 ]
 
 let wanted = Array(CommandLine.arguments.dropFirst())
+if wanted.first == "__migrate" {
+    do { try StoreBenchmarks.child(Array(wanted.dropFirst())) } catch {
+        FileHandle.standardError.write("seam-bench: \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+    exit(0)
+}
 if wanted.contains("--help") || wanted.contains("-h") {
     print("usage: seam-bench [\(groups.map(\.name).joined(separator: "|"))] …")
     exit(0)

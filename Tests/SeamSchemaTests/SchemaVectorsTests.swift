@@ -1,5 +1,6 @@
 import Foundation
 import SeamSchema
+import SeamTestSupport
 import XCTest
 
 /// Conformance vectors for the hash algorithm: canonical JSON and expected hashes, committed

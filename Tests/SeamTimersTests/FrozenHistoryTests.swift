@@ -1,6 +1,7 @@
 import Foundation
 import SeamSchema
 import SeamTimers
+import SeamTestSupport
 import XCTest
 
 /// Shipped versions are frozen: their canonical JSON and hashes are committed under

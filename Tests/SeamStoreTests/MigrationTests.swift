@@ -1,0 +1,119 @@
+import Foundation
+import SeamSchema
+import SeamStore
+import SeamTestSupport
+import SeamTimers
+import XCTest
+
+/// Migration from every old release of the timer app, compared with a fresh current store.
+final class MigrationTests: StoreTestCase {
+    /// Attaches the original kept in backups/ to a connection on the migrated store.
+    func withBackup(_ dir: String, _ configuration: String, _ body: (Database) throws -> Void) throws {
+        var o = Database.Options()
+        o.uri = true
+        let db = try Database(path: dir + "/\(configuration).sqlite", options: o)
+        try db.run("ATTACH DATABASE ? AS old", [.string(Database.readOnlyURI(dir + "/backups/Cloud.sqlite"))])
+        try body(db)
+    }
+
+    func testFromRelease1EveryRowArrivesWithRenamesDefaultsAndTheCustomStage() throws {
+        let dir = try fixture(release: 1, rows: 40, in: "r1")
+        let report = try migrateAndCompare(dir)
+        XCTAssertEqual(report.configurations.sorted(), ["Cloud", "Local"], "the Run entity moved, so both files changed")
+        XCTAssertEqual(report.rowsCopied, 40 * 5, "Timer, Folder, Run, SyncToken, SyncRecord; not the removed Setting")
+        try withBackup(dir, "Cloud") { db in
+            // title → name, folderUUID → groupUUID, nil colour → "blue", duration → one step.
+            let mismatches = try db.scalar("""
+                SELECT count(*) FROM old.Timer o LEFT JOIN main.Timer n ON n.uuid = o.uuid
+                WHERE n.uuid IS NULL OR n.name IS NOT o.title OR n.groupUUID IS NOT o.folderUUID
+                   OR n.colour IS NOT coalesce(o.colour, 'blue') OR n.createdAt IS NOT o.createdAt
+                   OR n.icon != 'clock' OR n.repeatCount != 1 OR n.sortOrder != 0
+                   OR n.steps != json_array(json_object('label', o.title, 'seconds', o.duration))
+                """)
+            XCTAssertEqual(mismatches, .integer(0))
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM old.Timer WHERE colour IS NULL").integerValue.map { $0 > 0 }, true,
+                           "the fixture has nil colours to fill")
+            let groups = try db.scalar("""
+                SELECT count(*) FROM old.Folder o JOIN main.UserGroup n USING (uuid) WHERE n.name = o.name AND n.createdAt = o.createdAt
+                """)
+            XCTAssertEqual(groups, .integer(40), "Folder → UserGroup")
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM main.sqlite_schema WHERE name IN ('Run', 'Setting', 'Folder')"),
+                           .integer(0), "removed and moved tables are gone from Cloud")
+        }
+        let local = try open(dir + "/Local.sqlite")
+        try local.run("ATTACH DATABASE ? AS old", [.string(dir + "/backups/Cloud.sqlite")])
+        let runs = try local.scalar("""
+            SELECT count(*) FROM old.Run o JOIN main.Session n USING (uuid)
+            WHERE n.timerUUID = o.timerUUID AND n.stepEndsAt = o.endsAt AND n.startedAt = o.startedAt AND n.state = o.state
+              AND n.stepIndex = 0 AND n.round = 0 AND n.steps = '[]'
+            """)
+        XCTAssertEqual(runs, .integer(40), "Run moved from Cloud to Local and became Session")
+    }
+
+    func testFromRelease2() throws {
+        let dir = try fixture(release: 2, rows: 25, in: "r2")
+        let report = try migrateAndCompare(dir)
+        XCTAssertEqual(report.rowsCopied, 25 * 5)
+        try withBackup(dir, "Cloud") { db in
+            XCTAssertEqual(try db.scalar("""
+                SELECT count(*) FROM old.Timer o JOIN main.Timer n USING (uuid)
+                WHERE n.steps = o.steps AND n.icon = o.icon AND n.name = o.name AND n.groupUUID IS o.folderUUID
+                """), .integer(25), "steps and icon are carried, not reset to defaults")
+        }
+    }
+
+    func testFromRelease3OnlyLocalChanges() throws {
+        let dir = try fixture(release: 3, rows: 25, in: "r3")
+        let cloudBefore = try bytes(dir + "/Cloud.sqlite")
+        let report = try migrateAndCompare(dir)
+        XCTAssertEqual(report.configurations, ["Local"])
+        XCTAssertEqual(try bytes(dir + "/Cloud.sqlite"), cloudBefore, "a file whose shape did not change is not rewritten")
+        XCTAssertEqual(try count(dir + "/Local.sqlite", "Session"), 25)
+    }
+
+    func testAFinishedRunGetsItsFinishTime() throws {
+        let dir = try fixture(release: 2, rows: 6, in: "finished")
+        do {
+            let db = try Database(path: dir + "/Cloud.sqlite")
+            try db.run("UPDATE Run SET state = 'finished' WHERE uuid IN (SELECT uuid FROM Run ORDER BY uuid LIMIT 2)")
+        }
+        _ = try migrateAndCompare(dir)
+        let local = try open(dir + "/Local.sqlite")
+        XCTAssertEqual(try local.scalar("SELECT count(*) FROM Session WHERE state = 'finished' AND finishedAt = stepEndsAt"), .integer(2))
+        XCTAssertEqual(try local.scalar("SELECT count(*) FROM Session WHERE state != 'finished' AND finishedAt IS NULL"), .integer(4))
+    }
+
+    func testTheBackupKeepsOneGeneration() throws {
+        let dir = try fixture(release: 1, rows: 5, in: "backup")
+        let original = try bytes(dir + "/Cloud.sqlite")
+        _ = try StoreDirectory(path: dir, schema: TimerApp.schema).migrate()
+        XCTAssertEqual(try bytes(dir + "/backups/Cloud.sqlite"), original, "the original, byte for byte")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/backups").sorted(), ["Cloud.sqlite", "Local.sqlite"])
+        let again = try StoreDirectory(path: dir, schema: TimerApp.schema).migrate()
+        XCTAssertEqual(again.configurations, [], "a current directory has nothing to migrate")
+    }
+
+    func testTheDryRunChangesNothingAndShowsSQL() throws {
+        let dir = try fixture(release: 1, rows: 5, in: "dry")
+        let before = try bytes(dir + "/Cloud.sqlite")
+        let plan = try StoreDirectory(path: dir, schema: TimerApp.schema).plan()
+        XCTAssertTrue(plan.description.contains("CREATE TABLE \"Session\""), plan.description)
+        XCTAssertTrue(plan.description.contains("title → name"))
+        XCTAssertTrue(plan.description.contains("custom stages: durationToSteps"))
+        XCTAssertTrue(plan.description.contains("drop Timers.Setting"))
+        XCTAssertEqual(try bytes(dir + "/Cloud.sqlite"), before)
+    }
+
+    /// Memory stays bounded: batches of a few rows still copy everything, in order.
+    func testSmallBatchesCopyEveryRow() throws {
+        let dir = try fixture(release: 1, rows: 97, in: "batches")
+        var options = MigrationOptions()
+        options.batchSize = 10
+        options.fullIntegrityCheck = true
+        var reports = 0
+        let report = try StoreDirectory(path: dir, schema: TimerApp.schema).migrate(options: options) { _ in reports += 1 }
+        XCTAssertEqual(report.rowsCopied, 97 * 5)
+        XCTAssertGreaterThanOrEqual(reports, 3, "progress from start to done")
+        XCTAssertEqual(try count(dir + "/Cloud.sqlite", "Timer"), 97)
+    }
+}
