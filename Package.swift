@@ -60,6 +60,5 @@ let package = Package(
             name: "SeamStoreTests",
             dependencies: ["SeamStore", "SeamSchema", "SeamTimers", "SeamSystem", "SeamTestSupport"]
         ),
-        .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
     ]
 )
