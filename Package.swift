@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "SeamSchema", targets: ["SeamSchema"]),
         .library(name: "SeamStore", targets: ["SeamStore"]),
         .library(name: "SeamQuery", targets: ["SeamQuery"]),
+        .library(name: "SeamContext", targets: ["SeamContext"]),
         .library(name: "SeamTimers", targets: ["SeamTimers"]),
     ],
     targets: [
@@ -34,6 +35,9 @@ let package = Package(
         // MARK: - Storage
         .target(name: "SeamStore", dependencies: ["SeamSchema", "SeamSystem", "CSQLite"]),
 
+        // MARK: - One context over every store
+        .target(name: "SeamContext", dependencies: ["SeamSchema", "SeamStore", "SeamQuery", "SeamSystem"]),
+
         // MARK: - The timer application's models
         .target(name: "SeamTimers", dependencies: ["SeamSchema"]),
 
@@ -44,21 +48,31 @@ let package = Package(
         .executableTarget(name: "seam-fixture", dependencies: ["SeamStore", "SeamTimers", "SeamCommandLine"]),
         .executableTarget(
             name: "seam-migrate",
-            dependencies: ["SeamStore", "SeamTimers", "SeamCommandLine"],
+            dependencies: ["SeamStore", "SeamTimers", "SeamSystem", "SeamCommandLine"],
             path: "Plugins/seam-migrate"
         ),
         .executableTarget(
             name: "seam-bench",
-            dependencies: ["SeamSchema", "SeamStore", "SeamQuery", "SeamTimers", "CSQLite"]
+            dependencies: ["SeamSchema", "SeamStore", "SeamQuery", "SeamContext", "SeamTimers", "CSQLite"]
         ),
 
         // MARK: - Tests
         .target(name: "SeamTestSupport", path: "Tests/SeamTestSupport"),
+        .executableTarget(
+            name: "seam-save-crasher",
+            dependencies: ["SeamContext", "SeamStore", "SeamTimers"],
+            path: "Tests/SaveCrasher"
+        ),
         .testTarget(name: "SeamSchemaTests", dependencies: ["SeamSchema", "SeamTestSupport"]),
         .testTarget(name: "SeamTimersTests", dependencies: ["SeamTimers", "SeamSchema", "SeamTestSupport"]),
         .testTarget(
             name: "SeamStoreTests",
             dependencies: ["SeamStore", "SeamSchema", "SeamTimers", "SeamSystem", "SeamTestSupport"]
         ),
+        .testTarget(
+            name: "SeamContextTests",
+            dependencies: ["SeamContext", "SeamStore", "SeamSchema", "SeamTimers", "SeamTestSupport"]
+        ),
+        .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
     ]
 )

@@ -1,6 +1,7 @@
 // seam-migrate: upgrades the timer app's stores in a directory, offline (no seamd running).
 import SeamCommandLine
 import SeamStore
+import SeamSystem
 import SeamTimers
 
 let usage = """
@@ -11,14 +12,18 @@ let usage = """
       --dry-run     print the plan (each step in words, and its SQL) and change nothing
       --integrity   verify copies with a full integrity_check (slower) instead of quick_check
       --batch N     rows per copy batch (default 20000)
+      --create      also create the stores when DIR has none (as seamd does at start)
     Run it while no seamd uses DIR.
     """
 
 let tool = "seam-migrate"
 do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["batch"], flags: ["dry-run", "integrity"])
+    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["batch"], flags: ["dry-run", "integrity", "create"])
     if args.wantsHelp { print(usage); Terminal.exit(0) }
     guard args.positional.count == 1 else { throw Arguments.UsageError("give one directory\n\n" + usage) }
+    guard FileSystem.isDirectory(args.positional[0]) else {
+        Terminal.fail(tool, "\(args.positional[0]) is not a directory; give the directory that holds Cloud.sqlite and Local.sqlite")
+    }
     let directory = StoreDirectory(path: args.positional[0], schema: TimerApp.schema)
     for line in try directory.recover() { print(line) }
     for c in try directory.inspect() { print(c.summary) }
@@ -27,7 +32,15 @@ do {
         print(plan.description, terminator: "")
         Terminal.exit(0)
     }
-    if plan.isEmpty { print("Nothing to migrate: every store is current."); Terminal.exit(0) }
+    if plan.isEmpty {
+        if args.flag("create") {
+            let stores = try directory.open()
+            print("stores ready in \(args.positional[0]): " + stores.keys.sorted().map { "\($0).sqlite" }.joined(separator: ", "))
+        } else {
+            print("Nothing to migrate: every store is current.")
+        }
+        Terminal.exit(0)
+    }
     var options = MigrationOptions()
     options.fullIntegrityCheck = args.flag("integrity")
     options.batchSize = try args.integer("batch", in: 1...10_000_000) ?? options.batchSize

@@ -89,7 +89,8 @@ public enum UUIDText {
 
     /// A random version-4 UUID in lowercase text form.
     public static func random<G: RandomNumberGenerator>(using generator: inout G) -> String {
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let high = generator.next(), low = generator.next()
+        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (8 * $0)) } + (0..<8).map { UInt8(truncatingIfNeeded: low >> (8 * $0)) }
         bytes[6] = (bytes[6] & 0x0f) | 0x40
         bytes[8] = (bytes[8] & 0x3f) | 0x80
         let hex = Hex.encode(bytes)

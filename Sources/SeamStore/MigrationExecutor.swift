@@ -128,7 +128,9 @@ enum MigrationExecutor {
             o.uri = true
             let db = try Database(path: path, options: o)
             try db.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-16000; PRAGMA temp_store=FILE")
-            for configuration in file.sources.sorted() {
+            let own = layout.store(file.configuration)
+            let attached = file.sources.union(FileSystem.exists(own) ? [file.configuration] : [])
+            for configuration in attached.sorted() {
                 try db.run("ATTACH DATABASE ? AS \(SchemaSQL.quote(MigrationPlan.Copy.schemaName(configuration)))",
                            [.string(Database.readOnlyURI(layout.store(configuration)))])
             }
@@ -156,8 +158,11 @@ enum MigrationExecutor {
             progress(state)
             for sql in file.createIndexes { try db.execute(sql) }
             try file.metadata.write(to: db)
+            if attached.contains(file.configuration) {
+                try carryBookkeeping(from: MigrationPlan.Copy.schemaName(file.configuration), into: db)
+            }
             try db.execute("COMMIT")
-            for configuration in file.sources.sorted() {
+            for configuration in attached.sorted() {
                 try db.execute("DETACH DATABASE \(SchemaSQL.quote(MigrationPlan.Copy.schemaName(configuration)))")
             }
             try db.execute("PRAGMA journal_mode=WAL")
@@ -176,10 +181,25 @@ enum MigrationExecutor {
             throw StoreError(.copyFailed(e), path: layout.store(file.configuration))
         } catch let e as SystemError {
             try? StoreLayout.removeDatabase(path)
-            throw StoreError(.system(e), path: path)
+            throw StoreError(.copyFailedInFileSystem(e), path: layout.store(file.configuration))
         } catch {
             try? StoreLayout.removeDatabase(path)
             throw StoreError(.stageFailed(detail: "\(error)"), path: layout.store(file.configuration))
+        }
+    }
+
+    /// Carries what is not schema over to a rebuilt copy: the `seam_store` keys beyond the layout
+    /// (the save sequence) and the `seam_`-prefixed bookkeeping tables (history, save journal)
+    /// as they are.
+    private static func carryBookkeeping(from source: String, into db: Database) throws(DatabaseError) {
+        let s = SchemaSQL.quote(source)
+        try db.execute("INSERT OR IGNORE INTO main.seam_store SELECT key, value FROM \(s).seam_store")
+        let tables = try db.rows("SELECT name, sql FROM \(s).sqlite_schema WHERE type = 'table' AND name LIKE 'seam\\_%' ESCAPE '\\' "
+                                 + "AND name NOT IN ('seam_store', 'seam_models')", types: [.string, .string])
+        for t in tables {
+            guard let name = t[0].stringValue, let sql = t[1].stringValue else { continue }
+            try db.execute(sql)
+            try db.execute("INSERT INTO main.\(SchemaSQL.quote(name)) SELECT * FROM \(s).\(SchemaSQL.quote(name))")
         }
     }
 
@@ -194,7 +214,6 @@ enum MigrationExecutor {
         let db = try Database(path: path, options: { var o = Database.Options(); o.create = false; return o }())
         try db.execute("BEGIN IMMEDIATE")
         for sql in statements { try db.execute(sql) }
-        try db.execute("DROP TABLE seam_store; DROP TABLE seam_models")
         try file.metadata.write(to: db)
         try db.execute("COMMIT")
         state.phase = .verifying

@@ -27,6 +27,8 @@ public struct StoreDirectory: Sendable {
             let swapped = try Self.rollForward(layout: layout)
             done.append("finished an interrupted migration swap (\(swapped.count) backups kept)")
         }
+        let replayed = try SaveJournal.replay(layout: layout, configurations: schema.configurations)
+        if replayed > 0 { done.append("finished \(replayed) save(s) interrupted between the two store files") }
         let names: [String]
         do { names = try FileSystem.contents(of: layout.directory) } catch { throw StoreError(.system(error), path: layout.directory) }
         for name in names where name.hasPrefix(".") && name.contains(".sqlite.migrating") || name == "migration.intent.tmp" {

@@ -24,6 +24,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case stageFailed(detail: String)
         /// Building a migration copy failed (a full disk, an I/O error); the original is untouched.
         case copyFailed(DatabaseError)
+        /// The same, failed by a file operation (`ENOSPC` while copying, say).
+        case copyFailedInFileSystem(SystemError)
         /// The directory cannot be written (read-only file system or permissions).
         case readOnly(detail: String)
         /// SQLite failed.
@@ -66,6 +68,11 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             return "\(path): a custom migration stage failed (\(detail)); the original is untouched"
         case .copyFailed(let e):
             let hint = e.primaryCode == DatabaseError.full
+                ? "the disk is full: free some space and run the migration again"
+                : "run the migration again once the cause is fixed"
+            return "\(path): the migration failed (\(e)); the original is untouched, \(hint)"
+        case .copyFailedInFileSystem(let e):
+            let hint = e.errno == SystemError.noSpace
                 ? "the disk is full: free some space and run the migration again"
                 : "run the migration again once the cause is fixed"
             return "\(path): the migration failed (\(e)); the original is untouched, \(hint)"

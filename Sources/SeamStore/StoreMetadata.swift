@@ -23,9 +23,15 @@ public struct StoreMetadata: Sendable, Hashable {
 
     public static let currentFormat = 1
 
+    public init(configuration: String, format: Int, models: [ModelRecord]) {
+        self.configuration = configuration
+        self.format = format
+        self.models = models
+    }
+
     public static let createSQL = """
-        CREATE TABLE seam_store (key TEXT NOT NULL PRIMARY KEY, value TEXT NOT NULL) STRICT;
-        CREATE TABLE seam_models (
+        CREATE TABLE IF NOT EXISTS seam_store (key TEXT NOT NULL PRIMARY KEY, value TEXT NOT NULL) STRICT;
+        CREATE TABLE IF NOT EXISTS seam_models (
             model TEXT NOT NULL PRIMARY KEY,
             version INTEGER NOT NULL,
             modelHash TEXT NOT NULL,
@@ -45,10 +51,13 @@ public struct StoreMetadata: Sendable, Hashable {
             canonicalJSON: version.canonicalJSON)
     }
 
-    /// Writes the metadata tables and rows into `db` (inside the caller's transaction).
+    /// Writes the metadata tables and rows into `db` (inside the caller's transaction),
+    /// replacing the model records and the layout keys; other keys of `seam_store` (the save
+    /// sequence, for one) are kept.
     public func write(to db: Database) throws(DatabaseError) {
         try db.execute(Self.createSQL)
-        try db.run("INSERT INTO seam_store(key, value) VALUES ('configuration', ?), ('format', ?)",
+        try db.execute("DELETE FROM seam_models")
+        try db.run("INSERT OR REPLACE INTO seam_store(key, value) VALUES ('configuration', ?), ('format', ?)",
                    [.string(configuration), .string(String(format))])
         for m in models {
             let hashes = CanonicalJSON.object(m.entityHashes.mapValues(CanonicalJSON.string)).text

@@ -2,11 +2,12 @@ import Foundation
 
 // seam-bench: the benchmarks behind `scripts/bench`. Each group prints a table.
 //
-//   seam-bench [GROUP …]      groups: query, store (default: all)
+//   seam-bench [GROUP …]      groups: query, store, context (default: all)
 
 let groups: [(name: String, run: () throws -> Void)] = [
     ("query", QueryBenchmarks.run),
     ("store", StoreBenchmarks.run),
+    ("context", ContextBenchmarks.run),
 ]
 
 let wanted = Array(CommandLine.arguments.dropFirst())

@@ -1,0 +1,118 @@
+import SeamSchema
+import SeamStore
+
+extension Context {
+    static let historySQL = """
+        CREATE TABLE IF NOT EXISTS seam_history (
+            sequence INTEGER NOT NULL PRIMARY KEY, author TEXT NOT NULL, time REAL NOT NULL, changes TEXT NOT NULL
+        ) STRICT
+        """
+
+    /// Writes a worked-out save into its stores (see the type's documentation for the promise).
+    func commit(_ set: ChangeSet, work: WorkingSet) throws(ContextError) {
+        let byStore = Dictionary(grouping: set.changes, by: \.store)
+        let names = byStore.keys.sorted()
+        var begun: [StoreHandle] = []
+        do {
+            for name in names {
+                try stores[name]!.db.execute("BEGIN IMMEDIATE")
+                begun.append(stores[name]!)
+            }
+            for name in names {
+                let handle = stores[name]!
+                for change in byStore[name]! { try apply(change, in: handle) }
+                try SaveJournal.setSequence(set.sequence, in: handle.db)
+            }
+            try writeHistory(set)
+            if names.count > 1 {
+                for target in names.dropFirst() {
+                    let ops = byStore[target]!.map {
+                        SaveJournal.Operation(table: $0.entity, uuid: $0.uuid, values: $0.new)
+                    }
+                    try SaveJournal.record(ops, sequence: set.sequence, target: target, in: begun[0].db)
+                }
+            }
+        } catch {
+            for h in begun where !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }
+            throw Self.mapped(error, set: set)
+        }
+        do {
+            try begun[0].db.execute("COMMIT")
+        } catch {
+            for h in begun where !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }
+            throw ContextError(.database(error))
+        }
+        if begun.count > 1 { options.betweenCommits?() }
+        for h in begun.dropFirst() {
+            do {
+                try h.db.execute("COMMIT")
+            } catch {
+                // The first file holds the intent; finish the second now, or on the next open.
+                if !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }
+                try finishLater(set, store: h, byStore: byStore, error: error)
+            }
+        }
+        if names.count > 1 { try? SaveJournal.clear(set.sequence, in: begun[0].db) }
+        if set.sequence % 64 == 0, !options.syncConfigured { try? purgeHistory(olderThan: set.time - options.historyRetention) }
+    }
+
+    private func finishLater(_ set: ChangeSet, store h: StoreHandle, byStore: [String: [RowChange]], error: DatabaseError) throws(ContextError) {
+        let ops = byStore[h.name]!.map { SaveJournal.Operation(table: $0.entity, uuid: $0.uuid, values: $0.new) }
+        do {
+            try h.db.execute("BEGIN IMMEDIATE")
+            try SaveJournal.apply(ops, sequence: set.sequence, to: h.db)
+            try h.db.execute("COMMIT")
+        } catch {
+            if !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }
+            throw ContextError(.database(DatabaseError(
+                code: error.code, message: "the save is recorded and will complete when the stores are next opened: \(error.message)",
+                sql: error.sql, path: error.path)))
+        }
+    }
+
+    private static func mapped(_ error: any Error, set: ChangeSet) -> ContextError {
+        if let e = error as? ContextError { return e }
+        if let e = error as? DatabaseError {
+            if e.primaryCode == DatabaseError.constraint, e.message.hasSuffix(".uuid"),
+               let change = set.changes.first(where: { $0.kind == .insert && e.message.hasSuffix("\($0.entity).uuid") }) {
+                return ContextError(.duplicate(entity: change.entity, uuid: change.uuid))
+            }
+            if e.primaryCode == DatabaseError.constraint {
+                let entity = set.changes.first { e.message.contains($0.entity + ".") }?.entity ?? set.changes.first?.entity ?? "?"
+                return ContextError(.constraint(entity: entity, detail: e.message))
+            }
+            return ContextError(.database(e))
+        }
+        return ContextError(.invalidValue(entity: "?", attribute: "?", reason: "\(error)"))
+    }
+
+    private func apply(_ change: RowChange, in handle: StoreHandle) throws(DatabaseError) {
+        let q = SchemaSQL.quote
+        let table = q(change.entity)
+        switch change.kind {
+        case .insert:
+            let keys = change.changedKeys
+            let s: Statement
+            if let cached = handle.insertByEntity[change.entity] {
+                s = cached
+                s.reset()
+            } else {
+                s = try handle.db.prepare("INSERT INTO \(table) (\(keys.map(q).joined(separator: ", "))) VALUES ("
+                                          + keys.indices.map { "?\($0 + 1)" }.joined(separator: ", ") + ")")
+                handle.insertByEntity[change.entity] = s
+            }
+            for (i, k) in keys.enumerated() { try s.bind(change.new?[k] ?? .null, at: Int32(i + 1)) }
+            while try s.step() {}
+        case .update:
+            let keys = change.changedKeys
+            let s = try handle.statement("UPDATE \(table) SET " + keys.enumerated().map { "\(q($1)) = ?\($0 + 1)" }.joined(separator: ", ")
+                                         + " WHERE \"uuid\" = ?\(keys.count + 1)")
+            try s.bind(keys.map { change.new?[$0] ?? .null } + [.string(change.uuid)])
+            while try s.step() {}
+        case .delete:
+            let s = try handle.statement("DELETE FROM \(table) WHERE \"uuid\" = ?1")
+            try s.bind([.string(change.uuid)])
+            while try s.step() {}
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import SeamSchema
+import SeamStore
+
+extension Context {
+    /// The store that keeps history: the one holding the history configuration's entities.
+    var historyStore: StoreHandle? {
+        if let h = stores[options.historyConfiguration] { return h }
+        return stores[Configuration.defaultName]
+    }
+
+    /// Appends the history configuration's part of `set` to the persistent history.
+    func writeHistory(_ set: ChangeSet) throws(DatabaseError) {
+        let changes = set.changes.filter { configuration(of: $0.entity) == options.historyConfiguration }
+        guard !changes.isEmpty, let h = historyStore else { return }
+        try h.db.execute(Self.historySQL)
+        let s = try h.statement("INSERT INTO seam_history (sequence, author, time, changes) VALUES (?1, ?2, ?3, ?4)")
+        try s.bind([.integer(set.sequence), .string(set.author), .double(set.time),
+                    .string(JSONValue.array(changes.map(RowCoding.encode)).minified)])
+        while try s.step() {}
+    }
+
+    /// The persistent history after sequence number `token`, oldest first (at most `limit`).
+    /// Holds only changes to the history configuration (what syncs).
+    public func history(since token: Int64, limit: Int = 1000) throws(ContextError) -> [ChangeSet] {
+        guard let h = historyStore else { return [] }
+        do {
+            guard try h.db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'seam_history'").integerValue == 1 else {
+                return []
+            }
+            return try h.db.rows("SELECT sequence, author, time, changes FROM seam_history WHERE sequence > ? ORDER BY sequence LIMIT ?",
+                                 [.integer(token), .integer(Int64(limit))], types: [.integer, .string, .double, .string])
+                .map { r in
+                    let changes = (try? JSONText.parse(r[3].stringValue ?? "[]"))?.arrayValue ?? []
+                    return ChangeSet(sequence: r[0].integerValue ?? 0, author: r[1].stringValue ?? "", time: r[2].doubleValue ?? 0,
+                                     changes: changes.compactMap { RowCoding.decodeChange($0, schema: schema) })
+                }
+        } catch {
+            throw ContextError(.database(error))
+        }
+    }
+
+    /// Forgets history up to and including sequence number `token` (what sync has exported).
+    public func purgeHistory(through token: Int64) throws(ContextError) {
+        try purge("DELETE FROM seam_history WHERE sequence <= ?", .integer(token))
+    }
+
+    /// Forgets history recorded before `time` (Unix seconds). Runs on its own every 64 saves when
+    /// no sync is configured, with the retention period of `Options`.
+    public func purgeHistory(olderThan time: Double) throws(ContextError) {
+        try purge("DELETE FROM seam_history WHERE time < ?", .double(time))
+    }
+
+    private func purge(_ sql: String, _ argument: AttributeValue) throws(ContextError) {
+        guard let h = historyStore else { return }
+        do {
+            guard try h.db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'seam_history'").integerValue == 1 else { return }
+            try h.db.run(sql, [argument])
+        } catch {
+            throw ContextError(.database(error))
+        }
+    }
+
+    /// The change sets after `sequence`, from the in-memory ring; nil when the ring no longer
+    /// reaches back that far (fetch afresh instead).
+    public func changes(since sequence: Int64) -> [ChangeSet]? { ring.since(sequence) }
+}

@@ -1,0 +1,189 @@
+import SeamSchema
+import SeamStore
+import SeamSystem
+
+extension Context {
+    /// A row's state while a save is being worked out.
+    struct Pending {
+        var entity: Entity
+        var store: String
+        var old: [String: AttributeValue]?
+        var new: [String: AttributeValue]?
+    }
+
+    /// The save being worked out: every row it touches, in the order first touched.
+    struct WorkingSet {
+        var rows: [String: Pending] = [:]
+        var order: [String] = []
+
+        static func key(_ entity: String, _ uuid: String) -> String { entity + "\u{0}" + uuid }
+
+        mutating func set(_ p: Pending, uuid: String) {
+            let k = Self.key(p.entity.name, uuid)
+            if rows[k] == nil { order.append(k) }
+            rows[k] = p
+        }
+    }
+
+    /// The current time, Unix seconds.
+    public static func now() -> Double { WallClock.now() }
+
+    /// Applies `request` as one save by `author`; returns what changed, or nil when nothing did.
+    ///
+    /// Link rules run on deletes: `cascade` deletes linking rows, `nullify` clears the linking
+    /// attribute, `deny` refuses. A delete by the author `sync` never cascades into another
+    /// configuration: a running session whose timer was deleted on another machine stays, as an
+    /// orphan (its link nullified), as the split-store pattern wants.
+    @discardableResult
+    public func save(_ request: SaveRequest, author: String = "cli", time: Double? = nil) throws(ContextError) -> ChangeSet? {
+        var work = WorkingSet()
+        for op in request.operations {
+            switch op {
+            case .insert(let entity, let values): try stageInsert(entity, values, into: &work)
+            case .update(let entity, let uuid, let values): try stageUpdate(entity, uuid, values, into: &work)
+            case .delete(let entity, let uuid): try stageDelete(entity, uuid, author: author, into: &work)
+            }
+        }
+        var changes: [RowChange] = []
+        changes.reserveCapacity(work.order.count)
+        for key in work.order {
+            guard let p = work.rows[key], let change = Self.change(p, names: attributeNames[p.entity.name] ?? []) else { continue }
+            changes.append(change)
+        }
+        guard !changes.isEmpty else { return nil }
+        let set = ChangeSet(sequence: sequence + 1, author: author, time: time ?? Self.now(), changes: changes)
+        try commit(set, work: work)
+        sequence = set.sequence
+        ring.append(set)
+        return set
+    }
+
+    private static func change(_ p: Pending, names: [String]) -> RowChange? {
+        let uuid = (p.new ?? p.old)?[Entity.identity]?.stringValue ?? ""
+        switch (p.old, p.new) {
+        case (nil, nil): return nil
+        case (nil, let new?):
+            return RowChange(store: p.store, entity: p.entity.name, uuid: uuid, kind: .insert, changedKeys: names, old: nil, new: new)
+        case (let old?, nil):
+            return RowChange(store: p.store, entity: p.entity.name, uuid: uuid, kind: .delete, changedKeys: names, old: old, new: nil)
+        case (let old?, let new?):
+            let keys = names.filter { old[$0] != new[$0] }
+            if keys.isEmpty { return nil }
+            return RowChange(store: p.store, entity: p.entity.name, uuid: uuid, kind: .update, changedKeys: keys, old: old, new: new)
+        }
+    }
+
+    // MARK: - Working out the changes
+
+    /// The row as the save sees it so far: staged state first, then the store.
+    private func current(_ e: Entity, _ uuid: String, store: String, in work: WorkingSet) throws(ContextError) -> Pending {
+        if let p = work.rows[WorkingSet.key(e.name, uuid)] { return p }
+        let values = try readRow(e, uuid: uuid, from: stores[store]!.db, handle: stores[store])?.values
+        return Pending(entity: e, store: store, old: values, new: values)
+    }
+
+    private func stageInsert(_ entity: String, _ values: [String: AttributeValue], into work: inout WorkingSet) throws(ContextError) {
+        let r = try route(entity)
+        var row: [String: AttributeValue] = [:]
+        for key in values.keys where r.entity.attribute(key) == nil {
+            throw ContextError(.unknownAttribute(entity: entity, attribute: key))
+        }
+        for a in r.entity.attributes {
+            if a.name == Entity.identity {
+                let given = values[a.name] ?? .null
+                row[a.name] = given.isNull ? .uuid(UUIDText.random()) : try Values.normalize(given, for: a, in: entity)
+                continue
+            }
+            if let v = values[a.name] {
+                row[a.name] = try Values.normalize(v, for: a, in: entity)
+            } else if let d = a.defaultValue {
+                row[a.name] = d
+            } else if a.isOptional {
+                row[a.name] = .null
+            } else {
+                throw ContextError(.missingValue(entity: entity, attribute: a.name))
+            }
+        }
+        let uuid = row[Entity.identity]!.stringValue!
+        // A row the save has not touched is not read first: if it exists, the INSERT's primary
+        // key refuses it and the save reports a duplicate.
+        var p = work.rows[WorkingSet.key(entity, uuid)] ?? Pending(entity: r.entity, store: r.store, old: nil, new: nil)
+        if p.new != nil { throw ContextError(.duplicate(entity: entity, uuid: uuid)) }
+        p.new = row
+        work.set(p, uuid: uuid)
+    }
+
+    private func stageUpdate(
+        _ entity: String, _ uuid: String, _ values: [String: AttributeValue], into work: inout WorkingSet
+    ) throws(ContextError) {
+        let r = try route(entity)
+        var p = try current(r.entity, uuid, store: r.store, in: work)
+        guard var row = p.new else { throw ContextError(.notFound(entity: entity, uuid: uuid)) }
+        for (key, value) in values {
+            guard let a = r.entity.attribute(key) else { throw ContextError(.unknownAttribute(entity: entity, attribute: key)) }
+            if key == Entity.identity {
+                guard value.stringValue == uuid else {
+                    throw ContextError(.invalidValue(entity: entity, attribute: key, reason: "a row's uuid cannot change"))
+                }
+                continue
+            }
+            row[key] = try Values.normalize(value, for: a, in: entity)
+        }
+        p.new = row
+        work.set(p, uuid: uuid)
+    }
+
+    private func stageDelete(_ entity: String, _ uuid: String, author: String, into work: inout WorkingSet) throws(ContextError) {
+        let r = try route(entity)
+        var p = try current(r.entity, uuid, store: r.store, in: work)
+        guard p.new != nil else { throw ContextError(.notFound(entity: entity, uuid: uuid)) }
+        p.new = nil
+        work.set(p, uuid: uuid)
+        for (source, link) in incoming[entity] ?? [] {
+            for linking in try linkingRows(source, link, to: uuid, in: work) {
+                var rule = link.deleteRule
+                if author == "sync", rule == .cascade, configuration(of: source.name) != configuration(of: entity) {
+                    rule = .nullify
+                }
+                switch rule {
+                case .cascade:
+                    try stageDelete(source.name, linking, author: author, into: &work)
+                case .nullify:
+                    try stageUpdate(source.name, linking, [link.attribute: .null], into: &work)
+                case .deny:
+                    throw ContextError(.deleteDenied(entity: entity, uuid: uuid, linkedFrom: source.name, count: 1))
+                case .none:
+                    break
+                }
+            }
+        }
+    }
+
+    /// The uuids of `source` rows whose `link` attribute holds `uuid`, as the save sees them.
+    private func linkingRows(_ source: Entity, _ link: Link, to uuid: String, in work: WorkingSet) throws(ContextError) -> [String] {
+        let store = try route(source.name).store
+        var found: [String] = []
+        let sql = "SELECT \"uuid\" FROM \(SchemaSQL.quote(source.name)) WHERE \(SchemaSQL.quote(link.attribute)) = ?"
+        do {
+            let s = try stores[store]!.statement(sql)
+            try s.bind(.string(uuid), at: 1)
+            defer { s.reset() }
+            while try s.step() { found.append(s.column(0, as: .string).stringValue ?? "") }
+        } catch {
+            throw ContextError(.database(error))
+        }
+        // Staged state wins over the store: skip rows already deleted or relinked, add rows staged to link.
+        var result: [String] = []
+        for u in found {
+            if let p = work.rows[WorkingSet.key(source.name, u)], p.new?[link.attribute]?.stringValue != uuid { continue }
+            result.append(u)
+        }
+        for key in work.order {
+            guard let p = work.rows[key], p.entity.name == source.name, let new = p.new,
+                  new[link.attribute]?.stringValue == uuid, let u = new[Entity.identity]?.stringValue, !result.contains(u)
+            else { continue }
+            result.append(u)
+        }
+        return result
+    }
+}

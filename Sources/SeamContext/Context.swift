@@ -1,0 +1,263 @@
+import SeamQuery
+import SeamSchema
+import SeamStore
+
+/// One context over every store of a schema: the split-store pattern in library form.
+///
+/// An insert goes to the only store whose configuration holds the entity; fetches, counts,
+/// updates, deletes and saves work without the caller knowing which file a row is in. The
+/// in-memory `Default` store runs the same code paths with every entity in one database.
+///
+/// A context is used from one thread at a time (the broker serialises its calls).
+///
+/// **What a save promises.** A save is all or nothing as seen by any later reader, even across a
+/// crash (SIGKILL or power cut) at any point: a save that touches one file is one SQLite
+/// transaction; one that touches both commits the first file with an intent record and then the
+/// second, and an interrupted pair is finished when the directory is next opened (see
+/// `SaveJournal`). A save that returned is durable as its durability setting says. A save that
+/// throws changed nothing in either file.
+public final class Context {
+    public struct Options: Sendable {
+        public var durability: Durability = .normal
+        /// Migrate outdated stores on open (else opening them is an error).
+        public var migrate = true
+        /// How many recent change sets to keep in memory for readers that fell behind.
+        public var ringCapacity = 1024
+        /// The configuration whose changes are kept as persistent history (the one that syncs).
+        public var historyConfiguration = "Cloud"
+        /// History older than this (seconds) is purged on its own, unless sync is configured.
+        public var historyRetention: Double = 7 * 24 * 3600
+        public var syncConfigured = false
+        /// For crash tests: runs after the first file of a two-file save commits and before the
+        /// second does — the moment the save journal exists for.
+        public var betweenCommits: (@Sendable () -> Void)?
+        public init() {}
+    }
+
+    public let schema: Schema
+    public let options: Options
+    /// The store directory, or nil for the in-memory store.
+    public let directory: String?
+    let stores: [String: StoreHandle]
+    /// Entity name → its definition and the store that holds it.
+    let routes: [String: (entity: Entity, store: String)]
+    /// Target entity name → the links that point at it.
+    let incoming: [String: [(entity: Entity, link: Link)]]
+    /// The sequence number of the last committed save.
+    public internal(set) var sequence: Int64
+    public internal(set) var ring: ChangeRing
+    var readers: [String: Database] = [:]
+    /// Entity name → its attribute names, in order (shared by every change set).
+    var attributeNames: [String: [String]] = [:]
+    /// Parsed predicates by their text: parsing is the costly part of a repeated fetch.
+    var parsedPredicates: [String: ParsedPredicate] = [:]
+
+    /// Opens (creating or migrating as needed) the stores of `schema` in `directory`.
+    public init(directory: String, schema: Schema, options: Options = Options()) throws(ContextError) {
+        self.schema = schema
+        self.options = options
+        self.directory = directory
+        let opened: [String: Database]
+        do {
+            opened = try StoreDirectory(path: directory, schema: schema).open(durability: options.durability, migrate: options.migrate)
+        } catch {
+            throw ContextError(.store(error))
+        }
+        var handles: [String: StoreHandle] = [:]
+        for (name, db) in opened { handles[name] = StoreHandle(name: name, db: db) }
+        stores = handles
+        var routes: [String: (Entity, String)] = [:]
+        for (name, _) in opened {
+            for model in schema.models { for e in model.current.entities(in: name) { routes[e.name] = (e, name) } }
+        }
+        self.routes = routes
+        attributeNames = routes.mapValues { $0.0.attributes.map(\.name) }
+        incoming = Self.incomingLinks(schema)
+        ring = ChangeRing(capacity: options.ringCapacity)
+        sequence = 0
+        do {
+            for h in handles.values { sequence = max(sequence, try SaveJournal.sequence(in: h.db)) }
+        } catch {
+            throw ContextError(.database(error))
+        }
+    }
+
+    /// The single in-memory `Default` store holding every entity: for tests and previews.
+    /// Snapshots are not available there (see `withSnapshot`).
+    public init(inMemory schema: Schema, options: Options = Options()) throws(ContextError) {
+        self.schema = schema
+        self.options = options
+        directory = nil
+        let name = Configuration.defaultName
+        do {
+            let db = try Database(path: ":memory:")
+            var records: [StoreMetadata.ModelRecord] = []
+            try db.execute("BEGIN")
+            for model in schema.models {
+                for sql in SchemaSQL.create(model.current, configuration: name) { try db.execute(sql) }
+                records.append(StoreMetadata.record(model.current, configuration: name))
+            }
+            try StoreMetadata(configuration: name, format: StoreMetadata.currentFormat, models: records).write(to: db)
+            try db.execute("COMMIT")
+            stores = [name: StoreHandle(name: name, db: db)]
+        } catch {
+            throw ContextError(.database(error))
+        }
+        var routes: [String: (Entity, String)] = [:]
+        for model in schema.models { for e in model.current.entities { routes[e.name] = (e, name) } }
+        self.routes = routes
+        attributeNames = routes.mapValues { $0.0.attributes.map(\.name) }
+        incoming = Self.incomingLinks(schema)
+        ring = ChangeRing(capacity: options.ringCapacity)
+        sequence = 0
+    }
+
+    private static func incomingLinks(_ schema: Schema) -> [String: [(entity: Entity, link: Link)]] {
+        var out: [String: [(entity: Entity, link: Link)]] = [:]
+        for model in schema.models {
+            for e in model.current.entities {
+                for l in e.links { out[l.target, default: []].append((e, l)) }
+            }
+        }
+        return out
+    }
+
+    public var isInMemory: Bool { directory == nil }
+
+    /// The configuration names of the open stores.
+    public var storeNames: [String] { stores.keys.sorted() }
+
+    /// The configuration (store) that holds `entity`.
+    public func store(of entity: String) throws(ContextError) -> String { try route(entity).store }
+
+    func route(_ entity: String) throws(ContextError) -> (entity: Entity, store: String) {
+        guard let r = routes[entity] else { throw ContextError(.unknownEntity(entity)) }
+        return r
+    }
+
+    /// The configuration an entity belongs to in the schema (Cloud or Local), even in memory.
+    func configuration(of entity: String) -> String {
+        schema.entity(entity)?.configuration ?? Configuration.defaultName
+    }
+
+    /// The raw connection of a store, for tools and tests that need SQL directly.
+    public func database(_ store: String) -> Database? { stores[store]?.db }
+
+    // MARK: - Reading
+
+    /// The row of `entity` with `uuid`, or nil.
+    public func row(_ entity: String, _ uuid: String) throws(ContextError) -> Row? {
+        let r = try route(entity)
+        return try readRow(r.entity, uuid: uuid, from: stores[r.store]!.db, handle: stores[r.store])
+    }
+
+    func readRow(_ e: Entity, uuid: String, from db: Database, handle: StoreHandle?) throws(ContextError) -> Row? {
+        let columns = e.attributes
+        do {
+            let s: Statement
+            if let cached = handle?.rowByUUID[e.name] {
+                s = cached
+            } else {
+                s = try db.prepare("SELECT " + columns.map { SchemaSQL.quote($0.name) }.joined(separator: ", ")
+                                   + " FROM \(SchemaSQL.quote(e.name)) WHERE \"uuid\" = ?")
+                handle?.rowByUUID[e.name] = s
+            }
+            try s.bind(.string(uuid), at: 1)
+            defer { s.reset() }
+            guard try s.step() else { return nil }
+            var values: [String: AttributeValue] = [:]
+            values.reserveCapacity(columns.count)
+            for (i, a) in columns.enumerated() { values[a.name] = s.column(i, as: a.type) }
+            return Row(entity: e.name, values: values)
+        } catch {
+            throw ContextError(.database(error))
+        }
+    }
+
+    /// The rows a fetch request selects.
+    public func fetch(_ request: FetchRequest) throws(ContextError) -> [Row] {
+        let r = try route(request.entity)
+        return try fetch(request, entity: r.entity, db: stores[r.store]!.db, handle: stores[r.store])
+    }
+
+    /// How many rows a fetch request's predicate selects (limit and offset apply).
+    public func count(_ request: FetchRequest) throws(ContextError) -> Int {
+        let r = try route(request.entity)
+        return try count(request, entity: r.entity, db: stores[r.store]!.db, handle: stores[r.store])
+    }
+
+    func fetch(_ request: FetchRequest, entity e: Entity, db: Database, handle: StoreHandle?) throws(ContextError) -> [Row] {
+        var wanted = request.attributes ?? e.attributes.map(\.name)
+        if !wanted.contains(Entity.identity) { wanted.insert(Entity.identity, at: 0) }
+        var attributes: [Attribute] = []
+        for name in wanted {
+            guard let a = e.attribute(name) else { throw ContextError(.unknownAttribute(entity: e.name, attribute: name)) }
+            attributes.append(a)
+        }
+        let compiled = try compile(request, entity: e, columns: wanted)
+        do {
+            let s = try Self.prepare(compiled.sql, handle: handle, db: db)
+            try s.bind(compiled.arguments)
+            defer { s.reset() }
+            var rows: [Row] = []
+            while try s.step() {
+                var values: [String: AttributeValue] = [:]
+                values.reserveCapacity(attributes.count)
+                for (i, a) in attributes.enumerated() { values[a.name] = s.column(i, as: a.type) }
+                rows.append(Row(entity: e.name, values: values))
+            }
+            return rows
+        } catch {
+            throw ContextError(.database(error))
+        }
+    }
+
+    func count(_ request: FetchRequest, entity e: Entity, db: Database, handle: StoreHandle?) throws(ContextError) -> Int {
+        var compiled = try compile(request, entity: e, columns: [Entity.identity])
+        compiled.sql = "SELECT count(*) FROM (\(compiled.sql))"
+        do {
+            let s = try Self.prepare(compiled.sql, handle: handle, db: db)
+            try s.bind(compiled.arguments)
+            defer { s.reset() }
+            return try s.step() ? Int(s.column(0, as: .integer).integerValue ?? 0) : 0
+        } catch {
+            throw ContextError(.database(error))
+        }
+    }
+
+    /// A cached statement from `handle`, or a fresh one from `db` (snapshot readers).
+    static func prepare(_ sql: String, handle: StoreHandle?, db: Database) throws(DatabaseError) -> Statement {
+        if let handle { return try handle.statement(sql) }
+        return try db.prepare(sql)
+    }
+
+    private func compile(_ request: FetchRequest, entity e: Entity, columns: [String]) throws(ContextError) -> CompiledSQL {
+        do throws(QueryError) {
+            var predicate: CheckedPredicate?
+            if let text = request.predicate {
+                let parsed: ParsedPredicate
+                if let cached = parsedPredicates[text] {
+                    parsed = cached
+                } else {
+                    parsed = try ParsedPredicate(text)
+                    if parsedPredicates.count > 1024 { parsedPredicates.removeAll() }
+                    parsedPredicates[text] = parsed
+                }
+                predicate = try CheckedPredicate(parsed, entity: e, parameters: request.parameters)
+            }
+            var sorting: Sorting?
+            if let s = request.sort { sorting = try Sorting(s, entity: e) }
+            if let limit = request.limit, limit < 0 {
+                throw QueryError(.invalidValue, at: 0, "a limit cannot be negative")
+            }
+            var compiled = try CompiledSQL.select(columns, from: e, where: predicate, orderBy: sorting, limit: request.limit)
+            if let offset = request.offset, offset > 0 {
+                if request.limit == nil { compiled.sql += " LIMIT -1" }
+                compiled.sql += " OFFSET \(offset)"
+            }
+            return compiled
+        } catch {
+            throw ContextError(.query(error))
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import SeamQuery
+import SeamSchema
+import SeamStore
+
+/// Why a context refused a request. A failed save changes nothing in either store.
+public struct ContextError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable {
+        case unknownEntity(String)
+        case unknownAttribute(entity: String, attribute: String)
+        case wrongType(entity: String, attribute: String, expected: AttributeType, got: String)
+        case missingValue(entity: String, attribute: String)
+        case valueTooLarge(entity: String, attribute: String, bytes: Int, limit: Int)
+        case invalidValue(entity: String, attribute: String, reason: String)
+        case notFound(entity: String, uuid: String)
+        case duplicate(entity: String, uuid: String)
+        case constraint(entity: String, detail: String)
+        case deleteDenied(entity: String, uuid: String, linkedFrom: String, count: Int)
+        case snapshotUnsupported
+        case query(QueryError)
+        case store(StoreError)
+        case database(DatabaseError)
+    }
+
+    public var kind: Kind
+    public init(_ kind: Kind) { self.kind = kind }
+
+    public var description: String {
+        switch kind {
+        case .unknownEntity(let e): return "no entity named '\(e)'"
+        case .unknownAttribute(let e, let a): return "\(e) has no attribute '\(a)'"
+        case .wrongType(let e, let a, let expected, let got):
+            return "\(e).\(a) is of type \(expected.rawValue), not \(got)"
+        case .missingValue(let e, let a): return "\(e).\(a) is required and has no default: give it a value"
+        case .valueTooLarge(let e, let a, let bytes, let limit):
+            return "\(e).\(a) is \(bytes) bytes; the limit is \(limit)"
+        case .invalidValue(let e, let a, let reason): return "\(e).\(a): \(reason)"
+        case .notFound(let e, let u): return "no \(e) with uuid \(u)"
+        case .duplicate(let e, let u): return "a \(e) with uuid \(u) already exists"
+        case .constraint(let e, let d): return "\(e): \(d)"
+        case .deleteDenied(let e, let u, let from, let n):
+            return "cannot delete \(e) \(u): \(n) \(from) row(s) link to it and the rule is deny"
+        case .snapshotUnsupported:
+            return "the in-memory store cannot pin a snapshot (SQLite's in-memory databases have one connection); "
+                + "read without a snapshot, or use a store directory"
+        case .query(let e): return "\(e)"
+        case .store(let e): return "\(e)"
+        case .database(let e): return "\(e)"
+        }
+    }
+}

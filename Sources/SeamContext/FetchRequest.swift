@@ -1,0 +1,49 @@
+import SeamQuery
+import SeamSchema
+
+/// What to read: an entity, an optional predicate, an order, a window, the attributes wanted.
+public struct FetchRequest: Sendable {
+    public var entity: String
+    /// A predicate in Seam's language (`Protocol/predicates.md`), e.g. `timerUUID == $t`.
+    public var predicate: String?
+    public var parameters: [String: AttributeValue]
+    /// Sort keys, e.g. `"sortOrder, name[c]"` or `"-startedAt"`; ties always break by uuid.
+    public var sort: String?
+    public var limit: Int?
+    public var offset: Int?
+    /// The attributes to return (`uuid` is always included); nil for all.
+    public var attributes: [String]?
+
+    public init(_ entity: String, where predicate: String? = nil, parameters: [String: AttributeValue] = [:],
+                sort: String? = nil, limit: Int? = nil, offset: Int? = nil, attributes: [String]? = nil) {
+        self.entity = entity
+        self.predicate = predicate
+        self.parameters = parameters
+        self.sort = sort
+        self.limit = limit
+        self.offset = offset
+        self.attributes = attributes
+    }
+}
+
+/// Changes to make in one save: inserts, updates (only the attributes given), deletes.
+public struct SaveRequest: Sendable {
+    public enum Operation: Sendable {
+        case insert(entity: String, values: [String: AttributeValue])
+        case update(entity: String, uuid: String, values: [String: AttributeValue])
+        case delete(entity: String, uuid: String)
+    }
+
+    public var operations: [Operation]
+    public init(_ operations: [Operation] = []) { self.operations = operations }
+
+    public mutating func insert(_ entity: String, _ values: [String: AttributeValue]) {
+        operations.append(.insert(entity: entity, values: values))
+    }
+    public mutating func update(_ entity: String, _ uuid: String, _ values: [String: AttributeValue]) {
+        operations.append(.update(entity: entity, uuid: uuid, values: values))
+    }
+    public mutating func delete(_ entity: String, _ uuid: String) {
+        operations.append(.delete(entity: entity, uuid: uuid))
+    }
+}

@@ -1,0 +1,29 @@
+import SeamStore
+
+/// One open store file (or the in-memory store) and its cache of prepared statements.
+final class StoreHandle {
+    let name: String
+    let db: Database
+    private var statements: [String: Statement] = [:]
+    /// Per entity: the statement that reads one row by uuid (the hottest path).
+    var rowByUUID: [String: Statement] = [:]
+    /// Per entity: the statement that inserts a whole row (columns in attribute order).
+    var insertByEntity: [String: Statement] = [:]
+
+    init(name: String, db: Database) {
+        self.name = name
+        self.db = db
+    }
+
+    /// A prepared statement for `sql`, reused across calls (bindings are reset by `bind`).
+    func statement(_ sql: String) throws(DatabaseError) -> Statement {
+        if let s = statements[sql] {
+            s.reset()
+            return s
+        }
+        let s = try db.prepare(sql)
+        if statements.count > 512 { statements.removeAll() }
+        statements[sql] = s
+        return s
+    }
+}

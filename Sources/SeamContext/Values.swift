@@ -1,0 +1,49 @@
+import SeamSchema
+
+/// Checks and normalises values on their way into a store.
+enum Values {
+    /// The largest text, json or binary value accepted, in bytes.
+    static let maxBytes = 1 << 20
+
+    /// `value` as attribute `a` of `entity` stores it, or an error naming what is wrong.
+    static func normalize(_ value: AttributeValue, for a: Attribute, in entity: String) throws(ContextError) -> AttributeValue {
+        func wrong() -> ContextError {
+            ContextError(.wrongType(entity: entity, attribute: a.name, expected: a.type, got: value.type?.rawValue ?? "nil"))
+        }
+        func checkSize(_ n: Int) throws(ContextError) {
+            if n > maxBytes { throw ContextError(.valueTooLarge(entity: entity, attribute: a.name, bytes: n, limit: maxBytes)) }
+        }
+        if value.isNull {
+            guard a.isOptional else { throw ContextError(.missingValue(entity: entity, attribute: a.name)) }
+            return .null
+        }
+        switch (a.type, value) {
+        case (.string, .string(let s)):
+            try checkSize(s.utf8.count)
+            return value
+        case (.uuid, .uuid(let s)), (.uuid, .string(let s)):
+            guard UUIDText.isCanonical(s) else {
+                throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: "'\(s.prefix(60))' is not a lowercase uuid"))
+            }
+            return .uuid(s)
+        case (.json, .json(let s)), (.json, .string(let s)):
+            try checkSize(s.utf8.count)
+            do { _ = try JSONText.parse(s) } catch {
+                throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: error.description))
+            }
+            return .json(s)
+        case (.integer, .integer): return value
+        case (.bool, .bool): return value
+        case (.double, .double(let d)), (.date, .date(let d)), (.date, .double(let d)):
+            guard d.isFinite else { throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: "not a finite number")) }
+            return a.type == .date ? .date(d) : .double(d)
+        case (.double, .integer(let i)): return .double(Double(i))
+        case (.date, .integer(let i)): return .date(Double(i))
+        case (.binary, .binary(let b)):
+            try checkSize(b.count)
+            return value
+        default:
+            throw wrong()
+        }
+    }
+}

@@ -1,0 +1,10 @@
+import Glibc
+
+/// Wall-clock time as Unix seconds: what Seam stores in dates.
+public enum WallClock {
+    public static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}

@@ -1,0 +1,241 @@
+import Foundation
+import SeamContext
+import SeamSchema
+import SeamStore
+import SeamTestSupport
+import SeamTimers
+import XCTest
+
+/// Routing, fetching, saving, change sets and link rules — on store files.
+final class ContextTests: ContextTestCase {
+    func testInsertsAreRoutedByConfiguration() throws { try onFilesAndInMemory(checkInsertsAreRoutedByConfiguration) }
+    func testDefaultsAreFilledAndUUIDsGenerated() throws { try onFilesAndInMemory(checkDefaultsAreFilledAndUUIDsGenerated) }
+    func testFetchRequests() throws { try onFilesAndInMemory(checkFetchRequests) }
+    func testUpdatesReportOnlyChangedKeys() throws { try onFilesAndInMemory(checkUpdatesReportOnlyChangedKeys) }
+    func testSequenceNumbersIncreaseAcrossBothStoresAndTheRingAnswersSince() throws { try onFilesAndInMemory(checkSequenceNumbersIncreaseAcrossBothStoresAndTheRingAnswersSince) }
+    func testDeletingATimerDeletesItsSessionAcrossTheSeam() throws { try onFilesAndInMemory(checkDeletingATimerDeletesItsSessionAcrossTheSeam) }
+    func testDeletingAGroupNullifiesItsTimers() throws { try onFilesAndInMemory(checkDeletingAGroupNullifiesItsTimers) }
+    func testASyncDeleteLeavesTheRunningSessionAsAnOrphan() throws { try onFilesAndInMemory(checkASyncDeleteLeavesTheRunningSessionAsAnOrphan) }
+    func testASecondSessionForOneTimerIsRefusedAndNothingChanges() throws { try onFilesAndInMemory(checkASecondSessionForOneTimerIsRefusedAndNothingChanges) }
+    func testBadInputGetsTypedErrors() throws { try onFilesAndInMemory(checkBadInputGetsTypedErrors) }
+    func testDanglingLinksAreReported() throws { try onFilesAndInMemory(checkDanglingLinksAreReported) }
+    func testHistoryKeepsCloudChangesAndCanBePurged() throws { try onFilesAndInMemory(checkHistoryKeepsCloudChangesAndCanBePurged) }
+    func testSnapshotsPinReads() throws { try onFilesAndInMemory(checkSnapshotsPinReads) }
+    func testTheSequenceSurvivesReopening() throws { try onFilesAndInMemory(checkTheSequenceSurvivesReopening) }
+
+    func checkInsertsAreRoutedByConfiguration() throws {
+        let timer = try addTimer("Tea")
+        let session = try addSession(timer: timer)
+        XCTAssertEqual(try context.store(of: "Timer"), inMemory ? "Default" : "Cloud")
+        XCTAssertEqual(try context.store(of: "Session"), inMemory ? "Default" : "Local")
+        XCTAssertEqual(try context.row("Timer", timer)?["name"], .string("Tea"))
+        XCTAssertEqual(try context.row("Session", session)?["timerUUID"], .uuid(timer))
+        if !inMemory {
+            let cloud = try XCTUnwrap(context.database("Cloud"))
+            let local = try XCTUnwrap(context.database("Local"))
+            XCTAssertEqual(try cloud.scalar("SELECT count(*) FROM Timer"), .integer(1))
+            XCTAssertEqual(try local.scalar("SELECT count(*) FROM Session"), .integer(1))
+            XCTAssertEqual(try local.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'Timer'"), .integer(0))
+        }
+    }
+
+    func checkDefaultsAreFilledAndUUIDsGenerated() throws {
+        let set = try XCTUnwrap(context.save(SaveRequest([.insert(entity: "UserGroup", values: ["name": .string("Kitchen")])])))
+        let uuid = set.changes[0].uuid
+        XCTAssertTrue(UUIDText.isCanonical(uuid))
+        let row = try XCTUnwrap(context.row("UserGroup", uuid))
+        XCTAssertEqual(row["sortOrder"], .integer(0))
+        XCTAssertEqual(row["createdAt"], .date(0))
+    }
+
+    func checkFetchRequests() throws {
+        for (i, name) in ["b", "A", "c", "D", "e"].enumerated() { try addTimer(name, sortOrder: Int64(i % 2)) }
+        let all = try context.fetch(FetchRequest("Timer", sort: "name[c]"))
+        XCTAssertEqual(all.map { $0["name"].stringValue! }, ["A", "b", "c", "D", "e"])
+        let page = try context.fetch(FetchRequest("Timer", sort: "name[c]", limit: 2, offset: 1, attributes: ["name"]))
+        XCTAssertEqual(page.map { $0["name"].stringValue! }, ["b", "c"])
+        XCTAssertEqual(page[0].values.keys.sorted(), ["name", "uuid"], "selected attributes, and always uuid")
+        let odd = try context.fetch(FetchRequest("Timer", where: "sortOrder == $o", parameters: ["o": .integer(1)], sort: "-name"))
+        XCTAssertEqual(odd.map { $0["name"].stringValue! }, ["D", "A"])
+        XCTAssertEqual(try context.count(FetchRequest("Timer", where: "name BEGINSWITH[c] 'd' OR name == 'e'")), 2)
+        XCTAssertEqual(try context.fetch(FetchRequest("Timer", offset: 3)).count, 2)
+    }
+
+    func checkUpdatesReportOnlyChangedKeys() throws {
+        let timer = try addTimer("Tea")
+        let set = try XCTUnwrap(context.save(SaveRequest([.update(entity: "Timer", uuid: timer,
+                                                                   values: ["name": .string("Green tea"), "icon": .string("clock")])])))
+        XCTAssertEqual(set.changes.count, 1)
+        XCTAssertEqual(set.changes[0].kind, .update)
+        XCTAssertEqual(set.changes[0].changedKeys, ["name"], "icon was already 'clock'")
+        XCTAssertEqual(set.changes[0].old?["name"], .string("Tea"))
+        XCTAssertEqual(set.changes[0].new?["name"], .string("Green tea"))
+        XCTAssertNil(try context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("Green tea")])])),
+                     "a save that changes nothing commits nothing")
+    }
+
+    func checkSequenceNumbersIncreaseAcrossBothStoresAndTheRingAnswersSince() throws {
+        let start = context.sequence
+        let timer = try addTimer("A")
+        try addSession(timer: timer)
+        try addTimer("B")
+        XCTAssertEqual(context.sequence, start + 3)
+        let since = try XCTUnwrap(context.changes(since: start + 1))
+        XCTAssertEqual(since.map(\.sequence), [start + 2, start + 3])
+        XCTAssertEqual(since[0].changes[0].store, inMemory ? "Default" : "Local")
+        XCTAssertEqual(since[1].changes[0].store, inMemory ? "Default" : "Cloud")
+        XCTAssertEqual(context.changes(since: context.sequence), [])
+    }
+
+    func testTheRingSaysWhenItNoLongerReachesBack() {
+        var ring = ChangeRing(capacity: 3)
+        for s in 1...5 { ring.append(ChangeSet(sequence: Int64(s), author: "cli", time: 0, changes: [])) }
+        XCTAssertEqual(ring.since(2)?.map(\.sequence), [3, 4, 5])
+        XCTAssertNil(ring.since(1), "change set 2 is gone: the reader must fetch afresh")
+        XCTAssertEqual(ring.since(5)?.count, 0)
+        XCTAssertEqual(ring.oldest, 3)
+    }
+
+    func checkDeletingATimerDeletesItsSessionAcrossTheSeam() throws {
+        let timer = try addTimer("Tea")
+        let session = try addSession(timer: timer)
+        let flash = try addSession(timer: nil)
+        let set = try XCTUnwrap(context.save(SaveRequest([.delete(entity: "Timer", uuid: timer)])))
+        XCTAssertEqual(Set(set.changes.map { "\($0.entity) \($0.kind)" }), ["Timer delete", "Session delete"])
+        XCTAssertEqual(set.changes.first { $0.entity == "Session" }?.old?["uuid"], .uuid(session))
+        XCTAssertNil(try context.row("Session", session), "no ghost session")
+        XCTAssertNotNil(try context.row("Session", flash), "orphans are valid and untouched")
+    }
+
+    func checkDeletingAGroupNullifiesItsTimers() throws {
+        let group = try XCTUnwrap(context.save(SaveRequest([.insert(entity: "UserGroup", values: ["name": .string("G")])])))
+            .changes[0].uuid
+        let a = try addTimer("A", group: group)
+        let b = try addTimer("B", group: group)
+        let set = try XCTUnwrap(context.save(SaveRequest([.delete(entity: "UserGroup", uuid: group)])))
+        XCTAssertEqual(set.changes.filter { $0.kind == .update }.map(\.changedKeys), [["groupUUID"], ["groupUUID"]])
+        XCTAssertEqual(try context.row("Timer", a)?["groupUUID"], .null)
+        XCTAssertEqual(try context.row("Timer", b)?["groupUUID"], .null)
+    }
+
+    /// The seed: a remote delete leaves the run alone. A sync-authored delete of a timer keeps its
+    /// running session, as an orphan.
+    func checkASyncDeleteLeavesTheRunningSessionAsAnOrphan() throws {
+        let timer = try addTimer("Tea")
+        let session = try addSession(timer: timer)
+        let set = try XCTUnwrap(context.save(SaveRequest([.delete(entity: "Timer", uuid: timer)]), author: "sync"))
+        XCTAssertEqual(set.author, "sync")
+        let kept = try XCTUnwrap(context.row("Session", session))
+        XCTAssertEqual(kept["timerUUID"], .null)
+        XCTAssertEqual(kept["state"], .string("running"))
+    }
+
+    func checkASecondSessionForOneTimerIsRefusedAndNothingChanges() throws {
+        let timer = try addTimer("Tea")
+        try addSession(timer: timer)
+        let before = context.sequence
+        expectError({
+            try self.context.save(SaveRequest([
+                .insert(entity: "Timer", values: ["name": .string("Other")]),
+                .insert(entity: "Session", values: ["timerUUID": .uuid(timer), "startedAt": .date(1)]),
+            ]))
+        }) { if case .constraint("Session", let d) = $0 { return d.contains("Session.timerUUID") } else { return false } }
+        XCTAssertEqual(context.sequence, before)
+        XCTAssertEqual(try context.count(FetchRequest("Timer")), 1, "the timer of the failed save is not there either")
+        XCTAssertEqual(try context.count(FetchRequest("Session")), 1)
+    }
+
+    func checkBadInputGetsTypedErrors() throws {
+        let timer = try addTimer("Tea")
+        expectError({ try self.context.save(SaveRequest([.insert(entity: "Alarm", values: [:])])) }) {
+            if case .unknownEntity("Alarm") = $0 { return true } else { return false }
+        }
+        expectError({ try self.context.save(SaveRequest([.insert(entity: "Timer", values: ["name": .string("x"), "colur": .string("red")])])) }) {
+            if case .unknownAttribute("Timer", "colur") = $0 { return true } else { return false }
+        }
+        expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["repeatCount": .string("two")])])) }) {
+            if case .wrongType("Timer", "repeatCount", .integer, "string") = $0 { return true } else { return false }
+        }
+        expectError({ try self.context.save(SaveRequest([.insert(entity: "Timer", values: [:])])) }) {
+            if case .missingValue("Timer", "name") = $0 { return true } else { return false }
+        }
+        expectError({ try self.context.save(SaveRequest([.insert(entity: "Timer", values: ["name": .string(String(repeating: "x", count: 2 << 20))])])) }) {
+            if case .valueTooLarge("Timer", "name", _, _) = $0 { return true } else { return false }
+        }
+        expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["steps": .json("[1,")])])) }) {
+            if case .invalidValue("Timer", "steps", _) = $0 { return true } else { return false }
+        }
+        expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["groupUUID": .string("NOT-A-UUID")])])) }) {
+            if case .invalidValue("Timer", "groupUUID", _) = $0 { return true } else { return false }
+        }
+        let missing = UUIDText.random()
+        expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: missing, values: ["name": .string("x")])])) }) {
+            if case .notFound("Timer", missing) = $0 { return true } else { return false }
+        }
+        expectError({ try self.context.save(SaveRequest([.delete(entity: "Session", uuid: missing)])) }) {
+            if case .notFound("Session", missing) = $0 { return true } else { return false }
+        }
+        expectError({ try self.context.save(SaveRequest([.insert(entity: "Timer", values: ["uuid": .uuid(timer), "name": .string("x")])])) }) {
+            if case .duplicate("Timer", timer) = $0 { return true } else { return false }
+        }
+        expectError({ _ = try self.context.fetch(FetchRequest("Timer", where: "name ==")) }) {
+            if case .query = $0 { return true } else { return false }
+        }
+        XCTAssertEqual(try context.count(FetchRequest("Timer")), 1)
+        XCTAssertEqual(try context.row("Timer", timer)?["name"], .string("Tea"), "no failed save changed anything")
+    }
+
+    func checkDanglingLinksAreReported() throws {
+        let timer = try addTimer("Tea")
+        let session = try addSession(timer: timer)
+        XCTAssertEqual(try context.danglingLinks(), [])
+        // What sync can deliver: the timer gone, the session still pointing at it.
+        let db = try XCTUnwrap(context.database(try context.store(of: "Timer")))
+        try db.run("DELETE FROM Timer WHERE uuid = ?", [.string(timer)])
+        XCTAssertEqual(try context.danglingLinks().map(\.uuid), [session])
+        XCTAssertNil(try context.row("Timer", timer), "a lookup across the link handles not-found")
+    }
+
+    func checkHistoryKeepsCloudChangesAndCanBePurged() throws {
+        let timer = try addTimer("Tea")
+        try addSession(timer: timer)
+        try context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("Mint")])]), author: "sync")
+        let history = try context.history(since: 0)
+        XCTAssertEqual(history.map(\.author), ["cli", "sync"], "the session (Local) is not history")
+        XCTAssertEqual(history[1].changes[0].new?["name"], .string("Mint"))
+        XCTAssertEqual(history[1].changes[0].old?["name"], .string("Tea"))
+        try context.purgeHistory(through: history[0].sequence)
+        XCTAssertEqual(try context.history(since: 0).map(\.sequence), [history[1].sequence])
+        try context.purgeHistory(olderThan: Context.now() + 1)
+        XCTAssertEqual(try context.history(since: 0), [])
+    }
+
+    func checkSnapshotsPinReads() throws {
+        let timer = try addTimer("Tea")
+        if inMemory {
+            expectError({ _ = try self.context.withSnapshot { _ in 0 } }) {
+                if case .snapshotUnsupported = $0 { return true } else { return false }
+            }
+            return
+        }
+        try context.withSnapshot { snapshot in
+            try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("Mint")])]))
+            try self.addTimer("Later")
+            XCTAssertEqual(try snapshot.row("Timer", timer)?["name"], .string("Tea"))
+            XCTAssertEqual(try snapshot.count(FetchRequest("Timer")), 1)
+        }
+        XCTAssertEqual(try context.row("Timer", timer)?["name"], .string("Mint"))
+    }
+
+    func checkTheSequenceSurvivesReopening() throws {
+        if inMemory { return }
+        try addTimer("A")
+        try addSession(timer: nil)
+        let seq = context.sequence
+        context = nil
+        context = try Context(directory: temp.path, schema: TimerApp.schema)
+        XCTAssertEqual(context.sequence, seq)
+        try addTimer("B")
+        XCTAssertEqual(context.sequence, seq + 1)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import SeamStore
+import SeamTestSupport
+import SeamTimers
+import XCTest
+
+/// `seam-fixture` and `seam-migrate`, run as real processes.
+final class OfflineToolTests: StoreTestCase {
+    func testFixtureThenDryRunThenMigrate() throws {
+        let dir = temp.file("tool")
+        let made = try Executables.run("seam-fixture", ["--version", "1", "--rows", "25", dir])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        XCTAssertTrue(made.stdout.contains("Timers v1"), made.stdout)
+        let before = try bytes(dir + "/Cloud.sqlite")
+
+        let dry = try Executables.run("seam-migrate", ["--dry-run", dir])
+        XCTAssertEqual(dry.status, 0, dry.stderr)
+        XCTAssertTrue(dry.stdout.contains("Cloud: older"), dry.stdout)
+        XCTAssertTrue(dry.stdout.contains("INSERT INTO \"UserGroup\" (\"uuid\", \"name\""), dry.stdout)
+        XCTAssertTrue(dry.stdout.contains("json_array(json_object('label', \"old.title\""), "the stage's SQL is shown")
+        XCTAssertEqual(try bytes(dir + "/Cloud.sqlite"), before, "a dry run changes nothing")
+
+        let run = try Executables.run("seam-migrate", [dir])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stdout.contains("migrated Cloud, Local: 125 rows"), run.stdout)
+        XCTAssertTrue(run.stderr.contains("preparing") && run.stderr.contains(" done [####"),
+                      "a progress line per phase when not on a terminal: \(run.stderr)")
+        XCTAssertEqual(try count(dir + "/Local.sqlite", "Session"), 25)
+
+        let again = try Executables.run("seam-migrate", [dir])
+        XCTAssertEqual(again.status, 0)
+        XCTAssertTrue(again.stdout.contains("Nothing to migrate"), again.stdout)
+    }
+
+    func testAnAdditiveChangeIsPlannedAsAnInPlaceAlter() throws {
+        let dir = temp.file("alter")
+        XCTAssertEqual(try Executables.run("seam-fixture", ["--version", "3", "--rows", "5", dir]).status, 0)
+        let dry = try Executables.run("seam-migrate", ["--dry-run", dir])
+        XCTAssertTrue(dry.stdout.contains("Local.sqlite"), dry.stdout)
+        XCTAssertFalse(dry.stdout.contains("Cloud.sqlite —"), "Cloud already has the current shape")
+    }
+
+    func testErrorsAreOneLineWithAStatus() throws {
+        let missing = try Executables.run("seam-migrate", [temp.file("nowhere")])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.stderr.hasPrefix("seam-migrate: ") && missing.stderr.contains("not a directory"), missing.stderr)
+
+        let usage = try Executables.run("seam-migrate", ["--frobnicate", temp.path])
+        XCTAssertEqual(usage.status, 64)
+        XCTAssertTrue(usage.stderr.contains("unknown option --frobnicate"), usage.stderr)
+
+        let help = try Executables.run("seam-migrate", ["--help"])
+        XCTAssertEqual(help.status, 0)
+        XCTAssertTrue(help.stdout.contains("usage: seam-migrate"))
+
+        let badVersion = try Executables.run("seam-fixture", ["--version", "9", temp.file("v9")])
+        XCTAssertEqual(badVersion.status, 1)
+        XCTAssertTrue(badVersion.stderr.contains("Timers has no version 9; versions: 1 to 4"), badVersion.stderr)
+
+        let dir = temp.file("garbage")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try Data("hello, I am not a database".utf8).write(to: URL(fileURLWithPath: dir + "/Cloud.sqlite"))
+        let garbage = try Executables.run("seam-migrate", [dir])
+        XCTAssertEqual(garbage.status, 1)
+        XCTAssertTrue(garbage.stderr.contains(dir + "/Cloud.sqlite is damaged or not a Seam store"), garbage.stderr)
+    }
+}
