@@ -10,6 +10,11 @@ let package = Package(
         .library(name: "SeamQuery", targets: ["SeamQuery"]),
         .library(name: "SeamContext", targets: ["SeamContext"]),
         .library(name: "SeamTimers", targets: ["SeamTimers"]),
+        .library(name: "SeamJSON", targets: ["SeamJSON"]),
+        .library(name: "SeamProtocol", targets: ["SeamProtocol"]),
+        .library(name: "SeamClient", targets: ["SeamClient"]),
+        .executable(name: "seamd", targets: ["seamd"]),
+        .executable(name: "seam", targets: ["seam"]),
     ],
     targets: [
         // MARK: - System libraries (Debian packages, found through pkg-config)
@@ -38,6 +43,17 @@ let package = Package(
         // MARK: - One context over every store
         .target(name: "SeamContext", dependencies: ["SeamSchema", "SeamStore", "SeamQuery", "SeamSystem"]),
 
+        // MARK: - The broker, its protocol and its clients
+        .target(name: "SeamJSON"),
+        .target(name: "SeamProtocol", dependencies: ["SeamJSON", "SeamSchema"]),
+        .target(
+            name: "SeamBroker",
+            dependencies: ["SeamContext", "SeamProtocol", "SeamJSON", "SeamStore", "SeamSchema", "SeamSystem"]
+        ),
+        .target(name: "SeamClient", dependencies: ["SeamProtocol", "SeamJSON", "SeamSystem"]),
+        .executableTarget(name: "seam", dependencies: ["SeamClient", "SeamJSON", "SeamCommandLine"]),
+        .executableTarget(name: "seamd", dependencies: ["SeamBroker", "SeamTimers", "SeamStore", "SeamSystem", "SeamCommandLine"]),
+
         // MARK: - The timer application's models
         .target(name: "SeamTimers", dependencies: ["SeamSchema"]),
 
@@ -53,7 +69,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "seam-bench",
-            dependencies: ["SeamSchema", "SeamStore", "SeamQuery", "SeamContext", "SeamTimers", "CSQLite"]
+            dependencies: [
+                "SeamSchema", "SeamStore", "SeamQuery", "SeamContext", "SeamTimers", "SeamClient", "SeamJSON", "SeamSystem", "CSQLite", "CJSONC",
+            ]
         ),
 
         // MARK: - Tests
@@ -73,6 +91,12 @@ let package = Package(
             name: "SeamContextTests",
             dependencies: ["SeamContext", "SeamStore", "SeamSchema", "SeamTimers", "SeamTestSupport"]
         ),
+        .testTarget(name: "SeamProtocolTests", dependencies: ["SeamProtocol", "SeamJSON", "SeamSchema"]),
+        .testTarget(
+            name: "SeamBrokerTests",
+            dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamTestSupport"]
+        ),
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
+        .testTarget(name: "SeamJSONTests", dependencies: ["SeamJSON"]),
     ]
 )

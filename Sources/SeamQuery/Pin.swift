@@ -74,10 +74,14 @@ struct Pin: Sendable, Hashable {
 
 /// A hashable key for a value with the same equality as `StoredValue.equal`: numbers by exact
 /// value (an integral double is keyed as the integer), text and blobs by bytes.
+///
+/// Text that is a canonical (lowercase) UUID is keyed by its 128 bits: the two forms correspond
+/// one to one, and a key without a heap string keeps large indexes compact and cache-friendly.
 enum IndexKey: Sendable, Hashable {
     case null
     case integer(Int64)
     case real(Double)
+    case uuid(UInt64, UInt64)
     case text(ByteString)
     case blob([UInt8])
 
@@ -86,8 +90,45 @@ enum IndexKey: Sendable, Hashable {
         case nil: self = .null
         case .integer(let i)?: self = .integer(i)
         case .real(let d)?: self = StoredValue.exactInteger(d).map(IndexKey.integer) ?? .real(d)
-        case .text(let s)?: self = .text(ByteString(folded ? ASCII.lowercased(s) : s))
+        case .text(let s)?: self = Self.text(folded ? ASCII.lowercased(s) : s)
         case .blob(let b)?: self = .blob(b)
+        }
+    }
+
+    private static func text(_ s: String) -> IndexKey {
+        if let (high, low) = uuidBits(s) { return .uuid(high, low) }
+        return .text(ByteString(s))
+    }
+
+    /// The 128 bits of `s` when it is a canonical lowercase UUID (8-4-4-4-12 hex digits).
+    static func uuidBits(_ s: String) -> (UInt64, UInt64)? {
+        guard s.utf8.count == 36 else { return nil }
+        var s = s
+        return s.withUTF8 { bytes -> (UInt64, UInt64)? in
+            var words: (UInt64, UInt64) = (0, 0)
+            var digits = 0
+            for i in 0..<36 {
+                let b = bytes[i]
+                if i == 8 || i == 13 || i == 18 || i == 23 {
+                    guard b == UInt8(ascii: "-") else { return nil }
+                    continue
+                }
+                let nibble: UInt8
+                if b &- UInt8(ascii: "0") < 10 {
+                    nibble = b &- UInt8(ascii: "0")
+                } else if b &- UInt8(ascii: "a") < 6 {
+                    nibble = b &- UInt8(ascii: "a") &+ 10
+                } else {
+                    return nil
+                }
+                if digits < 16 {
+                    words.0 = words.0 << 4 | UInt64(nibble)
+                } else {
+                    words.1 = words.1 << 4 | UInt64(nibble)
+                }
+                digits += 1
+            }
+            return words
         }
     }
 }

@@ -9,7 +9,7 @@ struct PinIndex: Sendable {
     private var predicates: [CheckedPredicate?] = []
     private var pinsBySlot: [[Pin]?] = []
     private var freeSlots: [Int] = []
-    private var postings: [Pin.Field: [IndexKey: [Int]]] = [:]
+    private var postings: [Pin.Field: [IndexKey: Posting]] = [:]
     /// Slots of predicates that pin nothing, ascending.
     private(set) var scanned: [Int] = []
 
@@ -24,7 +24,7 @@ struct PinIndex: Sendable {
         predicates[slot] = predicate
         pinsBySlot[slot] = pins
         if let pins {
-            for pin in pins { postings[pin.field, default: [:]][pin.key, default: []].append(slot) }
+            for pin in pins { postings[pin.field, default: [:]][pin.key, default: .none].add(slot) }
         } else {
             scanned.insert(slot, at: scanned.firstIndex { $0 > slot } ?? scanned.count)
         }
@@ -50,12 +50,9 @@ struct PinIndex: Sendable {
     }
 
     private mutating func removePosting(_ slot: Int, _ pin: Pin) {
-        guard var byKey = postings[pin.field], var list = byKey[pin.key], let i = list.firstIndex(of: slot) else {
-            return
-        }
-        list.swapAt(i, list.count - 1)
-        list.removeLast()
-        byKey[pin.key] = list.isEmpty ? nil : list
+        guard var byKey = postings[pin.field], var posting = byKey[pin.key] else { return }
+        posting.remove(slot)
+        byKey[pin.key] = posting.isEmpty ? nil : posting
         postings[pin.field] = byKey.isEmpty ? nil : byKey
     }
 
@@ -67,8 +64,8 @@ struct PinIndex: Sendable {
         var found: [Int] = []
         for (field, byKey) in postings {
             let oldKey = old.map(field.key(in:))
-            if let oldKey, let list = byKey[oldKey] { found += list }
-            if let newKey = new.map(field.key(in:)), newKey != oldKey, let list = byKey[newKey] { found += list }
+            if let oldKey { byKey[oldKey]?.append(to: &found) }
+            if let newKey = new.map(field.key(in:)), newKey != oldKey { byKey[newKey]?.append(to: &found) }
         }
         if found.isEmpty { return scanned }
         found += scanned
@@ -91,5 +88,51 @@ struct PinIndex: Sendable {
             if was || now { out.append((slot, was, now)) }
         }
         return out
+    }
+}
+
+/// The slots filed under one key. Most keys pin one predicate, so one slot is held inline and
+/// only a shared key allocates an array.
+enum Posting: Sendable {
+    case none
+    case one(Int)
+    case many([Int])
+
+    var isEmpty: Bool {
+        if case .none = self { return true }
+        return false
+    }
+
+    mutating func add(_ slot: Int) {
+        switch self {
+        case .none: self = .one(slot)
+        case .one(let first): self = .many([first, slot])
+        case .many(var slots):
+            self = .none  // lets `slots` be uniquely referenced while it grows
+            slots.append(slot)
+            self = .many(slots)
+        }
+    }
+
+    /// Removes `slot`. Cost: O(slots under this key).
+    mutating func remove(_ slot: Int) {
+        switch self {
+        case .one(slot): self = .none
+        case .many(var slots):
+            guard let i = slots.firstIndex(of: slot) else { return }
+            self = .none
+            slots.swapAt(i, slots.count - 1)
+            slots.removeLast()
+            self = slots.count == 1 ? .one(slots[0]) : .many(slots)
+        default: return
+        }
+    }
+
+    func append(to found: inout [Int]) {
+        switch self {
+        case .none: return
+        case .one(let slot): found.append(slot)
+        case .many(let slots): found += slots
+        }
     }
 }

@@ -23,4 +23,5 @@ public struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let exists = EEXIST
     public static let accessDenied = EACCES
     public static let readOnlyFileSystem = EROFS
+    public static let addressInUse = EADDRINUSE
 }

@@ -2,15 +2,20 @@ import Foundation
 
 // seam-bench: the benchmarks behind `scripts/bench`. Each group prints a table.
 //
-//   seam-bench [GROUP …]      groups: query, store, context (default: all)
+//   seam-bench [GROUP …]      groups: query, store, context, broker (default: all)
 
 let groups: [(name: String, run: () throws -> Void)] = [
     ("query", QueryBenchmarks.run),
     ("store", StoreBenchmarks.run),
     ("context", ContextBenchmarks.run),
+    ("broker", BrokerBenchmarks.run),
 ]
 
 let wanted = Array(CommandLine.arguments.dropFirst())
+if wanted.first == "__echo", wanted.count == 2 {
+    try BrokerBenchmarks.echo(wanted[1])
+    exit(0)
+}
 if wanted.first == "__migrate" {
     do { try StoreBenchmarks.child(Array(wanted.dropFirst())) } catch {
         FileHandle.standardError.write("seam-bench: \(error)\n".data(using: .utf8)!)

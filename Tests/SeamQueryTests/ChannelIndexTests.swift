@@ -117,6 +117,38 @@ final class ChannelIndexTests: XCTestCase {
         XCTAssertNil(index.predicate(for: "d"))
     }
 
+    /// UUID-shaped text is keyed by its bits only when canonical; bytes still decide.
+    func testUUIDShapedTextKeepsByteEquality() throws {
+        var index = ChannelIndex<String>(entity: session)
+        try index.register("exact", try predicate("name == '\(timerA)'"))
+        try index.register("folded", try predicate("name ==[c] '\(timerA.uppercased())'"))
+        try index.register("timer", try predicate("timerUUID == '\(timerA.uppercased())'"))
+        XCTAssertEqual(index.candidates(old: nil, new: sessionRow(timer: nil, name: timerA)), ["exact", "folded"])
+        XCTAssertEqual(index.candidates(old: nil, new: sessionRow(timer: nil, name: timerA.uppercased())), ["folded"])
+        XCTAssertEqual(index.candidates(old: nil, new: sessionRow(timer: timerA)), ["timer"])
+        XCTAssertEqual(index.candidates(old: nil, new: sessionRow(timer: nil, name: "x" + timerA.dropFirst())), [])
+    }
+
+    /// Several predicates under one key: the posting grows from one slot to many and back.
+    func testPredicatesSharingAPin() throws {
+        var index = ChannelIndex<Int>(entity: session)
+        for id in 0..<4 { try index.register(id, try predicate("state == 'running' AND stepIndex >= \(id)")) }
+        let row = sessionRow(timer: nil, state: "running", step: 2)
+        XCTAssertEqual(index.candidates(old: nil, new: row), [0, 1, 2, 3])
+        XCTAssertEqual(index.affected(old: nil, new: row).map(\.id), [0, 1, 2])
+        index.unregister(1)
+        index.unregister(3)
+        XCTAssertEqual(Set(index.candidates(old: nil, new: row)), [0, 2])
+        index.unregister(0)
+        XCTAssertEqual(index.candidates(old: nil, new: row), [2])
+        try index.register(9, try predicate("state == 'running'"))
+        XCTAssertEqual(Set(index.candidates(old: nil, new: row)), [2, 9])
+        index.unregister(2)
+        index.unregister(9)
+        XCTAssertEqual(index.candidates(old: nil, new: row), [])
+        XCTAssertEqual(index.count, 0)
+    }
+
     /// Deciding touches the predicates pinned to the row's values, not the others.
     func testCandidatesDoNotGrowWithRegisteredPredicates() throws {
         var index = ChannelIndex<Int>(entity: session)

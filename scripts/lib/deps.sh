@@ -3,9 +3,10 @@
 
 SEAM_DEBIAN_PACKAGES=(libsqlite3-dev libjson-c-dev pkg-config sqlite3 python3)
 
-seam_install_deps() {
+# seam_install_packages PKG…: installs those of the Debian packages that are missing.
+seam_install_packages() {
     local missing=()
-    for p in "${SEAM_DEBIAN_PACKAGES[@]}"; do
+    for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
     if [[ ${#missing[@]} -gt 0 ]]; then
@@ -15,6 +16,10 @@ seam_install_deps() {
         $sudo apt-get update -qq
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
     fi
+}
+
+seam_install_deps() {
+    seam_install_packages "${SEAM_DEBIAN_PACKAGES[@]}"
     if ! command -v swift >/dev/null; then
         if [[ -x /opt/swift/usr/bin/swift ]]; then
             export PATH="/opt/swift/usr/bin:$PATH"

@@ -1,0 +1,282 @@
+import SeamContext
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import SeamStore
+import SeamSystem
+
+extension Broker {
+    /// Answers one call. Every error becomes a varlink error reply; nothing here throws.
+    func dispatch(_ call: Call, from c: Connection) -> Reply {
+        let result: Result<JSONObject, VarlinkError>
+        switch call.interface {
+        case "org.varlink.service":
+            switch call.member {
+            case "GetInfo": result = .success(getInfo())
+            case "GetInterfaceDescription": result = describe(call.parameters)
+            default: result = .failure(.methodNotFound(call.method))
+            }
+        case "org.seam.Store":
+            switch call.member {
+            case "Hello": result = hello(call.parameters, c)
+            case "Schema": result = .success(schemaInfo())
+            case "Fetch": result = fetch(call.parameters)
+            case "Count": result = count(call.parameters)
+            case "Save": result = save(call.parameters, c)
+            case "Status": result = .success(status())
+            default: result = .failure(.methodNotFound(call.method))
+            }
+        default:
+            result = .failure(.interfaceNotFound(call.interface))
+        }
+        switch result {
+        case .success(let parameters): return Reply(parameters: parameters, id: call.id)
+        case .failure(let error): return Reply(error, id: call.id)
+        }
+    }
+
+    // MARK: - org.varlink.service
+
+    func getInfo() -> JSONObject {
+        ["vendor": .string(Interfaces.vendor), "product": .string(Interfaces.product), "version": .string(Interfaces.version),
+         "url": .string(Interfaces.url), "interfaces": .array(Interfaces.all.keys.sorted().map(JSON.string))]
+    }
+
+    func describe(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
+        guard let name = p["interface"]?.stringValue else { return .failure(.invalidParameter("interface")) }
+        guard let text = Interfaces.all[name] else { return .failure(.interfaceNotFound(name)) }
+        return .success(["description": .string(text)])
+    }
+
+    // MARK: - org.seam.Store
+
+    /// Roles only the connections seamd hands to the processes it starts may hold.
+    static let builtInRoles: Set<String> = ["ticker", "migrate", "sync"]
+
+    func hello(_ p: JSONObject, _ c: Connection) -> Result<JSONObject, VarlinkError> {
+        guard let version = p["version"]?.int64Value else { return .failure(.invalidParameter("version")) }
+        guard Interfaces.protocolVersions.contains(Int(version)) else {
+            return .failure(.unsupportedVersion(Interfaces.protocolVersions))
+        }
+        let role = p["role"]?.stringValue ?? "cli"
+        let name = p["name"]?.stringValue
+        if let name, !Self.isValidName(name) {
+            return .failure(.invalidRequest("a client name is 1 to 64 letters, digits, '-', '_' or '.'", field: "name"))
+        }
+        let author: String
+        switch role {
+        case "cli": author = "cli"
+        case "plugin":
+            guard let name else { return .failure(.invalidRequest("a plugin says its name", field: "name")) }
+            author = "plugin:\(name)"
+        case _ where Self.builtInRoles.contains(role):
+            return .failure(.permissionDenied("the role '\(role)' belongs to a process seamd starts; a client that connects by "
+                                              + "itself is 'cli' or 'plugin'"))
+        default:
+            return .failure(.invalidRequest("unknown role '\(role)': use 'cli' or 'plugin'", field: "role"))
+        }
+        c.hello = Connection.Hello(version: Int(version), role: role, name: name, author: author)
+        log.debug("\(c.label) said hello")
+        return .success(["version": .integer(version), "role": .string(role), "author": .string(author),
+                         "product": .string("\(Interfaces.product) \(Interfaces.version)"), "sequence": .integer(context.sequence)])
+    }
+
+    static func isValidName(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 64 && s.utf8.allSatisfy { b in
+            (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 45 || b == 95 || b == 46
+        }
+    }
+
+    func schemaInfo() -> JSONObject {
+        let models: [JSON] = context.schema.models.map { m in
+            let v = m.current
+            let entities: [JSON] = v.entities.map { e in
+                .object(["name": .string(e.name), "configuration": .string(v.configuration(of: e.name) ?? ""),
+                         "attributes": .array(e.attributes.map { a in
+                             .object(["name": .string(a.name), "type": .string(a.type.rawValue), "optional": .bool(a.isOptional)])
+                         }),
+                         "links": .array(e.links.map { l in
+                             .object(["attribute": .string(l.attribute), "target": .string(l.target),
+                                      "deleteRule": .string(l.deleteRule.rawValue)])
+                         })])
+            }
+            return .object(["name": .string(m.name), "version": .integer(Int64(v.version)), "hash": .string(v.hashes.model),
+                            "configurations": .object(JSONObject(uniqueKeysWithValues: v.hashes.configurations.sorted { $0.key < $1.key }
+                                .map { ($0.key, JSON.string($0.value)) })),
+                            "entities": .array(entities)])
+        }
+        return ["models": .array(models)]
+    }
+
+    private func entity(_ p: JSONObject) -> Result<Entity, VarlinkError> {
+        guard let name = p["entity"]?.stringValue else { return .failure(.invalidParameter("entity")) }
+        guard let e = context.schema.entity(name)?.entity else {
+            return .failure(.invalidRequest("no entity named '\(name)'", field: "entity"))
+        }
+        return .success(e)
+    }
+
+    private func request(_ p: JSONObject) -> Result<FetchRequest, VarlinkError> {
+        let e: Entity
+        switch entity(p) {
+        case .success(let x): e = x
+        case .failure(let err): return .failure(err)
+        }
+        var r = FetchRequest(e.name)
+        switch p["predicate"] {
+        case nil, .null?: break
+        case .string(let s)?: r.predicate = s
+        default: return .failure(.invalidParameter("predicate"))
+        }
+        switch p["parameters"] {
+        case nil, .null?: break
+        case .object(let o)?:
+            for (k, v) in o {
+                guard let value = WireValues.parameter(v) else { return .failure(.invalidParameter("parameters.\(k)")) }
+                r.parameters[k] = value
+            }
+        default: return .failure(.invalidParameter("parameters"))
+        }
+        switch p["sort"] {
+        case nil, .null?: break
+        case .string(let s)?: r.sort = s
+        default: return .failure(.invalidParameter("sort"))
+        }
+        for key in ["limit", "offset"] {
+            switch p[key] {
+            case nil, .null?: break
+            case .integer(let n)? where n >= 0 && n <= Int64(Limits.maxFetchRows):
+                if key == "limit" { r.limit = Int(n) } else { r.offset = Int(n) }
+            default: return .failure(.invalidParameter(key))
+            }
+        }
+        switch p["fields"] {
+        case nil, .null?: break
+        case .array(let a)?:
+            var fields: [String] = []
+            for f in a {
+                guard let s = f.stringValue else { return .failure(.invalidParameter("fields")) }
+                fields.append(s)
+            }
+            r.attributes = fields
+        default: return .failure(.invalidParameter("fields"))
+        }
+        if r.limit == nil { r.limit = Limits.maxFetchRows }
+        return .success(r)
+    }
+
+    func fetch(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
+        let r: FetchRequest
+        switch request(p) {
+        case .success(let x): r = x
+        case .failure(let e): return .failure(e)
+        }
+        do {
+            let rows = try context.fetch(r)
+            let order = r.attributes.map { [Entity.identity] + $0.filter { $0 != Entity.identity } }
+                ?? context.schema.entity(r.entity)!.entity.attributes.map(\.name)
+            return .success(["rows": .array(rows.map { WireValues.encode($0.values, order: order) }), "sequence": .integer(context.sequence)])
+        } catch {
+            return .failure(Self.varlink(error))
+        }
+    }
+
+    func count(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
+        var r: FetchRequest
+        switch request(p) {
+        case .success(let x): r = x
+        case .failure(let e): return .failure(e)
+        }
+        r.limit = nil
+        do {
+            return .success(["count": .integer(Int64(try context.count(r))), "sequence": .integer(context.sequence)])
+        } catch {
+            return .failure(Self.varlink(error))
+        }
+    }
+
+    func save(_ p: JSONObject, _ c: Connection) -> Result<JSONObject, VarlinkError> {
+        guard let hello = c.hello else {
+            return .failure(.permissionDenied("this connection is read-only: call org.seam.Store.Hello before saving"))
+        }
+        var request = SaveRequest()
+        for (key, kind) in [("inserts", 0), ("updates", 1), ("deletes", 2)] {
+            switch p[key] {
+            case nil, .null?: continue
+            case .array(let items)?:
+                for (i, item) in items.enumerated() {
+                    guard case .object(let o) = item, let entityName = o["entity"]?.stringValue else {
+                        return .failure(.invalidParameter("\(key)[\(i)]"))
+                    }
+                    guard let e = context.schema.entity(entityName)?.entity else {
+                        return .failure(.invalidRequest("no entity named '\(entityName)'", field: "\(key)[\(i)].entity"))
+                    }
+                    let uuid = o["uuid"]?.stringValue
+                    if kind > 0 && uuid == nil { return .failure(.invalidParameter("\(key)[\(i)].uuid")) }
+                    var values: [String: AttributeValue] = [:]
+                    if kind < 2 {
+                        guard case .object(let v)? = o["values"] else { return .failure(.invalidParameter("\(key)[\(i)].values")) }
+                        for (name, json) in v {
+                            guard let a = e.attribute(name) else {
+                                return .failure(.invalidRequest("\(e.name) has no attribute '\(name)'", field: "\(key)[\(i)].values.\(name)"))
+                            }
+                            switch WireValues.decode(json, as: a.type) {
+                            case .success(let value): values[name] = value
+                            case .failure(let why):
+                                return .failure(.invalidRequest("\(e.name).\(name): \(why)", field: "\(key)[\(i)].values.\(name)"))
+                            }
+                        }
+                    }
+                    switch kind {
+                    case 0: request.insert(e.name, values)
+                    case 1: request.update(e.name, uuid!, values)
+                    default: request.delete(e.name, uuid!)
+                    }
+                }
+            default:
+                return .failure(.invalidParameter(key))
+            }
+        }
+        guard request.operations.count <= Limits.maxSaveOperations else {
+            return .failure(.invalidRequest("a save holds at most \(Limits.maxSaveOperations) operations"))
+        }
+        do {
+            guard let set = try context.save(request, author: hello.author) else {
+                return .success(["sequence": .null, "changes": .array([])])
+            }
+            let changes: [JSON] = set.changes.map { ch in
+                .object(["store": .string(ch.store), "entity": .string(ch.entity), "uuid": .string(ch.uuid),
+                         "kind": .string(ch.kind.rawValue), "changedKeys": .array(ch.changedKeys.map(JSON.string))])
+            }
+            return .success(["sequence": .integer(set.sequence), "changes": .array(changes)])
+        } catch {
+            return .failure(Self.varlink(error))
+        }
+    }
+
+    func status() -> JSONObject {
+        let stores: [JSON] = context.storeNames.map { name in
+            let path = StoreLayout(directory: configuration.dataDirectory).store(name)
+            return .object(["name": .string(name), "path": .string(path), "size": .integer(FileSystem.size(path) ?? 0)])
+        }
+        return ["product": .string(Interfaces.product), "version": .string(Interfaces.version),
+                "pid": .integer(Int64(Environment.processID)), "uptime": .double(WallClock.monotonic() - startedAt),
+                "connections": .integer(Int64(connections.count)), "sequence": .integer(context.sequence),
+                "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores)]
+    }
+
+    /// A context error as the varlink error a client receives.
+    static func varlink(_ error: ContextError) -> VarlinkError {
+        switch error.kind {
+        case .notFound(let e, let u): return .notFound(entity: e, uuid: u)
+        case .duplicate, .constraint, .deleteDenied: return .conflict(error.description)
+        case .unknownAttribute(_, let a): return .invalidRequest(error.description, field: a)
+        case .wrongType(_, let a, _, _), .missingValue(_, let a), .valueTooLarge(_, let a, _, _), .invalidValue(_, let a, _):
+            return .invalidRequest(error.description, field: a)
+        case .unknownEntity: return .invalidRequest(error.description, field: "entity")
+        case .query(let q): return .invalidRequest(q.description, field: "predicate")
+        case .snapshotUnsupported: return .invalidRequest(error.description)
+        case .store, .database: return .storeFailure(error.description)
+        }
+    }
+}

@@ -1,0 +1,266 @@
+import SeamContext
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import SeamStore
+import SeamSystem
+
+/// The daemon's core: it owns the context over both stores, accepts clients on a Unix socket,
+/// and answers their varlink calls — one thread, one event loop, no locks.
+public final class Broker {
+    public struct Configuration: Sendable {
+        public var dataDirectory: String
+        public var socketPath: String
+        public var durability: Durability = .normal
+        /// A listening socket handed over by systemd (`LISTEN_FDS`), used instead of binding.
+        public var listenDescriptor: Int32?
+        /// Seconds a new connection has to send its first call before it is closed.
+        public var handshakeTimeout: Double = Limits.handshakeTimeout
+        public init(dataDirectory: String, socketPath: String) {
+            self.dataDirectory = dataDirectory
+            self.socketPath = socketPath
+        }
+    }
+
+    public let configuration: Configuration
+    let log: Logger
+    let context: Context
+    let loop: EventLoop
+    let lock: FileLock
+    let listener: Int32
+    let ownsSocketFile: Bool
+    let startedAt: Double
+    var connections: [Int32: Connection] = [:]
+    var nextConnectionID = 0
+    var stopping = false
+    public private(set) var exitStatus: Int32 = 0
+
+    /// Takes the store directory's lock, opens (creating or migrating) the stores, and listens.
+    public init(configuration: Configuration, schema: Schema, log: Logger) throws(BrokerError) {
+        self.configuration = configuration
+        self.log = log
+        startedAt = WallClock.monotonic()
+        do { try FileSystem.makeDirectory(configuration.dataDirectory, mode: 0o700) } catch {
+            throw BrokerError("cannot create the store directory \(configuration.dataDirectory): \(error.message)")
+        }
+        let lockPath = FileSystem.join(configuration.dataDirectory, "seamd.lock")
+        do { lock = try FileLock(path: lockPath) } catch {
+            throw BrokerError("another seamd already serves \(configuration.dataDirectory) (\(lockPath) is locked); "
+                              + "stop it first, or give this one another --data-dir")
+        }
+        var options = Context.Options()
+        options.durability = configuration.durability
+        do { context = try Context(directory: configuration.dataDirectory, schema: schema, options: options) } catch {
+            throw BrokerError("cannot open the stores: \(error)")
+        }
+        do { loop = try EventLoop() } catch { throw BrokerError("cannot start the event loop: \(error)") }
+        if let fd = configuration.listenDescriptor {
+            listener = fd
+            ownsSocketFile = false
+            UnixSocket.setNonBlocking(fd, true)
+        } else {
+            do { listener = try UnixSocket.listen(path: configuration.socketPath) } catch {
+                if error.errno == SystemError.addressInUse {
+                    throw BrokerError("another seamd answers on \(configuration.socketPath); stop it first, or give this one "
+                                      + "another --socket")
+                }
+                throw BrokerError("cannot listen on \(configuration.socketPath): \(error.message)")
+            }
+            ownsSocketFile = true
+        }
+    }
+
+    /// Serves until SIGTERM or SIGINT, then shuts down cleanly.
+    public func run() throws(BrokerError) {
+        do {
+            try loop.watch(listener, .read) { [unowned self] _ in self.acceptAll() }
+            try loop.onSignals([Signals.terminate, Signals.interrupt]) { [unowned self] signo in
+                self.log.info("signal \(signo): shutting down")
+                self.shutdown()
+            }
+        } catch {
+            throw BrokerError("cannot watch the socket: \(error)")
+        }
+        log.info("serving \(configuration.dataDirectory) on \(ownsSocketFile ? configuration.socketPath : "fd \(listener)") "
+                 + "(stores \(context.storeNames.joined(separator: ", ")), sequence \(context.sequence))")
+        loop.run()
+    }
+
+    // MARK: - Connections
+
+    private func acceptAll() {
+        while !stopping {
+            let fd: Int32
+            do {
+                guard let accepted = try UnixSocket.accept(listener) else { return }
+                fd = accepted
+            } catch {
+                log.error("accept failed: \(error)")
+                return
+            }
+            admit(fd)
+        }
+    }
+
+    private func admit(_ fd: Int32) {
+        let peer: PeerCredentials
+        do { peer = try UnixSocket.peerCredentials(fd) } catch {
+            log.warning("refused a peer whose credentials cannot be read: \(error)")
+            Descriptors.close(fd)
+            return
+        }
+        guard peer.uid == Environment.userID else {
+            log.warning("refused pid \(peer.pid) of uid \(peer.uid): only uid \(Environment.userID) may connect")
+            Descriptors.close(fd)
+            return
+        }
+        let sameUID = connections.values.filter { $0.peer.uid == peer.uid }.count
+        guard sameUID < Limits.maxConnectionsPerUID else {
+            log.warning("refused pid \(peer.pid): uid \(peer.uid) already holds \(sameUID) connections")
+            let c = Connection(fd: fd, id: 0, peer: peer, now: WallClock.monotonic())
+            c.enqueue(Reply(.permissionDenied("too many connections for this user (\(Limits.maxConnectionsPerUID))"), id: nil).frame())
+            _ = try? c.flush()
+            Descriptors.close(fd)
+            return
+        }
+        nextConnectionID += 1
+        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, now: WallClock.monotonic())
+        connections[fd] = connection
+        connection.handshakeTimer = loop.after(configuration.handshakeTimeout) { [unowned self] in
+            if connection.calls == 0, !connection.closed {
+                self.log.info("\(connection.label) sent nothing for \(self.configuration.handshakeTimeout) s; closing it")
+                self.close(connection)
+            }
+        }
+        do {
+            try loop.watch(fd, .read) { [unowned self] events in self.handle(connection, events) }
+        } catch {
+            log.error("cannot watch \(connection.label): \(error)")
+            close(connection)
+        }
+        log.debug("\(connection.label) connected")
+    }
+
+    private func handle(_ c: Connection, _ events: EventLoop.Events) {
+        if events.writable { flush(c) }
+        if events.readable || events.hangup { read(c) }
+    }
+
+    private func read(_ c: Connection) {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(65536)
+        while !c.closed {
+            buffer.removeAll(keepingCapacity: true)
+            let result: UnixSocket.ReadResult
+            do { result = try UnixSocket.read(c.fd, into: &buffer) } catch {
+                log.debug("\(c.label): \(error)")
+                close(c)
+                return
+            }
+            switch result {
+            case .closed:
+                log.debug("\(c.label) disconnected")
+                close(c)
+                return
+            case .wouldBlock:
+                return
+            case .bytes:
+                c.decoder.append(buffer)
+                processFrames(c)
+            }
+        }
+    }
+
+    private func processFrames(_ c: Connection) {
+        while !c.closed {
+            let frame: ArraySlice<UInt8>
+            do {
+                guard let f = try c.decoder.next() else { return }
+                frame = f
+            } catch {
+                log.info("\(c.label): \(error); closing it")
+                send(Reply(.invalidRequest("\(error); closing the connection"), id: nil), to: c)
+                flush(c)
+                close(c)
+                return
+            }
+            c.calls += 1
+            if let t = c.handshakeTimer {
+                loop.cancel(t)
+                c.handshakeTimer = nil
+            }
+            let json: JSON
+            do { json = try JSON.decode(frame, limits: JSONLimits(maxDepth: Limits.maxJSONDepth)) } catch {
+                send(Reply(.invalidRequest("the message is not valid JSON: \(error)"), id: nil), to: c)
+                continue
+            }
+            let call: Call
+            do { call = try Call(json) } catch {
+                send(Reply(error, id: json["id"].flatMap { $0.isNull ? nil : $0 }), to: c)
+                continue
+            }
+            let reply = dispatch(call, from: c)
+            if !call.oneway { send(reply, to: c) }
+        }
+    }
+
+    func send(_ reply: Reply, to c: Connection) {
+        guard !c.closed else { return }
+        c.enqueue(reply.frame())
+        if c.pendingOutput > Limits.maxOutboxBytes {
+            log.warning("\(c.label) reads too slowly (\(c.pendingOutput) bytes queued); closing it")
+            close(c)
+            return
+        }
+        flush(c)
+    }
+
+    private func flush(_ c: Connection) {
+        guard !c.closed else { return }
+        do {
+            if try c.flush() {
+                loop.change(c.fd, .read)
+            } else {
+                loop.change(c.fd, [.read, .write])
+            }
+        } catch {
+            log.debug("\(c.label): \(error)")
+            close(c)
+        }
+    }
+
+    func close(_ c: Connection) {
+        guard !c.closed else { return }
+        c.closed = true
+        if let t = c.handshakeTimer { loop.cancel(t) }
+        loop.forget(c.fd)
+        Descriptors.close(c.fd)
+        connections[c.fd] = nil
+    }
+
+    // MARK: - Shutdown
+
+    /// Stops accepting, tells clients, flushes what it can, removes the socket file, stops the loop.
+    /// Every call is answered before the next is read, so no save is in flight here.
+    public func shutdown() {
+        guard !stopping else { return }
+        stopping = true
+        loop.forget(listener)
+        Descriptors.close(listener)
+        if ownsSocketFile { try? FileSystem.remove(configuration.socketPath) }
+        for c in connections.values {
+            send(Reply(.shuttingDown, id: nil), to: c)
+            UnixSocket.setNonBlocking(c.fd, false)
+            _ = try? c.flush()
+            close(c)
+        }
+        log.info("stopped at save sequence \(context.sequence)")
+        loop.stop()
+    }
+}
+
+/// A broker that cannot start: the message says why and what to do.
+public struct BrokerError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

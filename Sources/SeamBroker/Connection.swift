@@ -1,0 +1,61 @@
+import SeamJSON
+import SeamProtocol
+import SeamSystem
+
+/// One client connection and what the broker knows of it.
+final class Connection {
+    let fd: Int32
+    let id: Int
+    let peer: PeerCredentials
+    let connectedAt: Double
+    var decoder = FrameDecoder()
+    var outbox: [UInt8] = []
+    var outboxOffset = 0
+    /// Set by `Hello`; a connection without it is read-only.
+    var hello: Hello?
+    var calls = 0
+    var handshakeTimer: Int?
+    var closed = false
+
+    struct Hello {
+        var version: Int
+        var role: String
+        var name: String?
+        /// What the broker records as the author of this connection's saves.
+        var author: String
+    }
+
+    init(fd: Int32, id: Int, peer: PeerCredentials, now: Double) {
+        self.fd = fd
+        self.id = id
+        self.peer = peer
+        connectedAt = now
+    }
+
+    var isReadOnly: Bool { hello == nil }
+
+    /// A short name for logs.
+    var label: String { "connection \(id) (pid \(peer.pid)\(hello.map { ", \($0.author)" } ?? ""))" }
+
+    var pendingOutput: Int { outbox.count - outboxOffset }
+
+    func enqueue(_ frame: [UInt8]) {
+        if outboxOffset > 0 && outboxOffset == outbox.count {
+            outbox.removeAll(keepingCapacity: true)
+            outboxOffset = 0
+        }
+        outbox.append(contentsOf: frame)
+    }
+
+    /// Writes what the socket takes; true when everything queued is written.
+    func flush() throws(SystemError) -> Bool {
+        while outboxOffset < outbox.count {
+            let n = try UnixSocket.write(fd, outbox, from: outboxOffset)
+            if n == 0 { return false }
+            outboxOffset += n
+        }
+        outbox.removeAll(keepingCapacity: outbox.capacity < 1 << 20)
+        outboxOffset = 0
+        return true
+    }
+}

@@ -1,0 +1,32 @@
+import SeamSystem
+
+/// Levelled log lines on stderr: `seamd[pid]: level: message`.
+public struct Logger: Sendable {
+    public enum Level: Int, Sendable, Comparable, CaseIterable {
+        case debug, info, warning, error
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        public var name: String { String(describing: self) }
+        public init?(name: String) {
+            guard let l = Level.allCases.first(where: { $0.name == name }) else { return nil }
+            self = l
+        }
+    }
+
+    public var level: Level
+    public var tag: String
+
+    public init(tag: String, level: Level = .info) {
+        self.tag = tag
+        self.level = level
+    }
+
+    public func log(_ l: Level, _ message: @autoclosure () -> String) {
+        guard l >= level else { return }
+        Descriptors.write(2, "\(tag)[\(Environment.processID)]: \(l.name): \(message())\n")
+    }
+
+    public func debug(_ m: @autoclosure () -> String) { log(.debug, m()) }
+    public func info(_ m: @autoclosure () -> String) { log(.info, m()) }
+    public func warning(_ m: @autoclosure () -> String) { log(.warning, m()) }
+    public func error(_ m: @autoclosure () -> String) { log(.error, m()) }
+}

@@ -1,0 +1,139 @@
+import SeamJSON
+import SeamProtocol
+import SeamSystem
+
+/// Why a call to seamd failed.
+public struct ClientError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable {
+        /// No broker answers where we looked.
+        case cannotConnect(path: String, SystemError)
+        /// The broker answered with a varlink error.
+        case remote(VarlinkError)
+        /// The connection broke (the broker stopped or died).
+        case disconnected
+        /// The broker sent something that is not a reply.
+        case malformed(String)
+    }
+
+    public var kind: Kind
+    public init(_ kind: Kind) { self.kind = kind }
+
+    /// The varlink error name, for a remote error.
+    public var remoteName: String? { if case .remote(let e) = kind { return e.name } else { return nil } }
+
+    public var description: String {
+        switch kind {
+        case .cannotConnect(let path, let e):
+            return "no seamd answers on \(path) (\(e.message)); start it with `seamd` (or `seam up`)"
+        case .remote(let e): return e.description
+        case .disconnected: return "the connection to seamd broke (did it stop?)"
+        case .malformed(let why): return "seamd sent a malformed reply: \(why)"
+        }
+    }
+}
+
+/// A connection to seamd: blocking calls, one at a time, with typed errors and reconnection.
+///
+/// Where it connects: a socket inherited on the descriptor `$SEAM_FD` (what seamd hands the
+/// processes it starts), else `$SEAM_SOCKET`, else the default path.
+public final class SeamConnection {
+    public let path: String
+    private var fd: Int32
+    private var decoder = FrameDecoder()
+    private var nextID: Int64 = 0
+    private var helloParameters: JSONObject?
+    private let inherited: Bool
+
+    /// Connects as `design.md` says: `SEAM_FD`, then `SEAM_SOCKET`, then the default path.
+    public static func connect(path: String? = nil) throws(ClientError) -> SeamConnection {
+        if path == nil, let text = Environment.value("SEAM_FD"), let fd = Int32(text), fd >= 0 {
+            return SeamConnection(fd: fd, path: "fd \(fd)", inherited: true)
+        }
+        let target = path ?? Environment.socketPath
+        do { return SeamConnection(fd: try UnixSocket.connect(path: target), path: target, inherited: false) } catch {
+            throw ClientError(.cannotConnect(path: target, error))
+        }
+    }
+
+    private init(fd: Int32, path: String, inherited: Bool) {
+        self.fd = fd
+        self.path = path
+        self.inherited = inherited
+    }
+
+    deinit { Descriptors.close(fd) }
+
+    /// Says hello: protocol version, role, name. Without it the connection is read-only.
+    @discardableResult
+    public func hello(role: String = "cli", name: String? = nil) throws(ClientError) -> JSONObject {
+        var p: JSONObject = ["version": .integer(1), "role": .string(role)]
+        if let name { p["name"] = .string(name) }
+        let reply = try call("org.seam.Store.Hello", p)
+        helloParameters = p
+        return reply
+    }
+
+    /// Calls `method` and returns its reply's parameters; a varlink error is thrown.
+    /// Reads are retried once on a fresh connection if the old one broke.
+    public func call(_ method: String, _ parameters: JSONObject = [:]) throws(ClientError) -> JSONObject {
+        do {
+            return try roundTrip(method, parameters)
+        } catch let e where Self.isRetryable(method, e) {
+            try reconnect()
+            return try roundTrip(method, parameters)
+        }
+    }
+
+    private static func isRetryable(_ method: String, _ e: ClientError) -> Bool {
+        guard case .disconnected = e.kind else { return false }
+        return !method.hasSuffix(".Save")
+    }
+
+    /// Opens a new connection to the same path and says hello again if we had.
+    public func reconnect() throws(ClientError) {
+        guard !inherited else { throw ClientError(.disconnected) }
+        Descriptors.close(fd)
+        do { fd = try UnixSocket.connect(path: path) } catch { throw ClientError(.cannotConnect(path: path, error)) }
+        decoder = FrameDecoder()
+        if let p = helloParameters { _ = try roundTrip("org.seam.Store.Hello", p) }
+    }
+
+    private func roundTrip(_ method: String, _ parameters: JSONObject) throws(ClientError) -> JSONObject {
+        nextID += 1
+        let id = JSON.integer(nextID)
+        do { try UnixSocket.writeAll(fd, Call(method: method, parameters: parameters, id: id).frame()) } catch {
+            throw ClientError(.disconnected)
+        }
+        while true {
+            let reply = try readReply()
+            if let rid = reply.id, rid != id { continue }
+            if let error = reply.error { throw ClientError(.remote(VarlinkError(error, reply.parameters))) }
+            return reply.parameters
+        }
+    }
+
+    private func readReply() throws(ClientError) -> Reply {
+        var buffer: [UInt8] = []
+        while true {
+            do {
+                if let frame = try decoder.next() {
+                    let json: JSON
+                    do { json = try JSON.decode(frame) } catch { throw ClientError(.malformed("\(error)")) }
+                    do { return try Reply(json) } catch { throw ClientError(.malformed("\(error)")) }
+                }
+            } catch let e as ClientError {
+                throw e
+            } catch {
+                throw ClientError(.malformed("\(error)"))
+            }
+            buffer.removeAll(keepingCapacity: true)
+            let result: UnixSocket.ReadResult
+            do { result = try UnixSocket.read(fd, into: &buffer) } catch { throw ClientError(.disconnected) }
+            switch result {
+            case .closed: throw ClientError(.disconnected)
+            case .wouldBlock: _ = UnixSocket.waitReadable(fd, timeoutMilliseconds: 1000)
+            case .bytes: decoder.append(buffer)
+            }
+        }
+    }
+}

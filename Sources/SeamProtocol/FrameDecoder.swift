@@ -1,0 +1,71 @@
+/// Splits a byte stream into varlink frames: JSON objects each followed by a NUL byte.
+///
+/// A frame longer than `maxFrameBytes` without its NUL cannot be recovered from (there is no way
+/// to find the next frame's start), so the connection must be closed: `next()` throws.
+public struct FrameDecoder: Sendable {
+    public struct FrameTooLarge: Error, Sendable, CustomStringConvertible {
+        public var limit: Int
+        public var description: String { "a frame exceeded \(limit) bytes without its NUL terminator" }
+    }
+
+    public let maxFrameBytes: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+    /// Where the search for the next NUL resumes (bytes before it have none).
+    private var scanned = 0
+
+    public init(maxFrameBytes: Int = Limits.maxFrameBytes) { self.maxFrameBytes = maxFrameBytes }
+
+    public mutating func append(_ bytes: some Collection<UInt8>) {
+        if start > 0 && start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+            scanned = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next complete frame (without its NUL), or nil when more bytes are needed.
+    public mutating func next() throws(FrameTooLarge) -> ArraySlice<UInt8>? {
+        var i = max(start, scanned)
+        while i < buffer.count {
+            if buffer[i] == 0 {
+                let frame = buffer[start..<i]
+                start = i + 1
+                scanned = start
+                if start > 65536 && start * 2 > buffer.count {
+                    buffer.removeFirst(start)
+                    scanned -= start
+                    start = 0
+                    return ArraySlice(frame)
+                }
+                return frame
+            }
+            i += 1
+        }
+        scanned = buffer.count
+        if buffer.count - start > maxFrameBytes { throw FrameTooLarge(limit: maxFrameBytes) }
+        return nil
+    }
+
+    /// Bytes received but not yet part of a complete frame.
+    public var pendingBytes: Int { buffer.count - start }
+}
+
+/// The limits the broker enforces; documented in `Protocol/PROTOCOL.md`.
+public enum Limits {
+    /// The largest frame accepted, in bytes, NUL excluded.
+    public static let maxFrameBytes = 4 << 20
+    /// Connections one uid may hold at once.
+    public static let maxConnectionsPerUID = 512
+    /// Seconds a new connection has to send its first call (seamd's `--handshake-timeout`).
+    public static let handshakeTimeout: Double = 10
+    /// Deepest JSON nesting accepted in a message.
+    public static let maxJSONDepth = 32
+    /// The most operations one Save may carry.
+    public static let maxSaveOperations = 10_000
+    /// The most rows one Fetch returns (ask with limit/offset for more).
+    public static let maxFetchRows = 100_000
+    /// Bytes queued for a slow reader before its connection is closed.
+    public static let maxOutboxBytes = 64 << 20
+}

@@ -1,0 +1,107 @@
+/// The varlink interface definitions Seam serves, as `GetInterfaceDescription` returns them.
+/// The same texts are committed as `Protocol/org.seam.Store.varlink` and
+/// `Protocol/org.varlink.service.varlink`; a test keeps them equal.
+public enum Interfaces {
+    public static let vendor = "Seam"
+    public static let product = "seamd"
+    public static let version = "0.1.0"
+    public static let url = "https://seam.invalid/protocol"
+    /// Protocol versions this build speaks, for `Hello`.
+    public static let protocolVersions = [1]
+
+    public static let service = """
+        # The service interface every varlink service provides: what this service is, and the
+        # descriptions of the interfaces it implements.
+        interface org.varlink.service
+
+        # The service's vendor, product, version and url, and the interfaces it provides.
+        method GetInfo() -> (
+          vendor: string,
+          product: string,
+          version: string,
+          url: string,
+          interfaces: []string
+        )
+
+        # The interface definition of one interface of the service.
+        method GetInterfaceDescription(interface: string) -> (description: string)
+
+        error InterfaceNotFound (interface: string)
+        error MethodNotFound (method: string)
+        error MethodNotImplemented (method: string)
+        error InvalidParameter (parameter: string)
+        error PermissionDenied ()
+        error ExpectedMore ()
+
+        """
+
+    public static let store = """
+        # Seam's store broker: one context over the Cloud store (what syncs) and the Local store
+        # (what stays on this machine). Rows are JSON objects keyed by attribute name; uuids are
+        # lowercase strings, dates RFC 3339 UTC strings, json attributes JSON values.
+        interface org.seam.Store
+
+        # Negotiates the protocol version and declares who the client is. A client that never
+        # says Hello may read but not write. The broker sets the author of a client's saves
+        # from the connection: "cli", or "plugin:NAME".
+        method Hello(version: int, role: ?string, name: ?string) -> (
+          version: int,
+          role: string,
+          author: string,
+          product: string,
+          sequence: int
+        )
+
+        # The models this broker serves, with their versions, hashes and entities.
+        method Schema() -> (models: []object)
+
+        # The rows of an entity that match a predicate, in order.
+        method Fetch(
+          entity: string,
+          predicate: ?string,
+          parameters: ?object,
+          sort: ?string,
+          limit: ?int,
+          offset: ?int,
+          fields: ?[]string
+        ) -> (rows: []object, sequence: int)
+
+        # How many rows of an entity match a predicate.
+        method Count(entity: string, predicate: ?string, parameters: ?object) -> (count: int, sequence: int)
+
+        type Insert (entity: string, values: object)
+        type Update (entity: string, uuid: string, values: object)
+        type Delete (entity: string, uuid: string)
+        type Change (store: string, entity: string, uuid: string, kind: string, changedKeys: []string)
+
+        # Inserts, updates and deletes as one transaction across both stores. Link rules run on
+        # deletes; their effects are among the changes.
+        method Save(inserts: ?[]Insert, updates: ?[]Update, deletes: ?[]Delete) -> (
+          sequence: ?int,
+          changes: []Change
+        )
+
+        # The broker's state: version, process, connections, stores.
+        method Status() -> (
+          product: string,
+          version: string,
+          pid: int,
+          uptime: float,
+          connections: int,
+          sequence: int,
+          stores: []object
+        )
+
+        error InvalidRequest (message: string, field: ?string)
+        error NotFound (entity: string, uuid: string, message: string)
+        error Conflict (message: string)
+        error PermissionDenied (message: string)
+        error UnsupportedVersion (supported: []int, message: string)
+        error StoreFailure (message: string)
+        error ShuttingDown (message: string)
+
+        """
+
+    /// Interface name → description.
+    public static let all: [String: String] = ["org.varlink.service": service, "org.seam.Store": store]
+}

@@ -1,0 +1,117 @@
+import SeamJSON
+
+/// A varlink call, with Seam's one extension: an `id` that every reply to it echoes.
+public struct Call: Sendable {
+    public var method: String
+    public var parameters: JSONObject
+    /// The caller accepts several replies (`continues: true` on all but the last).
+    public var more: Bool
+    /// The caller wants no reply at all.
+    public var oneway: Bool
+    /// Multiplexing: replies carry this id back. Absent for plain varlink clients.
+    public var id: JSON?
+
+    public init(method: String, parameters: JSONObject = [:], more: Bool = false, oneway: Bool = false, id: JSON? = nil) {
+        self.method = method
+        self.parameters = parameters
+        self.more = more
+        self.oneway = oneway
+        self.id = id
+    }
+
+    /// The interface part of `method` (`org.seam.Store` of `org.seam.Store.Fetch`).
+    public var interface: String {
+        guard let dot = method.lastIndex(of: ".") else { return "" }
+        return String(method[..<dot])
+    }
+
+    /// The member part of `method` (`Fetch`).
+    public var member: String {
+        guard let dot = method.lastIndex(of: ".") else { return method }
+        return String(method[method.index(after: dot)...])
+    }
+
+    /// Reads a call from a decoded frame; the error is the reply to send.
+    public init(_ json: JSON) throws(VarlinkError) {
+        guard case .object(let o) = json else { throw .invalidParameter("the message is not a JSON object") }
+        guard let method = o["method"]?.stringValue, !method.isEmpty else { throw .invalidParameter("method") }
+        self.method = method
+        switch o["parameters"] {
+        case nil, .null?: parameters = [:]
+        case .object(let p)?: parameters = p
+        default: throw .invalidParameter("parameters")
+        }
+        func flag(_ key: String) throws(VarlinkError) -> Bool {
+            switch o[key] {
+            case nil, .null?: return false
+            case .bool(let b)?: return b
+            default: throw .invalidParameter(key)
+            }
+        }
+        more = try flag("more")
+        oneway = try flag("oneway")
+        switch o["id"] {
+        case nil, .null?: id = nil
+        case .string?, .integer?: id = o["id"]
+        default: throw .invalidParameter("id")
+        }
+    }
+
+    public var json: JSON {
+        var o: JSONObject = ["method": .string(method)]
+        if !parameters.isEmpty { o["parameters"] = .object(parameters) }
+        if more { o["more"] = .bool(true) }
+        if oneway { o["oneway"] = .bool(true) }
+        if let id { o["id"] = id }
+        return .object(o)
+    }
+
+    /// The call as a frame: JSON and its NUL.
+    public func frame() -> [UInt8] {
+        var out = json.encoded()
+        out.append(0)
+        return out
+    }
+}
+
+/// A varlink reply: parameters, or an error; `continues` when more replies follow.
+public struct Reply: Sendable {
+    public var parameters: JSONObject
+    public var error: String?
+    public var continues: Bool
+    public var id: JSON?
+
+    public init(parameters: JSONObject = [:], error: String? = nil, continues: Bool = false, id: JSON? = nil) {
+        self.parameters = parameters
+        self.error = error
+        self.continues = continues
+        self.id = id
+    }
+
+    public init(_ error: VarlinkError, id: JSON?) {
+        self.init(parameters: error.parameters, error: error.name, continues: false, id: id)
+    }
+
+    public init(_ json: JSON) throws(VarlinkError) {
+        guard case .object(let o) = json else { throw .invalidParameter("the reply is not a JSON object") }
+        parameters = o["parameters"]?.objectValue ?? [:]
+        error = o["error"]?.stringValue
+        continues = o["continues"]?.boolValue ?? false
+        id = o["id"]
+    }
+
+    public var json: JSON {
+        var o: JSONObject = ["parameters": .object(parameters)]
+        if let error { o["error"] = .string(error) }
+        if continues { o["continues"] = .bool(true) }
+        if let id { o["id"] = id }
+        return .object(o)
+    }
+
+    /// The reply as a frame: JSON and its NUL.
+    public func frame() -> [UInt8] {
+        var out = json.encoded()
+        out.append(0)
+        return out
+    }
+}

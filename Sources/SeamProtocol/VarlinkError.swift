@@ -1,0 +1,60 @@
+import SeamJSON
+
+/// An error reply: a fully qualified name and its parameters, as varlink defines them.
+public struct VarlinkError: Error, Sendable, CustomStringConvertible {
+    public var name: String
+    public var parameters: JSONObject
+
+    public init(_ name: String, _ parameters: JSONObject = [:]) {
+        self.name = name
+        self.parameters = parameters
+    }
+
+    public var description: String {
+        let message = parameters["message"]?.stringValue
+        return name + (message.map { ": \($0)" } ?? (parameters.isEmpty ? "" : " \(JSON.object(parameters))"))
+    }
+
+    // MARK: - org.varlink.service
+
+    public static func interfaceNotFound(_ interface: String) -> VarlinkError {
+        VarlinkError("org.varlink.service.InterfaceNotFound", ["interface": .string(interface)])
+    }
+    public static func methodNotFound(_ method: String) -> VarlinkError {
+        VarlinkError("org.varlink.service.MethodNotFound", ["method": .string(method)])
+    }
+    public static func methodNotImplemented(_ method: String) -> VarlinkError {
+        VarlinkError("org.varlink.service.MethodNotImplemented", ["method": .string(method)])
+    }
+    public static func invalidParameter(_ parameter: String) -> VarlinkError {
+        VarlinkError("org.varlink.service.InvalidParameter", ["parameter": .string(parameter)])
+    }
+    public static let expectedMore = VarlinkError("org.varlink.service.ExpectedMore")
+
+    // MARK: - org.seam.Store
+
+    /// The request is well formed but wrong: unknown entity or attribute, bad predicate, bad value.
+    public static func invalidRequest(_ message: String, field: String? = nil) -> VarlinkError {
+        var p: JSONObject = ["message": .string(message)]
+        if let field { p["field"] = .string(field) }
+        return VarlinkError("org.seam.Store.InvalidRequest", p)
+    }
+    public static func notFound(entity: String, uuid: String) -> VarlinkError {
+        VarlinkError("org.seam.Store.NotFound", ["entity": .string(entity), "uuid": .string(uuid),
+                                                 "message": .string("no \(entity) with uuid \(uuid)")])
+    }
+    public static func conflict(_ message: String) -> VarlinkError {
+        VarlinkError("org.seam.Store.Conflict", ["message": .string(message)])
+    }
+    public static func permissionDenied(_ message: String) -> VarlinkError {
+        VarlinkError("org.seam.Store.PermissionDenied", ["message": .string(message)])
+    }
+    public static func unsupportedVersion(_ versions: [Int]) -> VarlinkError {
+        VarlinkError("org.seam.Store.UnsupportedVersion", ["supported": .array(versions.map { .integer(Int64($0)) }),
+                                                           "message": .string("this broker speaks protocol versions \(versions)")])
+    }
+    public static func storeFailure(_ message: String) -> VarlinkError {
+        VarlinkError("org.seam.Store.StoreFailure", ["message": .string(message)])
+    }
+    public static let shuttingDown = VarlinkError("org.seam.Store.ShuttingDown", ["message": .string("seamd is shutting down")])
+}

@@ -1,0 +1,171 @@
+import SeamJSON
+import SeamSchema
+
+/// Attribute values on the wire: how a row travels as JSON.
+///
+/// string and uuid → JSON strings; integer → integers; double → numbers; bool → true/false;
+/// date → RFC 3339 UTC strings with fractional seconds (`2026-11-30T22:16:10.250000Z`); binary →
+/// base64 strings; json → the JSON value itself; nil → null.
+public enum WireValues {
+    public static func encode(_ value: AttributeValue) -> JSON {
+        switch value {
+        case .null: return .null
+        case .string(let s), .uuid(let s): return .string(s)
+        case .integer(let i): return .integer(i)
+        case .double(let d): return .double(d)
+        case .bool(let b): return .bool(b)
+        case .date(let d): return .string(RFC3339.format(d))
+        case .binary(let bytes): return .string(Base64.encode(bytes))
+        case .json(let text):
+            if let v = try? JSON.decode(Array(text.utf8)) { return v }
+            return .string(text)
+        }
+    }
+
+    /// The JSON object of a row.
+    public static func encode(_ values: [String: AttributeValue], order: [String]) -> JSON {
+        var o = JSONObject()
+        for name in order { if let v = values[name] { o[name] = encode(v) } }
+        return .object(o)
+    }
+
+    /// A wire value read as attribute type `type`, or a message saying why it cannot be.
+    public static func decode(_ json: JSON, as type: AttributeType) -> Result<AttributeValue, WireValueError> {
+        switch (type, json) {
+        case (_, .null): return .success(.null)
+        case (.string, .string(let s)): return .success(.string(s))
+        case (.uuid, .string(let s)): return .success(.uuid(s))
+        case (.integer, .integer(let i)): return .success(.integer(i))
+        case (.double, .double(let d)): return .success(.double(d))
+        case (.double, .integer(let i)): return .success(.double(Double(i)))
+        case (.bool, .bool(let b)): return .success(.bool(b))
+        case (.date, .string(let s)):
+            guard let d = RFC3339.parse(s) else { return .failure(WireValueError("'\(s.prefix(40))' is not an RFC 3339 date")) }
+            return .success(.date(d))
+        case (.date, .integer(let i)): return .success(.date(Double(i)))
+        case (.date, .double(let d)): return .success(.date(d))
+        case (.binary, .string(let s)):
+            guard let b = Base64.decode(s) else { return .failure(WireValueError("not base64")) }
+            return .success(.binary(b))
+        case (.json, let v): return .success(.json(String(decoding: v.encoded(), as: UTF8.self)))
+        default: return .failure(WireValueError("expected \(type.rawValue), got \(json.kindName)"))
+        }
+    }
+
+    /// A predicate parameter: JSON to the nearest attribute value (strings stay strings; the
+    /// predicate checker turns them into uuids or dates where the attribute needs it).
+    public static func parameter(_ json: JSON) -> AttributeValue? {
+        switch json {
+        case .null: return .null
+        case .string(let s): return .string(s)
+        case .integer(let i): return .integer(i)
+        case .double(let d): return .double(d)
+        case .bool(let b): return .bool(b)
+        default: return nil
+        }
+    }
+}
+
+public struct WireValueError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    init(_ d: String) { description = d }
+}
+
+extension JSON {
+    /// A word for the value's kind, for error messages.
+    public var kindName: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .integer: return "an integer"
+        case .double: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+}
+
+/// RFC 3339 timestamps in UTC, without Foundation.
+public enum RFC3339 {
+    /// `2026-11-30T22:16:10.250000Z` (microseconds).
+    public static func format(_ seconds: Double) -> String {
+        let micros = Int64((seconds * 1_000_000).rounded())
+        var secs = micros / 1_000_000
+        var frac = micros % 1_000_000
+        if frac < 0 { frac += 1_000_000; secs -= 1 }
+        var days = secs / 86400
+        var rem = secs % 86400
+        if rem < 0 { rem += 86400; days -= 1 }
+        let (y, m, d) = civil(days)
+        func pad(_ v: Int64, _ w: Int) -> String { let s = String(v); return String(repeating: "0", count: max(0, w - s.count)) + s }
+        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rem / 3600, 2)):\(pad(rem / 60 % 60, 2)):\(pad(rem % 60, 2)).\(pad(frac, 6))Z"
+    }
+
+    /// Unix seconds of an RFC 3339 timestamp (`Z` or `±hh:mm`), or nil.
+    public static func parse(_ text: String) -> Double? {
+        let b = Array(text.utf8)
+        func num(_ from: Int, _ count: Int) -> Int64? {
+            guard from + count <= b.count else { return nil }
+            var v: Int64 = 0
+            for i in from..<(from + count) {
+                guard b[i] >= 48, b[i] <= 57 else { return nil }
+                v = v * 10 + Int64(b[i] - 48)
+            }
+            return v
+        }
+        guard b.count >= 20, let y = num(0, 4), b[4] == 45, let mo = num(5, 2), b[7] == 45, let d = num(8, 2),
+              b[10] == 84 || b[10] == 116, let h = num(11, 2), b[13] == 58, let mi = num(14, 2), b[16] == 58, let s = num(17, 2),
+              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61
+        else { return nil }
+        var i = 19
+        var fraction = 0.0
+        if i < b.count, b[i] == 46 {
+            i += 1
+            var scale = 0.1
+            let start = i
+            while i < b.count, b[i] >= 48, b[i] <= 57 {
+                fraction += Double(b[i] - 48) * scale
+                scale /= 10
+                i += 1
+            }
+            guard i > start else { return nil }
+        }
+        var offset: Int64 = 0
+        guard i < b.count else { return nil }
+        if b[i] == 90 || b[i] == 122 {
+            i += 1
+        } else if b[i] == 43 || b[i] == 45, let oh = num(i + 1, 2), i + 3 < b.count, b[i + 3] == 58, let om = num(i + 4, 2) {
+            offset = (oh * 3600 + om * 60) * (b[i] == 45 ? -1 : 1)
+            i += 6
+        } else {
+            return nil
+        }
+        guard i == b.count else { return nil }
+        let days = daysFromCivil(y, mo, d)
+        return Double(days * 86400 + h * 3600 + mi * 60 + s - offset) + fraction
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    static func daysFromCivil(_ y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+        let y = m <= 2 ? y0 - 1 : y0
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146097 + doe - 719468
+    }
+
+    static func civil(_ z0: Int64) -> (Int64, Int64, Int64) {
+        let z = z0 + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let doe = z - era * 146097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+        let y = yoe + era * 400
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (m <= 2 ? y + 1 : y, m, d)
+    }
+}

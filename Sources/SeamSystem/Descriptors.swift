@@ -1,0 +1,31 @@
+import Glibc
+
+/// Small helpers on plain file descriptors.
+public enum Descriptors {
+    /// Writes all of `text` to `fd`, retrying short writes and `EINTR`; errors are dropped (for logs).
+    public static func write(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 { if errno == EINTR { continue } else { return } }
+            bytes = bytes.dropFirst(n)
+        }
+    }
+
+    public static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+
+    /// This process's resident set size now, in bytes (from /proc/self/statm).
+    public static func residentBytes() -> Int {
+        guard let bytes = try? FileSystem.read("/proc/self/statm") else { return 0 }
+        let fields = String(decoding: bytes, as: UTF8.self).split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
+
+/// Signal numbers, so that modules above this one need not import Glibc.
+public enum Signals {
+    public static let terminate = SIGTERM
+    public static let interrupt = SIGINT
+    public static let kill = SIGKILL
+}

@@ -1,0 +1,45 @@
+import Glibc
+
+/// The process environment and the paths Seam derives from it (see `design.md`, Contracts).
+public enum Environment {
+    public static func value(_ name: String) -> String? {
+        guard let v = getenv(name) else { return nil }
+        let s = String(cString: v)
+        return s.isEmpty ? nil : s
+    }
+
+    public static var home: String { value("HOME") ?? "/" }
+
+    /// `$SEAM_DATA_DIR`, else `$XDG_DATA_HOME/seam`, else `~/.local/share/seam`.
+    public static var dataDirectory: String {
+        value("SEAM_DATA_DIR") ?? FileSystem.join(value("XDG_DATA_HOME") ?? FileSystem.join(home, ".local/share"), "seam")
+    }
+
+    /// `$SEAM_SOCKET`, else `$XDG_RUNTIME_DIR/seam/seamd.sock`, else `/tmp/seam-$UID/seamd.sock`.
+    public static var socketPath: String {
+        if let s = value("SEAM_SOCKET") { return s }
+        if let runtime = value("XDG_RUNTIME_DIR") { return FileSystem.join(runtime, "seam/seamd.sock") }
+        return "/tmp/seam-\(getuid())/seamd.sock"
+    }
+
+    /// `$XDG_CONFIG_HOME/seam`, else `~/.config/seam`.
+    public static var configDirectory: String {
+        FileSystem.join(value("XDG_CONFIG_HOME") ?? FileSystem.join(home, ".config"), "seam")
+    }
+
+    /// `$XDG_STATE_HOME/seam`, else `~/.local/state/seam`.
+    public static var stateDirectory: String {
+        FileSystem.join(value("XDG_STATE_HOME") ?? FileSystem.join(home, ".local/state"), "seam")
+    }
+
+    public static var userID: UInt32 { getuid() }
+    public static var processID: Int32 { getpid() }
+
+    /// The listening socket systemd passed (`LISTEN_FDS`, for this process), if any: fd 3.
+    public static var socketActivationDescriptor: Int32? {
+        guard let pid = value("LISTEN_PID"), Int32(pid) == getpid(), let n = value("LISTEN_FDS"), let count = Int(n), count >= 1 else {
+            return nil
+        }
+        return 3
+    }
+}

@@ -1,0 +1,105 @@
+import CSeamSystem
+import Glibc
+
+/// A single-threaded epoll loop: descriptors with callbacks, signals through a signalfd, and
+/// deadlines. The broker runs on one of these, so its state needs no locks.
+public final class EventLoop {
+    public struct Interest: OptionSet, Sendable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let read = Interest(rawValue: UInt32(SEAM_EPOLLIN))
+        public static let write = Interest(rawValue: UInt32(SEAM_EPOLLOUT))
+    }
+
+    public struct Events: Sendable {
+        public var readable: Bool
+        public var writable: Bool
+        /// The peer hung up or the descriptor failed.
+        public var hangup: Bool
+    }
+
+    private let epoll: Int32
+    private var handlers: [Int32: (Events) -> Void] = [:]
+    private var deadlines: [(at: Double, id: Int, action: () -> Void)] = []
+    private var nextDeadline = 0
+    private var running = false
+
+    public init() throws(SystemError) {
+        epoll = seam_epoll_create()
+        guard epoll >= 0 else { throw SystemError("epoll_create1", errno: errno) }
+    }
+
+    deinit { close(epoll) }
+
+    /// Watches `fd` for `interest`, calling `handler` on the loop's thread.
+    public func watch(_ fd: Int32, _ interest: Interest, _ handler: @escaping (Events) -> Void) throws(SystemError) {
+        let op = handlers[fd] == nil ? Int32(SEAM_EPOLL_CTL_ADD) : Int32(SEAM_EPOLL_CTL_MOD)
+        guard seam_epoll_ctl(epoll, op, fd, interest.rawValue | UInt32(SEAM_EPOLLRDHUP)) == 0 else {
+            throw SystemError("epoll_ctl", errno: errno)
+        }
+        handlers[fd] = handler
+    }
+
+    /// Changes what `fd` is watched for.
+    public func change(_ fd: Int32, _ interest: Interest) {
+        _ = seam_epoll_ctl(epoll, Int32(SEAM_EPOLL_CTL_MOD), fd, interest.rawValue | UInt32(SEAM_EPOLLRDHUP))
+    }
+
+    /// Stops watching `fd` (it is not closed).
+    public func forget(_ fd: Int32) {
+        guard handlers.removeValue(forKey: fd) != nil else { return }
+        _ = seam_epoll_ctl(epoll, Int32(SEAM_EPOLL_CTL_DEL), fd, 0)
+    }
+
+    /// Calls `handler` with each of `signals` as it arrives (they are blocked for the thread).
+    public func onSignals(_ signals: [Int32], _ handler: @escaping (Int32) -> Void) throws(SystemError) {
+        let fd = signals.withUnsafeBufferPointer { seam_signalfd($0.baseAddress, Int32($0.count)) }
+        guard fd >= 0 else { throw SystemError("signalfd", errno: errno) }
+        try watch(fd, .read) { _ in
+            while true {
+                let signo = seam_signalfd_read(fd)
+                if signo <= 0 { break }
+                handler(signo)
+            }
+        }
+    }
+
+    /// Runs `action` once, `seconds` from now. Returns an id for `cancel`.
+    @discardableResult
+    public func after(_ seconds: Double, _ action: @escaping () -> Void) -> Int {
+        nextDeadline += 1
+        deadlines.append((WallClock.monotonic() + seconds, nextDeadline, action))
+        return nextDeadline
+    }
+
+    public func cancel(_ id: Int) { deadlines.removeAll { $0.id == id } }
+
+    /// Runs until `stop()`.
+    public func run() {
+        running = true
+        var fds = [Int32](repeating: 0, count: 128)
+        var events = [UInt32](repeating: 0, count: 128)
+        while running {
+            let now = WallClock.monotonic()
+            let soonest = deadlines.map(\.at).min()
+            let timeout = soonest.map { Int32(max(0, min(1000, ($0 - now) * 1000 + 1))) } ?? 1000
+            let n = seam_epoll_wait(epoll, &fds, &events, 128, timeout)
+            if n > 0 {
+                for i in 0..<Int(n) {
+                    let e = events[i]
+                    let hangup = e & (UInt32(SEAM_EPOLLHUP) | UInt32(SEAM_EPOLLERR) | UInt32(SEAM_EPOLLRDHUP)) != 0
+                    handlers[fds[i]]?(Events(readable: e & UInt32(SEAM_EPOLLIN) != 0, writable: e & UInt32(SEAM_EPOLLOUT) != 0,
+                                             hangup: hangup))
+                }
+            }
+            let after = WallClock.monotonic()
+            let due = deadlines.filter { $0.at <= after }
+            if !due.isEmpty {
+                deadlines.removeAll { $0.at <= after }
+                for d in due { d.action() }
+            }
+        }
+    }
+
+    public func stop() { running = false }
+}

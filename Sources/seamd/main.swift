@@ -1,0 +1,58 @@
+// seamd: the Seam store broker. Owns Cloud.sqlite and Local.sqlite; serves clients on a Unix socket.
+import SeamBroker
+import SeamCommandLine
+import SeamStore
+import SeamSystem
+import SeamTimers
+
+let usage = """
+    usage: seamd [--data-dir DIR] [--socket PATH] [--durability normal|full] [--log-level LEVEL]
+
+    Serves the timer app's stores over the varlink protocol (org.seam.Store), in the foreground,
+    logging to stderr. Stops cleanly on SIGTERM or SIGINT.
+      --data-dir DIR       the stores (default $SEAM_DATA_DIR, else $XDG_DATA_HOME/seam,
+                           else ~/.local/share/seam)
+      --socket PATH        the socket (default $SEAM_SOCKET, else $XDG_RUNTIME_DIR/seam/seamd.sock,
+                           else /tmp/seam-$UID/seamd.sock); a socket passed by systemd
+                           (LISTEN_FDS) is used instead when present
+      --durability MODE    normal (WAL, synchronous=NORMAL; the default) or full (synchronous=FULL)
+      --log-level LEVEL    debug, info (default), warning or error
+      --handshake-timeout S  seconds a new connection has to send its first call (default 10)
+      --version            print the version
+    """
+
+do {
+    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["data-dir", "socket", "durability", "log-level", "handshake-timeout"],
+                             flags: ["version"])
+    if args.wantsHelp { print(usage); Terminal.exit(0) }
+    if args.flag("version") { print("seamd 0.1.0"); Terminal.exit(0) }
+    guard args.positional.isEmpty else { throw Arguments.UsageError("unexpected argument '\(args.positional[0])'\n\n" + usage) }
+    var level = Logger.Level.info
+    if let name = args.value("log-level") {
+        guard let l = Logger.Level(name: name) else { throw Arguments.UsageError("--log-level is debug, info, warning or error") }
+        level = l
+    }
+    var configuration = Broker.Configuration(dataDirectory: args.value("data-dir") ?? Environment.dataDirectory,
+                                             socketPath: args.value("socket") ?? Environment.socketPath)
+    if let d = args.value("durability") {
+        guard let durability = Durability(rawValue: d) else { throw Arguments.UsageError("--durability is normal or full") }
+        configuration.durability = durability
+    }
+    configuration.listenDescriptor = Environment.socketActivationDescriptor
+    if let t = args.value("handshake-timeout") {
+        guard let seconds = Double(t), seconds > 0, seconds <= 3600 else {
+            throw Arguments.UsageError("--handshake-timeout takes seconds, from 0 to 3600")
+        }
+        configuration.handshakeTimeout = seconds
+    }
+    let log = Logger(tag: "seamd", level: level)
+    do {
+        let broker = try Broker(configuration: configuration, schema: TimerApp.schema, log: log)
+        try broker.run()
+    } catch {
+        log.error(error.description)
+        Terminal.exit(1)
+    }
+} catch let e as Arguments.UsageError {
+    Terminal.fail("seamd", e.message, status: Terminal.usageError)
+}

@@ -1,0 +1,130 @@
+import Foundation
+import SeamClient
+import SeamJSON
+import SeamProtocol
+import SeamTestSupport
+import XCTest
+
+/// seamd as a real process: the protocol end to end through SeamClient.
+final class BrokerTests: XCTestCase {
+    var broker: BrokerProcess!
+
+    override func setUpWithError() throws { broker = try BrokerProcess() }
+    override func tearDown() {
+        broker?.stop()
+        broker = nil
+    }
+
+    func client() throws -> SeamConnection { try SeamConnection.connect(path: broker.socketPath) }
+
+    func testServiceIntrospection() throws {
+        let c = try client()
+        let info = try c.call("org.varlink.service.GetInfo")
+        XCTAssertEqual(info["vendor"]?.stringValue, "Seam")
+        XCTAssertEqual(info["product"]?.stringValue, "seamd")
+        XCTAssertNotNil(info["version"]?.stringValue)
+        XCTAssertNotNil(info["url"]?.stringValue)
+        XCTAssertEqual(info["interfaces"]?.arrayValue?.compactMap(\.stringValue), ["org.seam.Store", "org.varlink.service"])
+        let description = try c.call("org.varlink.service.GetInterfaceDescription", ["interface": "org.seam.Store"])
+        XCTAssertEqual(description["description"]?.stringValue, Interfaces.store)
+        XCTAssertTrue(Interfaces.store.hasPrefix("# Seam's store broker") && Interfaces.store.contains("interface org.seam.Store"))
+        XCTAssertThrowsError(try c.call("org.varlink.service.GetInterfaceDescription", ["interface": "org.example.Nope"])) { e in
+            XCTAssertEqual((e as? ClientError)?.remoteName, "org.varlink.service.InterfaceNotFound")
+        }
+    }
+
+    func testTheCommittedInterfaceFilesMatchWhatTheBrokerServes() throws {
+        XCTAssertEqual(try RepositoryFiles.text("Protocol/org.seam.Store.varlink"), Interfaces.store)
+        XCTAssertEqual(try RepositoryFiles.text("Protocol/org.varlink.service.varlink"), Interfaces.service)
+    }
+
+    func testHelloSaveFetchCountStatus() throws {
+        let c = try client()
+        XCTAssertThrowsError(try c.call("org.seam.Store.Save", ["inserts": [["entity": "Timer", "values": ["name": "Tea"]]]])) { e in
+            XCTAssertEqual((e as? ClientError)?.remoteName, "org.seam.Store.PermissionDenied", "read-only until Hello")
+        }
+        let hello = try c.hello()
+        XCTAssertEqual(hello["author"]?.stringValue, "cli")
+        let uuid = "0f8fad5b-d9cb-469f-a165-70867728950e"
+        let saved = try c.call("org.seam.Store.Save", ["inserts": [
+            ["entity": "Timer", "values": ["uuid": .string(uuid), "name": "Tea", "steps": [["label": "steep", "seconds": 180]]]],
+            ["entity": "Session", "values": ["timerUUID": .string(uuid), "startedAt": "2026-11-30T22:16:10.250000Z"]],
+        ]])
+        XCTAssertEqual(saved["sequence"]?.int64Value, 1)
+        XCTAssertEqual(saved["changes"]?.arrayValue?.compactMap { $0["store"]?.stringValue }, ["Cloud", "Local"])
+        let rows = try c.call("org.seam.Store.Fetch", ["entity": "Timer", "predicate": "name BEGINSWITH[c] $p",
+                                                        "parameters": ["p": "te"], "fields": ["name", "steps"]])
+        let row = try XCTUnwrap(rows["rows"]?.arrayValue?.first)
+        XCTAssertEqual(row["uuid"]?.stringValue, uuid)
+        XCTAssertEqual(row["steps"]?[0]?["seconds"]?.int64Value, 180, "json attributes are JSON values on the wire")
+        let session = try XCTUnwrap(try c.call("org.seam.Store.Fetch", ["entity": "Session"])["rows"]?.arrayValue?.first)
+        XCTAssertEqual(session["startedAt"]?.stringValue, "2026-11-30T22:16:10.250000Z", "dates are RFC 3339")
+        XCTAssertEqual(session["timerUUID"]?.stringValue, uuid)
+        XCTAssertEqual(session["pausedAt"], .null)
+        XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "Session", "predicate": "state == 'running'"])["count"]?.int64Value, 1)
+        let deleted = try c.call("org.seam.Store.Save", ["deletes": [["entity": "Timer", "uuid": .string(uuid)]]])
+        XCTAssertEqual(Set(deleted["changes"]?.arrayValue?.compactMap { $0["entity"]?.stringValue } ?? []), ["Timer", "Session"],
+                       "the cascade crosses the seam")
+        let status = try c.call("org.seam.Store.Status")
+        XCTAssertEqual(status["sequence"]?.int64Value, 2)
+        XCTAssertGreaterThanOrEqual(status["connections"]?.int64Value ?? 0, 1)
+        XCTAssertEqual(status["stores"]?.arrayValue?.compactMap { $0["name"]?.stringValue }, ["Cloud", "Local"])
+        let schema = try c.call("org.seam.Store.Schema")
+        XCTAssertEqual(schema["models"]?.arrayValue?.compactMap { $0["name"]?.stringValue }, ["Timers", "SyncMetadata"])
+    }
+
+    func testTypedErrorsForBadRequests() throws {
+        let c = try client()
+        try c.hello()
+        func expect(_ name: String, _ method: String, _ p: JSONObject, file: StaticString = #filePath, line: UInt = #line) {
+            XCTAssertThrowsError(try c.call(method, p), file: file, line: line) { e in
+                XCTAssertEqual((e as? ClientError)?.remoteName, name, "\(e)", file: file, line: line)
+            }
+        }
+        expect("org.varlink.service.MethodNotFound", "org.seam.Store.Frobnicate", [:])
+        expect("org.varlink.service.InterfaceNotFound", "org.example.Other.Call", [:])
+        expect("org.varlink.service.InvalidParameter", "org.seam.Store.Fetch", [:])
+        expect("org.varlink.service.InvalidParameter", "org.seam.Store.Fetch", ["entity": 7])
+        expect("org.varlink.service.InvalidParameter", "org.seam.Store.Fetch", ["entity": "Timer", "limit": "ten"])
+        expect("org.seam.Store.InvalidRequest", "org.seam.Store.Fetch", ["entity": "Alarm"])
+        expect("org.seam.Store.InvalidRequest", "org.seam.Store.Fetch", ["entity": "Timer", "predicate": "name =="])
+        expect("org.seam.Store.InvalidRequest", "org.seam.Store.Fetch", ["entity": "Timer", "predicate": "colur == 'x'"])
+        expect("org.seam.Store.InvalidRequest", "org.seam.Store.Save", ["inserts": [["entity": "Timer", "values": ["name": 5]]]])
+        expect("org.seam.Store.NotFound", "org.seam.Store.Save",
+               ["deletes": [["entity": "Timer", "uuid": "00000000-0000-4000-8000-000000000000"]]])
+        expect("org.seam.Store.UnsupportedVersion", "org.seam.Store.Hello", ["version": 99])
+        expect("org.seam.Store.PermissionDenied", "org.seam.Store.Hello", ["version": 1, "role": "ticker"])
+        let timer = try c.call("org.seam.Store.Save", ["inserts": [["entity": "Timer", "values": ["name": "Tea"]]]])["changes"]?[0]?["uuid"]
+        _ = try c.call("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": ["timerUUID": timer!, "startedAt": 1]]]])
+        expect("org.seam.Store.Conflict", "org.seam.Store.Save",
+               ["inserts": [["entity": "Session", "values": ["timerUUID": timer!, "startedAt": 2]]]])
+        XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "Session"])["count"]?.int64Value, 1, "the failed save changed nothing")
+    }
+
+    func testAPluginIsTheAuthorOfItsSaves() throws {
+        let c = try client()
+        XCTAssertEqual(try c.hello(role: "plugin", name: "notifier")["author"]?.stringValue, "plugin:notifier")
+        XCTAssertThrowsError(try c.hello(role: "plugin")) { e in
+            XCTAssertEqual((e as? ClientError)?.remoteName, "org.seam.Store.InvalidRequest")
+        }
+    }
+
+    func testClientsFollowTheEnvironment() throws {
+        setenv("SEAM_SOCKET", broker.socketPath, 1)
+        defer { unsetenv("SEAM_SOCKET") }
+        XCTAssertEqual(try SeamConnection.connect().call("org.varlink.service.GetInfo")["product"]?.stringValue, "seamd")
+        let fd = try RawClient.connectFD(broker.socketPath)
+        setenv("SEAM_FD", String(fd), 1)
+        defer { unsetenv("SEAM_FD") }
+        let inherited = try SeamConnection.connect()
+        XCTAssertEqual(inherited.path, "fd \(fd)")
+        XCTAssertEqual(try inherited.call("org.seam.Store.Status")["product"]?.stringValue, "seamd")
+    }
+
+    func testNoBrokerIsAClearError() {
+        XCTAssertThrowsError(try SeamConnection.connect(path: "/tmp/nobody-listens-\(getpid())/seamd.sock")) { e in
+            XCTAssertTrue("\(e)".contains("no seamd answers on /tmp/nobody-listens-"), "\(e)")
+            XCTAssertTrue("\(e)".contains("start it"), "\(e)")
+        }
+    }
+}

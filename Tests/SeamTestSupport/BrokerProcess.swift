@@ -1,0 +1,135 @@
+import Foundation
+
+/// A real `seamd` on a temporary store directory and socket, for integration tests.
+public final class BrokerProcess {
+    public let directory: TemporaryDirectory
+    public let dataDirectory: String
+    public let socketPath: String
+    public let process: Process
+    private let stderrPipe = Pipe()
+
+    /// Starts seamd and waits until its socket answers.
+    public init(arguments extra: [String] = [], dataDirectory: String? = nil, environment: [String: String] = [:]) throws {
+        directory = TemporaryDirectory("seamd")
+        self.dataDirectory = dataDirectory ?? directory.file("data")
+        // Short: sockaddr_un holds 107 bytes.
+        socketPath = "/tmp/seamd-test-\(getpid())-\(UUID().uuidString.prefix(6))/seamd.sock"
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Executables.path("seamd"))
+        process.arguments = ["--data-dir", self.dataDirectory, "--socket", socketPath] + extra
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        process.standardError = stderrPipe
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if !process.isRunning { throw BrokerStartFailure(log: log) }
+            if let fd = try? RawClient.connectFD(socketPath) {
+                close(fd)
+                return
+            }
+            usleep(20_000)
+        }
+        throw BrokerStartFailure(log: "seamd did not answer within 20 s")
+    }
+
+    /// What seamd wrote to stderr so far (read after it exited).
+    public var log: String {
+        String(decoding: stderrPipe.fileHandleForReading.availableData, as: UTF8.self)
+    }
+
+    /// Sends SIGTERM and waits for exit; returns the exit status.
+    @discardableResult
+    public func stop() -> Int32 {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: (socketPath as NSString).deletingLastPathComponent)
+    }
+}
+
+public struct BrokerStartFailure: Error, CustomStringConvertible {
+    public var log: String
+    public var description: String { "seamd did not start: \(log)" }
+}
+
+/// A bare socket client that sends raw bytes, for tests of what a broken client can send.
+public final class RawClient {
+    public let fd: Int32
+
+    public static func connectFD(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+            raw[bytes.count] = 0
+        }
+        let rc = withUnsafePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        if rc != 0 {
+            close(fd)
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        return fd
+    }
+
+    public init(_ path: String) throws { fd = try Self.connectFD(path) }
+    deinit { close(fd) }
+
+    public func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Foundation.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+
+    public func send(_ text: String, nul: Bool = true) { send(Array(text.utf8) + (nul ? [0] : [])) }
+
+    /// Reads one NUL-terminated frame, or nil if the connection closed or `timeout` passed.
+    public func readFrame(timeout: Double = 5) -> String? {
+        var out: [UInt8] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        var byte: UInt8 = 0
+        while Date() < deadline {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 100) > 0 else { continue }
+            let n = read(fd, &byte, 1)
+            if n <= 0 { return nil }
+            if byte == 0 { return String(decoding: out, as: UTF8.self) }
+            out.append(byte)
+        }
+        return nil
+    }
+
+    /// Whether the broker closed this connection (read returns 0) within `timeout`.
+    public func isClosed(timeout: Double = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while Date() < deadline {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 100) > 0 else { continue }
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { return true }
+        }
+        return false
+    }
+}
