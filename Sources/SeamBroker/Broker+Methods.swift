@@ -166,6 +166,7 @@ extension Broker {
     }
 
     func fetch(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
+        if let uuid = p["uuid"] { return fetchOne(p, uuid) }
         let r: FetchRequest
         switch request(p) {
         case .success(let x): r = x
@@ -176,6 +177,25 @@ extension Broker {
             let order = r.attributes.map { [Entity.identity] + $0.filter { $0 != Entity.identity } }
                 ?? context.schema.entity(r.entity)!.entity.attributes.map(\.name)
             return .success(["rows": .array(rows.map { WireValues.encode($0.values, order: order) }), "sequence": .integer(context.sequence)])
+        } catch {
+            return .failure(Self.varlink(error))
+        }
+    }
+
+    /// `Fetch(entity, uuid)`: the one row with that uuid (or none), by the primary key.
+    private func fetchOne(_ p: JSONObject, _ uuid: JSON) -> Result<JSONObject, VarlinkError> {
+        guard let u = uuid.stringValue else { return .failure(.invalidParameter("uuid")) }
+        let e: Entity
+        switch entity(p) {
+        case .success(let x): e = x
+        case .failure(let err): return .failure(err)
+        }
+        do {
+            guard let row = try context.rowValues(e.name, u) else {
+                return .success(["rows": .array([]), "sequence": .integer(context.sequence)])
+            }
+            let members = zip(row.attributes, row.values).map { ($0.name, WireValues.encode($1)) }
+            return .success(["rows": .array([.object(JSONObject(uniqueKeysWithValues: members))]), "sequence": .integer(context.sequence)])
         } catch {
             return .failure(Self.varlink(error))
         }

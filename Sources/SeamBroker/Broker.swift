@@ -146,11 +146,12 @@ public final class Broker {
         if events.readable || events.hangup { read(c) }
     }
 
+    /// Reads once per readiness event: level-triggered epoll reports the socket again if more
+    /// is waiting, so a second read that would only say "nothing yet" is saved.
     private func read(_ c: Connection) {
         var buffer: [UInt8] = []
-        buffer.reserveCapacity(65536)
-        while !c.closed {
-            buffer.removeAll(keepingCapacity: true)
+        buffer.reserveCapacity(16384)
+        if !c.closed {
             let result: UnixSocket.ReadResult
             do { result = try UnixSocket.read(c.fd, into: &buffer) } catch {
                 log.debug("\(c.label): \(error)")
@@ -218,10 +219,11 @@ public final class Broker {
     private func flush(_ c: Connection) {
         guard !c.closed else { return }
         do {
-            if try c.flush() {
-                loop.change(c.fd, .read)
-            } else {
-                loop.change(c.fd, [.read, .write])
+            let drained = try c.flush()
+            if drained == c.watchingWrites {
+                // Only touch epoll when the interest changes: a syscall saved on every reply.
+                c.watchingWrites = !drained
+                loop.change(c.fd, drained ? .read : [.read, .write])
             }
         } catch {
             log.debug("\(c.label): \(error)")

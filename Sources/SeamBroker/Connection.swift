@@ -16,6 +16,8 @@ final class Connection {
     var calls = 0
     var handshakeTimer: Int?
     var closed = false
+    /// Whether the event loop is also watching for writability (only while output is queued).
+    var watchingWrites = false
 
     struct Hello {
         var version: Int

@@ -137,3 +137,73 @@ public final class SeamConnection {
         }
     }
 }
+
+// MARK: - Typed calls
+
+extension SeamConnection {
+    /// `org.seam.Store.Fetch`: the rows of `entity` matching `predicate` (with `$name` parameters).
+    public func fetch(
+        _ entity: String, where predicate: String? = nil, parameters: JSONObject = [:], sort: String? = nil,
+        limit: Int? = nil, offset: Int? = nil, fields: [String]? = nil
+    ) throws(ClientError) -> [JSONObject] {
+        var p: JSONObject = ["entity": .string(entity)]
+        if let predicate { p["predicate"] = .string(predicate) }
+        if !parameters.isEmpty { p["parameters"] = .object(parameters) }
+        if let sort { p["sort"] = .string(sort) }
+        if let limit { p["limit"] = .integer(Int64(limit)) }
+        if let offset { p["offset"] = .integer(Int64(offset)) }
+        if let fields { p["fields"] = .array(fields.map(JSON.string)) }
+        return try rows(call("org.seam.Store.Fetch", p))
+    }
+
+    /// `org.seam.Store.Fetch` by uuid: the row, or nil.
+    public func row(_ entity: String, uuid: String) throws(ClientError) -> JSONObject? {
+        try rows(call("org.seam.Store.Fetch", ["entity": .string(entity), "uuid": .string(uuid)])).first
+    }
+
+    /// `org.seam.Store.Count`.
+    public func count(_ entity: String, where predicate: String? = nil, parameters: JSONObject = [:]) throws(ClientError) -> Int {
+        var p: JSONObject = ["entity": .string(entity)]
+        if let predicate { p["predicate"] = .string(predicate) }
+        if !parameters.isEmpty { p["parameters"] = .object(parameters) }
+        guard let n = try call("org.seam.Store.Count", p)["count"]?.int64Value else { throw ClientError(.malformed("no count")) }
+        return Int(n)
+    }
+
+    /// One change of a save.
+    public enum Change: Sendable {
+        case insert(entity: String, values: JSONObject)
+        case update(entity: String, uuid: String, values: JSONObject)
+        case delete(entity: String, uuid: String)
+    }
+
+    /// `org.seam.Store.Save`: every change in one transaction. Returns the save's sequence number
+    /// (nil when nothing changed) and the uuids of inserted rows, in order.
+    @discardableResult
+    public func save(_ changes: [Change]) throws(ClientError) -> (sequence: Int64?, inserted: [String]) {
+        var inserts: [JSON] = [], updates: [JSON] = [], deletes: [JSON] = []
+        for c in changes {
+            switch c {
+            case .insert(let e, let v): inserts.append(["entity": .string(e), "values": .object(v)])
+            case .update(let e, let u, let v): updates.append(["entity": .string(e), "uuid": .string(u), "values": .object(v)])
+            case .delete(let e, let u): deletes.append(["entity": .string(e), "uuid": .string(u)])
+            }
+        }
+        var p = JSONObject()
+        if !inserts.isEmpty { p["inserts"] = .array(inserts) }
+        if !updates.isEmpty { p["updates"] = .array(updates) }
+        if !deletes.isEmpty { p["deletes"] = .array(deletes) }
+        let reply = try call("org.seam.Store.Save", p)
+        let inserted = (reply["changes"]?.arrayValue ?? []).filter { $0["kind"]?.stringValue == "insert" }
+            .compactMap { $0["uuid"]?.stringValue }
+        return (reply["sequence"]?.int64Value, inserted)
+    }
+
+    /// `org.seam.Store.Status`.
+    public func status() throws(ClientError) -> JSONObject { try call("org.seam.Store.Status") }
+
+    private func rows(_ reply: JSONObject) throws(ClientError) -> [JSONObject] {
+        guard let rows = reply["rows"]?.arrayValue else { throw ClientError(.malformed("no rows")) }
+        return rows.compactMap(\.objectValue)
+    }
+}

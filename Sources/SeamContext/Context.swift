@@ -151,6 +151,34 @@ public final class Context {
         return try readRow(r.entity, uuid: uuid, from: stores[r.store]!.db, handle: stores[r.store])
     }
 
+    /// The values of the row of `entity` with `uuid`, in attribute order, or nil: the fast path
+    /// for callers that encode rows themselves (no dictionary is built).
+    public func rowValues(_ entity: String, _ uuid: String) throws(ContextError) -> (attributes: [Attribute], values: [AttributeValue])? {
+        let r = try route(entity)
+        let handle = stores[r.store]!
+        let columns = r.entity.attributes
+        do {
+            let s = try rowStatement(r.entity, handle: handle, db: handle.db)
+            try s.bind(.string(uuid), at: 1)
+            defer { s.reset() }
+            guard try s.step() else { return nil }
+            var values: [AttributeValue] = []
+            values.reserveCapacity(columns.count)
+            for (i, a) in columns.enumerated() { values.append(s.column(i, as: a.type)) }
+            return (columns, values)
+        } catch {
+            throw ContextError(.database(error))
+        }
+    }
+
+    private func rowStatement(_ e: Entity, handle: StoreHandle?, db: Database) throws(DatabaseError) -> Statement {
+        if let cached = handle?.rowByUUID[e.name] { return cached }
+        let s = try db.prepare("SELECT " + e.attributes.map { SchemaSQL.quote($0.name) }.joined(separator: ", ")
+                               + " FROM \(SchemaSQL.quote(e.name)) WHERE \"uuid\" = ?")
+        handle?.rowByUUID[e.name] = s
+        return s
+    }
+
     func readRow(_ e: Entity, uuid: String, from db: Database, handle: StoreHandle?) throws(ContextError) -> Row? {
         let columns = e.attributes
         do {

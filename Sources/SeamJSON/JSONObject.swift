@@ -16,7 +16,14 @@ public struct JSONObject: Sendable {
     /// costs one hash per key plus an allocation, which a decoded message rarely earns back.
     static let indexThreshold = 32
 
-    private var members: [Element]
+    /// A member as stored: a struct rather than the `Element` tuple, whose destruction goes
+    /// through the runtime's generic tuple code.
+    struct Member {
+        var key: String
+        var value: JSON
+    }
+
+    private(set) var members: [Member]
     private var index: [IndexKey: Int]?
 
     /// An empty object.
@@ -37,7 +44,7 @@ public struct JSONObject: Sendable {
 
     /// Members that the caller has checked are unique, with the index the parser built for them
     /// when there are more than `indexThreshold`.
-    init(uncheckedMembers members: [Element], index: [IndexKey: Int]?) {
+    init(uncheckedMembers members: [Member], index: [IndexKey: Int]?) {
         self.members = members
         self.index = index
     }
@@ -82,10 +89,10 @@ public struct JSONObject: Sendable {
     }
 
     /// The keys, in order.
-    public var keys: LazyMapSequence<[Element], String> { members.lazy.map(\.key) }
+    public var keys: LazyMapCollection<JSONObject, String> { lazy.map(\.key) }
 
     /// The values, in order.
-    public var values: LazyMapSequence<[Element], JSON> { members.lazy.map(\.value) }
+    public var values: LazyMapCollection<JSONObject, JSON> { lazy.map(\.value) }
 
     // MARK: - Building
 
@@ -99,7 +106,7 @@ public struct JSONObject: Sendable {
 
     /// Appends a member whose key is known to be absent.
     private mutating func appendNew(_ key: String, _ value: JSON) {
-        members.append((key, value))
+        members.append(Member(key: key, value: value))
         if index != nil {
             index?[IndexKey(key)] = members.count - 1
         } else if members.count > Self.indexThreshold {
@@ -108,7 +115,7 @@ public struct JSONObject: Sendable {
     }
 
     /// The index for `members`, or `nil` when they are few enough to scan.
-    static func makeIndex(_ members: [Element]) -> [IndexKey: Int]? {
+    static func makeIndex(_ members: some Collection<Member>) -> [IndexKey: Int]? {
         guard members.count > indexThreshold else { return nil }
         var built = [IndexKey: Int](minimumCapacity: members.count)
         for (position, member) in members.enumerated() { built[IndexKey(member.key)] = position }
@@ -121,7 +128,10 @@ public struct JSONObject: Sendable {
 extension JSONObject: RandomAccessCollection {
     public var startIndex: Int { 0 }
     public var endIndex: Int { members.count }
-    public subscript(position: Int) -> Element { members[position] }
+    public subscript(position: Int) -> Element {
+        let member = members[position]
+        return (member.key, member.value)
+    }
 }
 
 // MARK: - Equality and hashing
@@ -130,7 +140,8 @@ extension JSONObject: Hashable {
     /// Same keys (by bytes) with equal values, in any order.
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         guard lhs.count == rhs.count else { return false }
-        for (key, value) in lhs.members {
+        for member in lhs.members {
+            let (key, value) = (member.key, member.value)
             guard let other = rhs[key], other == value else { return false }
         }
         return true
@@ -139,10 +150,10 @@ extension JSONObject: Hashable {
     /// Order-independent: the sum of the members' own hashes.
     public func hash(into hasher: inout Hasher) {
         var sum = 0
-        for (key, value) in members {
+        for member in members {
             var memberHasher = Hasher()
-            memberHasher.combine(key)
-            memberHasher.combine(value)
+            memberHasher.combine(member.key)
+            memberHasher.combine(member.value)
             sum &+= memberHasher.finalize()
         }
         hasher.combine(members.count)

@@ -2,10 +2,21 @@
 extension JSONParser {
     /// Parses the string whose opening quote is at `position` and leaves `position` after the
     /// closing quote.
-    ///
-    /// Runs of plain ASCII are skipped eight bytes at a time; a string without escapes becomes a
-    /// `String` straight from the input, one with escapes goes through `scratch`.
     mutating func parseString() throws(JSONError) -> String {
+        String(decoding: try scanString(), as: UTF8.self)
+    }
+
+    /// Parses a key like `parseString`, and returns its fingerprint for the duplicate check.
+    mutating func parseKey() throws(JSONError) -> (String, UInt64) {
+        let bytes = try scanString()
+        return (String(decoding: bytes, as: UTF8.self), Self.fingerprint(bytes))
+    }
+
+    /// Validates the string at `position` and returns its decoded UTF-8 bytes: a range of the
+    /// input when it has no escapes, else the contents of `scratch` (valid until the next string).
+    ///
+    /// Runs of plain ASCII are skipped eight bytes at a time.
+    private mutating func scanString() throws(JSONError) -> UnsafeBufferPointer<UInt8> {
         let open = position
         var i = position + 1
         while true {
@@ -15,9 +26,9 @@ extension JSONParser {
             if byte == ASCII.quote {
                 try checkStringLength(i - open - 1, openedAt: open)
                 position = i + 1
-                return String(decoding: UnsafeBufferPointer(start: base + open + 1, count: i - open - 1), as: UTF8.self)
+                return UnsafeBufferPointer(start: base + open + 1, count: i - open - 1)
             } else if byte == ASCII.backslash {
-                return try parseEscapedString(openedAt: open, firstEscape: i)
+                return try scanEscapedString(openedAt: open, firstEscape: i)
             } else if byte < 0x20 {
                 throw controlCharacter(byte, at: i)
             } else if byte >= 0x80 {
@@ -29,27 +40,27 @@ extension JSONParser {
         throw JSONError(.unexpectedEnd, at: count, "the string opened at byte \(open) is not closed")
     }
 
-    /// The slow path of `parseString`, from the first backslash on.
-    private mutating func parseEscapedString(openedAt open: Int, firstEscape: Int) throws(JSONError) -> String {
-        scratch.removeAll(keepingCapacity: true)
-        scratch.append(contentsOf: UnsafeBufferPointer(start: base + open + 1, count: firstEscape - open - 1))
+    /// The slow path of `scanString`, from the first backslash on.
+    private mutating func scanEscapedString(openedAt open: Int, firstEscape: Int) throws(JSONError) -> UnsafeBufferPointer<UInt8> {
+        scratch.removeAll()
+        scratch.push(contentsOf: UnsafeBufferPointer(start: base + open + 1, count: firstEscape - open - 1))
         var i = firstEscape
         while i < count {
             let byte = base[i]
             if byte == ASCII.quote {
                 try checkStringLength(scratch.count, openedAt: open)
                 position = i + 1
-                return String(decoding: scratch, as: UTF8.self)
+                return scratch.buffer()
             } else if byte == ASCII.backslash {
                 i = try decodeEscape(at: i)
             } else if byte < 0x20 {
                 throw controlCharacter(byte, at: i)
             } else if byte >= 0x80 {
                 let end = try skipUTF8Sequence(at: i)
-                scratch.append(contentsOf: UnsafeBufferPointer(start: base + i, count: end - i))
+                scratch.push(contentsOf: UnsafeBufferPointer(start: base + i, count: end - i))
                 i = end
             } else {
-                scratch.append(byte)
+                scratch.push(byte)
                 i += 1
             }
         }
@@ -73,7 +84,7 @@ extension JSONParser {
         case let other:
             throw JSONError(.invalidEscape, at: i, "'\\' followed by \(ASCII.describe(other)) is not a JSON escape")
         }
-        scratch.append(simple)
+        scratch.push(simple)
         return i + 2
     }
 
@@ -120,19 +131,19 @@ extension JSONParser {
     private mutating func appendUTF8(_ scalar: UInt32) {
         switch scalar {
         case 0..<0x80:
-            scratch.append(UInt8(truncatingIfNeeded: scalar))
+            scratch.push(UInt8(truncatingIfNeeded: scalar))
         case 0x80..<0x800:
-            scratch.append(0xC0 | UInt8(truncatingIfNeeded: scalar >> 6))
-            scratch.append(0x80 | UInt8(truncatingIfNeeded: scalar & 0x3F))
+            scratch.push(0xC0 | UInt8(truncatingIfNeeded: scalar >> 6))
+            scratch.push(0x80 | UInt8(truncatingIfNeeded: scalar & 0x3F))
         case 0x800..<0x10000:
-            scratch.append(0xE0 | UInt8(truncatingIfNeeded: scalar >> 12))
-            scratch.append(0x80 | UInt8(truncatingIfNeeded: (scalar >> 6) & 0x3F))
-            scratch.append(0x80 | UInt8(truncatingIfNeeded: scalar & 0x3F))
+            scratch.push(0xE0 | UInt8(truncatingIfNeeded: scalar >> 12))
+            scratch.push(0x80 | UInt8(truncatingIfNeeded: (scalar >> 6) & 0x3F))
+            scratch.push(0x80 | UInt8(truncatingIfNeeded: scalar & 0x3F))
         default:
-            scratch.append(0xF0 | UInt8(truncatingIfNeeded: scalar >> 18))
-            scratch.append(0x80 | UInt8(truncatingIfNeeded: (scalar >> 12) & 0x3F))
-            scratch.append(0x80 | UInt8(truncatingIfNeeded: (scalar >> 6) & 0x3F))
-            scratch.append(0x80 | UInt8(truncatingIfNeeded: scalar & 0x3F))
+            scratch.push(0xF0 | UInt8(truncatingIfNeeded: scalar >> 18))
+            scratch.push(0x80 | UInt8(truncatingIfNeeded: (scalar >> 12) & 0x3F))
+            scratch.push(0x80 | UInt8(truncatingIfNeeded: (scalar >> 6) & 0x3F))
+            scratch.push(0x80 | UInt8(truncatingIfNeeded: scalar & 0x3F))
         }
     }
 
@@ -142,6 +153,7 @@ extension JSONParser {
         }
     }
 
+    @inline(never)
     private func controlCharacter(_ byte: UInt8, at i: Int) -> JSONError {
         JSONError(.controlCharacter, at: i, "\(ASCII.describe(byte)) inside a string must be written as an escape")
     }
@@ -205,6 +217,7 @@ extension JSONParser {
         return i + length
     }
 
+    @inline(never)
     private func invalidUTF8(at i: Int, _ message: String) -> JSONError {
         JSONError(.invalidUTF8, at: i, message)
     }

@@ -2,7 +2,7 @@
 /// beyond the `String` made from them, and offsets for every error.
 ///
 /// Strings and numbers are in `JSONParser+Strings.swift` and `JSONParser+Numbers.swift`.
-struct JSONParser {
+struct JSONParser: ~Copyable {
     /// The input; it outlives the parser.
     let base: UnsafePointer<UInt8>
     /// The number of input bytes.
@@ -11,8 +11,12 @@ struct JSONParser {
     /// The next byte to read.
     var position = 0
     /// Decoded bytes of a string that has escapes; reused from string to string.
-    var scratch: [UInt8] = []
-    /// Key fingerprints of the objects now open, innermost last, for the duplicate check.
+    var scratch = ParseStack<UInt8>(capacity: 64)
+    /// Elements of the arrays now open, innermost last.
+    var elements = ParseStack<JSON>(capacity: 16)
+    /// Members of the objects now open, innermost last.
+    var members = ParseStack<JSONObject.Member>(capacity: 16)
+    /// Key fingerprints of the objects now open, parallel to `members` while an object is small.
     var fingerprints: [UInt64] = []
 
     /// Parses `input` as one JSON text.
@@ -42,7 +46,7 @@ struct JSONParser {
 
     /// Parses the value at `position`; `depth` is the number of containers around it.
     mutating func parseValue(depth: Int) throws(JSONError) -> JSON {
-        guard position < count else { throw JSONError(.unexpectedEnd, at: position, "the input ends where a value was expected") }
+        guard position < count else { throw failure(.unexpectedEnd, "the input ends where a value was expected") }
         switch base[position] {
         case ASCII.quote: return .string(try parseString())
         case ASCII.openBrace: return try parseObject(depth: depth + 1)
@@ -51,8 +55,7 @@ struct JSONParser {
         case UInt8(ascii: "t"): try expectWord("true"); return .bool(true)
         case UInt8(ascii: "f"): try expectWord("false"); return .bool(false)
         case UInt8(ascii: "n"): try expectWord("null"); return .null
-        default:
-            throw JSONError(.unexpectedCharacter, at: position, "\(ASCII.describe(base[position])) where a value was expected")
+        default: throw unexpected("a value")
         }
     }
 
@@ -63,23 +66,25 @@ struct JSONParser {
         try checkDepth(depth)
         position += 1
         skipWhitespace()
-        var elements: [JSON] = []
         if position < count, base[position] == ASCII.closeBracket {
             position += 1
-            return .array(elements)
+            return .array([])
         }
+        let first = elements.count
         while true {
-            guard elements.count < limits.maxMembers else {
-                throw JSONError(.tooManyMembers, at: position, "the array at byte \(open) has more than \(limits.maxMembers) elements")
-            }
-            elements.append(try parseValue(depth: depth))
+            guard elements.count - first < limits.maxMembers else { throw tooMany("array", openedAt: open) }
+            elements.push(try parseValue(depth: depth))
             skipWhitespace()
-            switch try nextByte(closing: "array", openedAt: open) {
-            case ASCII.comma: skipWhitespace()
-            case ASCII.closeBracket: return .array(elements)
-            case let byte:
-                position -= 1
-                throw JSONError(.unexpectedCharacter, at: position, "\(ASCII.describe(byte)) where ',' or ']' was expected")
+            guard position < count else { throw notClosed("array", openedAt: open) }
+            switch base[position] {
+            case ASCII.comma:
+                position += 1
+                skipWhitespace()
+            case ASCII.closeBracket:
+                position += 1
+                return .array(elements.popArray(from: first))
+            default:
+                throw unexpected("',' or ']'")
             }
         }
     }
@@ -93,66 +98,61 @@ struct JSONParser {
             position += 1
             return .object(JSONObject())
         }
-        var members: [JSONObject.Element] = []
-        var index: [JSONObject.IndexKey: Int]? = nil
+        let first = members.count
         let firstFingerprint = fingerprints.count
-        defer { fingerprints.removeLast(fingerprints.count - firstFingerprint) }
+        var index: [JSONObject.IndexKey: Int]? = nil
         while true {
-            guard members.count < limits.maxMembers else {
-                throw JSONError(.tooManyMembers, at: position, "the object at byte \(open) has more than \(limits.maxMembers) members")
-            }
+            guard members.count - first < limits.maxMembers else { throw tooMany("object", openedAt: open) }
+            guard position < count else { throw notClosed("object", openedAt: open) }
+            guard base[position] == ASCII.quote else { throw unexpected("a string key") }
             let keyOffset = position
-            let key = try parseKey(objectOpenedAt: open)
-            try checkNewKey(key, at: keyOffset, members: members, index: &index, firstFingerprint: firstFingerprint)
+            let (key, fingerprint) = try parseKey()
+            try checkNewKey(key, fingerprint, at: keyOffset, first: first, firstFingerprint: firstFingerprint, index: &index)
             skipWhitespace()
-            guard try nextByte(closing: "object", openedAt: open) == ASCII.colon else {
-                position -= 1
-                throw JSONError(.unexpectedCharacter, at: position, "\(ASCII.describe(base[position])) where ':' was expected")
+            guard position < count else { throw notClosed("object", openedAt: open) }
+            guard base[position] == ASCII.colon else { throw unexpected("':'") }
+            position += 1
+            skipWhitespace()
+            members.push(JSONObject.Member(key: key, value: try parseValue(depth: depth)))
+            if index == nil, members.count - first > JSONObject.indexThreshold {
+                index = JSONObject.makeIndex(members.buffer(from: first))
             }
             skipWhitespace()
-            members.append((key, try parseValue(depth: depth)))
-            if index == nil, members.count > JSONObject.indexThreshold { index = JSONObject.makeIndex(members) }
-            skipWhitespace()
-            switch try nextByte(closing: "object", openedAt: open) {
-            case ASCII.comma: skipWhitespace()
-            case ASCII.closeBrace: return .object(JSONObject(uncheckedMembers: members, index: index))
-            case let byte:
-                position -= 1
-                throw JSONError(.unexpectedCharacter, at: position, "\(ASCII.describe(byte)) where ',' or '}' was expected")
+            guard position < count else { throw notClosed("object", openedAt: open) }
+            switch base[position] {
+            case ASCII.comma:
+                position += 1
+                skipWhitespace()
+            case ASCII.closeBrace:
+                position += 1
+                fingerprints.removeLast(fingerprints.count - firstFingerprint)
+                return .object(JSONObject(uncheckedMembers: members.popArray(from: first), index: index))
+            default:
+                throw unexpected("',' or '}'")
             }
         }
     }
 
-    /// Parses a member's key, which must be a string.
-    private mutating func parseKey(objectOpenedAt open: Int) throws(JSONError) -> String {
-        guard position < count else {
-            throw JSONError(.unexpectedEnd, at: position, "the object opened at byte \(open) is not closed")
-        }
-        guard base[position] == ASCII.quote else {
-            throw JSONError(.unexpectedCharacter, at: position, "\(ASCII.describe(base[position])) where a string key was expected")
-        }
-        return try parseString()
-    }
-
-    /// Throws `duplicateKey` when `key` is among `members`.
+    /// Throws `duplicateKey` when `key` is among the members of the object being parsed.
     ///
-    /// Small objects compare fingerprints (length and outer bytes) first, so that most keys are
-    /// told apart by one integer comparison; past `JSONObject.indexThreshold` the hash index
-    /// that the object will keep does the check.
+    /// A small object compares fingerprints (length and outer bytes) first, so that most keys are
+    /// told apart by one integer comparison; past `JSONObject.indexThreshold` the hash index that
+    /// the object will keep does the check.
     private mutating func checkNewKey(
-        _ key: String, at offset: Int, members: [JSONObject.Element], index: inout [JSONObject.IndexKey: Int]?,
-        firstFingerprint: Int
+        _ key: String, _ fingerprint: UInt64, at offset: Int, first: Int, firstFingerprint: Int,
+        index: inout [JSONObject.IndexKey: Int]?
     ) throws(JSONError) {
         if index != nil {
-            guard index?.updateValue(members.count, forKey: JSONObject.IndexKey(key)) == nil else {
+            guard index?.updateValue(members.count - first, forKey: JSONObject.IndexKey(key)) == nil else {
                 throw duplicate(key, at: offset)
             }
             return
         }
-        let fingerprint = Self.fingerprint(key)
         var slot = firstFingerprint
         while slot < fingerprints.count {
-            if fingerprints[slot] == fingerprint, JSONObject.IndexKey.bytesEqual(members[slot - firstFingerprint].key, key) {
+            if fingerprints[slot] == fingerprint,
+                JSONObject.IndexKey.bytesEqual(members[first + slot - firstFingerprint].key, key)
+            {
                 throw duplicate(key, at: offset)
             }
             slot += 1
@@ -160,42 +160,53 @@ struct JSONParser {
         fingerprints.append(fingerprint)
     }
 
-    private func duplicate(_ key: String, at offset: Int) -> JSONError {
-        JSONError(.duplicateKey, at: offset, "the key \"\(key)\" appears twice in one object")
+    /// A cheap summary of a key's bytes: equal keys have equal fingerprints.
+    @inline(__always)
+    static func fingerprint(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        let n = bytes.count
+        guard let start = bytes.baseAddress, n >= 8 else {
+            var packed = UInt64(truncatingIfNeeded: n) << 56
+            for i in 0..<n { packed |= UInt64(bytes[i]) << (8 * UInt64(i)) }
+            return packed
+        }
+        let head = UnsafeRawPointer(start).loadUnaligned(as: UInt64.self)
+        let tail = UnsafeRawPointer(start + (n - 8)).loadUnaligned(as: UInt64.self)
+        return head ^ (tail &* 0x9E37_79B9_7F4A_7C15) ^ UInt64(truncatingIfNeeded: n)
     }
 
-    /// A cheap summary of a key's bytes: equal keys have equal fingerprints.
-    static func fingerprint(_ key: String) -> UInt64 {
-        let fingerprint = key.utf8.withContiguousStorageIfAvailable { bytes -> UInt64 in
-            let n = bytes.count
-            guard let start = bytes.baseAddress, n >= 8 else {
-                var packed = UInt64(truncatingIfNeeded: n) << 56
-                for i in 0..<n { packed |= UInt64(bytes[i]) << (8 * UInt64(i)) }
-                return packed
-            }
-            let head = UnsafeRawPointer(start).loadUnaligned(as: UInt64.self)
-            let tail = UnsafeRawPointer(start + (n - 8)).loadUnaligned(as: UInt64.self)
-            return head ^ (tail &* 0x9E37_79B9_7F4A_7C15) ^ UInt64(truncatingIfNeeded: n)
-        }
-        return fingerprint ?? UInt64(truncatingIfNeeded: key.utf8.count)
+    // MARK: - Errors (out of line, to keep the paths that succeed small)
+
+    @inline(never)
+    func failure(_ kind: JSONError.Kind, _ message: String) -> JSONError {
+        JSONError(kind, at: position, message)
+    }
+
+    @inline(never)
+    private func unexpected(_ expected: String) -> JSONError {
+        JSONError(.unexpectedCharacter, at: position, "\(ASCII.describe(base[position])) where \(expected) was expected")
+    }
+
+    @inline(never)
+    private func notClosed(_ container: String, openedAt open: Int) -> JSONError {
+        JSONError(.unexpectedEnd, at: position, "the \(container) opened at byte \(open) is not closed")
+    }
+
+    @inline(never)
+    private func tooMany(_ container: String, openedAt open: Int) -> JSONError {
+        JSONError(.tooManyMembers, at: position, "the \(container) at byte \(open) has more than \(limits.maxMembers) members")
+    }
+
+    @inline(never)
+    private func duplicate(_ key: String, at offset: Int) -> JSONError {
+        JSONError(.duplicateKey, at: offset, "the key \"\(key)\" appears twice in one object")
     }
 
     // MARK: - Small pieces
 
     private func checkDepth(_ depth: Int) throws(JSONError) {
         guard depth <= limits.maxDepth else {
-            throw JSONError(.tooDeep, at: position, "more than \(limits.maxDepth) arrays and objects are open here")
+            throw failure(.tooDeep, "more than \(limits.maxDepth) arrays and objects are open here")
         }
-    }
-
-    /// Reads one byte of a container's punctuation, or throws `unexpectedEnd`.
-    private mutating func nextByte(closing container: String, openedAt open: Int) throws(JSONError) -> UInt8 {
-        guard position < count else {
-            throw JSONError(.unexpectedEnd, at: position, "the \(container) opened at byte \(open) is not closed")
-        }
-        let byte = base[position]
-        position += 1
-        return byte
     }
 
     /// Consumes `true`, `false` or `null`, whose first letter is at `position`.

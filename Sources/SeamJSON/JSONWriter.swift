@@ -26,12 +26,12 @@ enum JSONWriter {
     private static func writeObject(_ object: JSONObject, into out: inout [UInt8]) {
         out.append(ASCII.openBrace)
         var first = true
-        for (key, value) in object {
+        for member in object.members {
             if !first { out.append(ASCII.comma) }
             first = false
-            writeString(key, into: &out)
+            writeString(member.key, into: &out)
             out.append(ASCII.colon)
-            write(value, into: &out)
+            write(member.value, into: &out)
         }
         out.append(ASCII.closeBrace)
     }

@@ -55,9 +55,10 @@ public enum Interfaces {
         # The models this broker serves, with their versions, hashes and entities.
         method Schema() -> (models: []object)
 
-        # The rows of an entity that match a predicate, in order.
+        # The rows of an entity that match a predicate, in order; or, given a uuid, that one row.
         method Fetch(
           entity: string,
+          uuid: ?string,
           predicate: ?string,
           parameters: ?object,
           sort: ?string,

@@ -24,9 +24,7 @@ public enum WireValues {
 
     /// The JSON object of a row.
     public static func encode(_ values: [String: AttributeValue], order: [String]) -> JSON {
-        var o = JSONObject()
-        for name in order { if let v = values[name] { o[name] = encode(v) } }
-        return .object(o)
+        .object(JSONObject(uniqueKeysWithValues: order.compactMap { name in values[name].map { (name, encode($0)) } }))
     }
 
     /// A wire value read as attribute type `type`, or a message saying why it cannot be.
@@ -88,7 +86,7 @@ extension JSON {
 
 /// RFC 3339 timestamps in UTC, without Foundation.
 public enum RFC3339 {
-    /// `2026-11-30T22:16:10.250000Z` (microseconds).
+    /// `2026-11-30T22:16:10.250000Z` (microseconds). Written byte by byte: dates are in every row.
     public static func format(_ seconds: Double) -> String {
         let micros = Int64((seconds * 1_000_000).rounded())
         var secs = micros / 1_000_000
@@ -98,8 +96,25 @@ public enum RFC3339 {
         var rem = secs % 86400
         if rem < 0 { rem += 86400; days -= 1 }
         let (y, m, d) = civil(days)
-        func pad(_ v: Int64, _ w: Int) -> String { let s = String(v); return String(repeating: "0", count: max(0, w - s.count)) + s }
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rem / 3600, 2)):\(pad(rem / 60 % 60, 2)):\(pad(rem % 60, 2)).\(pad(frac, 6))Z"
+        return String(unsafeUninitializedCapacity: 32) { buffer in
+            var i = 0
+            func put(_ v: Int64, _ width: Int) {
+                var v = v
+                var j = i + width - 1
+                while j >= i {
+                    buffer[j] = UInt8(48 + v % 10)
+                    v /= 10
+                    j -= 1
+                }
+                i += width
+            }
+            func char(_ c: UInt8) { buffer[i] = c; i += 1 }
+            if y < 0 || y > 9999 { put(0, 4) } else { put(y, 4) }
+            char(45); put(m, 2); char(45); put(d, 2); char(84)
+            put(rem / 3600, 2); char(58); put(rem / 60 % 60, 2); char(58); put(rem % 60, 2)
+            char(46); put(frac, 6); char(90)
+            return i
+        }
     }
 
     /// Unix seconds of an RFC 3339 timestamp (`Z` or `±hh:mm`), or nil.

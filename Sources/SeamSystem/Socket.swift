@@ -83,23 +83,19 @@ public enum UnixSocket {
         case closed
     }
 
-    /// Reads what is available into `buffer` (appending).
+    /// Reads what is available into `buffer` (appending), at most `max` bytes.
     public static func read(_ fd: Int32, into buffer: inout [UInt8], max: Int = 65536) throws(SystemError) -> ReadResult {
-        let start = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: max))
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + start, max) }
-            if n > 0 {
-                buffer.removeLast(max - n)
-                return .bytes(n)
+            var n = 0
+            let e: Int32 = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max) { scratch in
+                n = Glibc.read(fd, scratch.baseAddress, max)
+                if n > 0 { buffer.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[0..<n])) }
+                return n < 0 ? errno : 0
             }
-            let e = errno
-            buffer.removeLast(max)
+            if n > 0 { return .bytes(n) }
             if n == 0 { return .closed }
             switch e {
-            case EINTR:
-                buffer.append(contentsOf: repeatElement(0, count: max))
-                continue
+            case EINTR: continue
             case EAGAIN, EWOULDBLOCK: return .wouldBlock
             case ECONNRESET: return .closed
             default: throw SystemError("read", errno: e)

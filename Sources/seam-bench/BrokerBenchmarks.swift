@@ -41,7 +41,7 @@ enum BrokerBenchmarks {
         for i in 0..<roundTrips {
             let u = uuids[i % uuids.count]
             let t = Harness.now()
-            _ = try client.call("org.seam.Store.Fetch", ["entity": "Session", "predicate": "uuid == $u", "parameters": ["u": .string(u)]])
+            _ = try client.call("org.seam.Store.Fetch", ["entity": "Session", "uuid": .string(u)])
             seamTimes.append(Double(Harness.now() - t) / 1e9)
         }
 
@@ -66,8 +66,7 @@ enum BrokerBenchmarks {
             var i = 0
             return {
                 i += 1
-                _ = try c.call("org.seam.Store.Fetch", ["entity": "Session", "predicate": "uuid == $u",
-                                                         "parameters": ["u": .string(uuids[i % uuids.count])]])
+                _ = try c.call("org.seam.Store.Fetch", ["entity": "Session", "uuid": .string(uuids[i % uuids.count])])
             }
         }
         let redisRPS = try redis.map { r in try concurrent(clients: 50, seconds: 3) { try r.getter() } }
@@ -132,16 +131,20 @@ enum BrokerBenchmarks {
         return times
     }
 
-    /// Child mode: echo every byte received on one connection.
+    /// Child mode: echo every byte received, one connection after another.
     static func echo(_ path: String) throws {
         let listener = try UnixSocket.listen(path: path)
         UnixSocket.setNonBlocking(listener, false)
-        let fd = accept(listener, nil, nil)
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = read(fd, &buffer, buffer.count)
-            if n <= 0 { return }
-            try UnixSocket.writeAll(fd, Array(buffer[0..<n]))
+            let fd = accept(listener, nil, nil)
+            if fd < 0 { continue }
+            while true {
+                let n = read(fd, &buffer, buffer.count)
+                if n <= 0 { break }
+                try UnixSocket.writeAll(fd, Array(buffer[0..<n]))
+            }
+            close(fd)
         }
     }
 

@@ -2,12 +2,13 @@ import Foundation
 
 // seam-bench: the benchmarks behind `scripts/bench`. Each group prints a table.
 //
-//   seam-bench [GROUP …]      groups: query, store, context, broker (default: all)
+//   seam-bench [GROUP …]      groups: query, store, context, json, broker (default: all)
 
 let groups: [(name: String, run: () throws -> Void)] = [
     ("query", QueryBenchmarks.run),
     ("store", StoreBenchmarks.run),
     ("context", ContextBenchmarks.run),
+    ("json", JSONBenchmarks.run),
     ("broker", BrokerBenchmarks.run),
 ]
 

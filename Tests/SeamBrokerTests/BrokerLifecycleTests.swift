@@ -77,3 +77,69 @@ final class BrokerLifecycleTests: XCTestCase {
         XCTAssertGreaterThan(rss, 0)
     }
 }
+
+/// Socket activation, the per-uid limit and the typed client calls.
+final class BrokerActivationTests: XCTestCase {
+    /// systemd's way: a listening socket on fd 3, LISTEN_PID and LISTEN_FDS. Python plays systemd.
+    func testASocketPassedBySystemdIsServed() throws {
+        let temp = TemporaryDirectory("seam-activation")
+        let socket = "/tmp/seam-act-\(getpid()).sock"
+        defer { unlink(socket) }
+        let script = """
+            import os, socket, sys
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(sys.argv[1]); s.listen(16)
+            if s.fileno() != 3: os.dup2(s.fileno(), 3)
+            os.set_inheritable(3, True)
+            env = dict(os.environ, LISTEN_PID=str(os.getpid()), LISTEN_FDS="1")
+            os.execve(sys.argv[2], [sys.argv[2], "--data-dir", sys.argv[3], "--socket", "/nonexistent/ignored.sock"], env)
+            """
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        p.arguments = ["-c", script, socket, Executables.path("seamd"), temp.file("data")]
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer {
+            kill(p.processIdentifier, SIGTERM)
+            p.waitUntilExit()
+        }
+        var status: JSONObject?
+        for _ in 0..<200 where status == nil {
+            usleep(25_000)
+            status = try? SeamConnection.connect(path: socket).status()
+        }
+        XCTAssertEqual(status?["product"]?.stringValue, "seamd")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/nonexistent/ignored.sock"))
+    }
+
+    func testConnectionsPerUIDAreBounded() throws {
+        let broker = try BrokerProcess()
+        defer { broker.stop() }
+        var held: [RawClient] = []
+        for _ in 0..<512 { held.append(try RawClient(broker.socketPath)) }
+        usleep(200_000)
+        let refused = try RawClient(broker.socketPath)
+        XCTAssertEqual(refused.readFrame()?.contains("org.seam.Store.PermissionDenied"), true)
+        XCTAssertTrue(refused.isClosed(timeout: 5))
+        held.removeLast(10)
+        usleep(200_000)
+        XCTAssertNotNil(try SeamConnection.connect(path: broker.socketPath).status(), "room again once some close")
+    }
+
+    func testTypedClientCalls() throws {
+        let broker = try BrokerProcess()
+        defer { broker.stop() }
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        let (sequence, inserted) = try c.save([.insert(entity: "Timer", values: ["name": "Tea"]),
+                                               .insert(entity: "Timer", values: ["name": "Bread"])])
+        XCTAssertEqual(sequence, 1)
+        XCTAssertEqual(inserted.count, 2)
+        XCTAssertEqual(try c.fetch("Timer", sort: "name").compactMap { $0["name"]?.stringValue }, ["Bread", "Tea"])
+        XCTAssertEqual(try c.row("Timer", uuid: inserted[0])?["name"]?.stringValue, "Tea")
+        XCTAssertNil(try c.row("Timer", uuid: "00000000-0000-4000-8000-000000000000"))
+        XCTAssertEqual(try c.count("Timer", where: "name == $n", parameters: ["n": "Tea"]), 1)
+        try c.save([.update(entity: "Timer", uuid: inserted[1], values: ["name": "Rye"]), .delete(entity: "Timer", uuid: inserted[0])])
+        XCTAssertEqual(try c.fetch("Timer").compactMap { $0["name"]?.stringValue }, ["Rye"])
+    }
+}

@@ -37,6 +37,7 @@ final class JSONFuzzTests: XCTestCase {
             }
         }
         XCTAssertGreaterThan(decoded, iterations / 50, "the mutations should leave some documents valid")
+        print("JSONFuzzTests: \(iterations) mutated documents, \(decoded) decoded and round-tripped, the rest refused")
     }
 
     /// Decodes `input`, checking that an error names a byte inside it (or its end).
@@ -82,6 +83,7 @@ final class JSONFuzzTests: XCTestCase {
             if ours != "-" { accepted += 1 }
         }
         XCTAssertGreaterThan(accepted, 0)
+        print("JSONFuzzTests: \(inputs.count) mutated documents checked against Python, \(accepted) accepted by both")
     }
 
     private static func hex(_ bytes: [UInt8]) -> String {
