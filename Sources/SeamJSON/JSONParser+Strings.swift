@@ -147,10 +147,14 @@ extension JSONParser {
         }
     }
 
+    @inline(__always)
     private func checkStringLength(_ length: Int, openedAt open: Int) throws(JSONError) {
-        guard length <= limits.maxStringBytes else {
-            throw JSONError(.stringTooLong, at: open, "the string is \(length) bytes, more than \(limits.maxStringBytes)")
-        }
+        guard length <= limits.maxStringBytes else { throw stringTooLong(length, openedAt: open) }
+    }
+
+    @inline(never)
+    private func stringTooLong(_ length: Int, openedAt open: Int) -> JSONError {
+        JSONError(.stringTooLong, at: open, "the string is \(length) bytes, more than \(limits.maxStringBytes)")
     }
 
     @inline(never)

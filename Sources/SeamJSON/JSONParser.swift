@@ -17,7 +17,7 @@ struct JSONParser: ~Copyable {
     /// Members of the objects now open, innermost last.
     var members = ParseStack<JSONObject.Member>(capacity: 16)
     /// Key fingerprints of the objects now open, parallel to `members` while an object is small.
-    var fingerprints: [UInt64] = []
+    var fingerprints = ParseStack<UInt64>(capacity: 16)
 
     /// Parses `input` as one JSON text.
     ///
@@ -125,7 +125,7 @@ struct JSONParser: ~Copyable {
                 skipWhitespace()
             case ASCII.closeBrace:
                 position += 1
-                fingerprints.removeLast(fingerprints.count - firstFingerprint)
+                fingerprints.removeAll(from: firstFingerprint)
                 return .object(JSONObject(uncheckedMembers: members.popArray(from: first), index: index))
             default:
                 throw unexpected("',' or '}'")
@@ -157,7 +157,7 @@ struct JSONParser: ~Copyable {
             }
             slot += 1
         }
-        fingerprints.append(fingerprint)
+        fingerprints.push(fingerprint)
     }
 
     /// A cheap summary of a key's bytes: equal keys have equal fingerprints.

@@ -45,22 +45,13 @@ enum MigrationExecutor {
     ) throws(StoreError) -> MigrationReport {
         guard !plan.isEmpty else { return MigrationReport(configurations: [], rowsCopied: 0, backups: []) }
         let sources = Set(plan.files.flatMap(\.sources))
-        var counts: [String: Int] = [:]
         for configuration in sources {
             try foldWAL(layout.store(configuration))
         }
         var state = MigrationProgress(phase: .preparing, configuration: plan.files[0].configuration, entity: nil,
                                       rowsDone: 0, rowsTotal: 0, bytesWritten: 0)
-        for f in plan.files where f.method == .rebuild {
-            for c in f.copies {
-                let n = try count(table: c.sourceTable, in: layout.store(c.sourceConfiguration))
-                counts["\(f.configuration).\(c.entity)"] = n
-                state.rowsTotal += n
-            }
-        }
         progress(state)
-        state = try buildConcurrently(plan.files, layout: layout, options: options, counts: counts, start: state,
-                                      progress: progress)
+        state = try buildConcurrently(plan.files, layout: layout, options: options, start: state, progress: progress)
         state.phase = .swapping
         progress(state)
         let backups = try swap(plan.files.map(\.configuration), layout: layout)
@@ -73,7 +64,7 @@ enum MigrationExecutor {
     /// originals and writes only its own copy). Progress from the workers is gathered on a board
     /// and handed to `progress` on the calling thread. If any copy fails, every copy is removed.
     private static func buildConcurrently(
-        _ files: [MigrationPlan.FilePlan], layout: StoreLayout, options: MigrationOptions, counts: [String: Int],
+        _ files: [MigrationPlan.FilePlan], layout: StoreLayout, options: MigrationOptions,
         start: MigrationProgress, progress: Progress
     ) throws(StoreError) -> MigrationProgress {
         let board = ProgressBoard(start)
@@ -82,8 +73,9 @@ enum MigrationExecutor {
             DispatchQueue.global().async(group: group) {
                 var local = start
                 local.rowsDone = 0
+                local.rowsTotal = 0
                 do throws(StoreError) {
-                    try build(file, layout: layout, options: options, counts: counts, state: &local) {
+                    try build(file, layout: layout, options: options, state: &local) {
                         board.publish(file.configuration, $0)
                     }
                 } catch {
@@ -111,7 +103,7 @@ enum MigrationExecutor {
     // MARK: - Building one copy
 
     private static func build(
-        _ file: MigrationPlan.FilePlan, layout: StoreLayout, options: MigrationOptions, counts: [String: Int],
+        _ file: MigrationPlan.FilePlan, layout: StoreLayout, options: MigrationOptions,
         state: inout MigrationProgress, progress: Progress
     ) throws(StoreError) {
         let path = layout.copy(file.configuration)
@@ -131,9 +123,19 @@ enum MigrationExecutor {
             let own = layout.store(file.configuration)
             let attached = file.sources.union(FileSystem.exists(own) ? [file.configuration] : [])
             for configuration in attached.sorted() {
-                try db.run("ATTACH DATABASE ? AS \(SchemaSQL.quote(MigrationPlan.Copy.schemaName(configuration)))",
-                           [.string(Database.readOnlyURI(layout.store(configuration)))])
+                let name = SchemaSQL.quote(MigrationPlan.Copy.schemaName(configuration))
+                try db.run("ATTACH DATABASE ? AS \(name)", [.string(Database.readOnlyURI(layout.store(configuration)))])
             }
+            // Each thread counts its own sources (in parallel): the progress total, and what the
+            // copy must match.
+            var counts: [String: Int] = [:]
+            for copy in file.copies {
+                let source = "\(SchemaSQL.quote(MigrationPlan.Copy.schemaName(copy.sourceConfiguration))).\(SchemaSQL.quote(copy.sourceTable))"
+                let n = Int(try db.scalar("SELECT count(*) FROM \(source)").integerValue ?? 0)
+                counts["\(file.configuration).\(copy.entity)"] = n
+                state.rowsTotal += n
+            }
+            progress(state)
             try db.execute("BEGIN")
             for sql in file.createTables { try db.execute(sql) }
             var copied: [String: Int] = [:]
@@ -351,15 +353,6 @@ enum MigrationExecutor {
             throw StoreError(.database(error), path: path)
         }
     }
-
-    private static func count(table: String, in path: String) throws(StoreError) -> Int {
-        do {
-            let db = try Database(path: path, options: { var o = Database.Options(); o.readOnly = true; return o }())
-            return Int(try db.scalar("SELECT count(*) FROM \(SchemaSQL.quote(table))").integerValue ?? 0)
-        } catch {
-            throw StoreError(.database(error), path: path)
-        }
-    }
 }
 
 extension Database {
@@ -418,7 +411,7 @@ final class ProgressBoard: Sendable {
     var snapshot: MigrationProgress {
         state.withLock { s in
             var p = s.latest
-            p.rowsTotal = start.rowsTotal
+            p.rowsTotal = s.perFile.values.reduce(0) { $0 + $1.rowsTotal }
             p.rowsDone = s.perFile.values.reduce(0) { $0 + $1.rowsDone }
             p.bytesWritten = s.perFile.values.reduce(0) { $0 + $1.bytesWritten }
             return p

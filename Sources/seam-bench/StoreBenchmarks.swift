@@ -10,14 +10,14 @@ import SeamTimers
 /// the full-history migration to the current version, and a migration that only adds an
 /// attribute. Each migration runs in a child process so that its peak RSS is its own.
 enum StoreBenchmarks {
-    static let runs = 3
+    static let runs = 5
 
     static func run() throws {
         let rows = Int(ProcessInfo.processInfo.environment["SEAM_BENCH_ROWS"] ?? "") ?? 1_000_000
         let work = NSTemporaryDirectory() + "seam-bench-store-\(getpid())"
         try? FileManager.default.removeItem(atPath: work)
         defer { try? FileManager.default.removeItem(atPath: work) }
-        var table = BenchTable("Migration of \(rows) rows (median of \(runs))",
+        var table = BenchTable("Migration of \(rows) rows (medians of \(runs), each migration run next to a VACUUM INTO run)",
                                columns: ["operation", "time", "× VACUUM INTO", "peak RSS", "store size"])
 
         // The oldest release: six entities (Timer, Folder, Run, Setting, SyncToken, SyncRecord).
@@ -27,9 +27,8 @@ enum StoreBenchmarks {
         try FixtureWriter(schema: TimerApp.schema, versions: ["Timers": 1, "SyncMetadata": 1], rowsPerEntity: perEntity)
             .write(to: oldest)
         let oldestSize = size(oldest)
-        let vacuumOld = try vacuumInto(oldest, work: work)
+        let (vacuumOld, full) = try interleaved(oldest, work: work, mode: "timers")
         table.add(["VACUUM INTO (release-1 files)", Harness.duration(vacuumOld), "1.00×", "-", mb(oldestSize)])
-        let full = try migrations(from: oldest, work: work, mode: "timers")
         table.add(["full-history migration v1 → v4", Harness.duration(full.time), Harness.ratio(full.time, vacuumOld),
                    mb(full.peakRSS), mb(full.size)])
 
@@ -39,9 +38,8 @@ enum StoreBenchmarks {
         print("building \(perCurrent * 5) rows at release 4 …")
         try FixtureWriter(schema: TimerApp.schema, versions: ["Timers": 4, "SyncMetadata": 2], rowsPerEntity: perCurrent)
             .write(to: current)
-        let vacuumCurrent = try vacuumInto(current, work: work)
+        let (vacuumCurrent, add) = try interleaved(current, work: work, mode: "add-attribute")
         table.add(["VACUUM INTO (release-4 files)", Harness.duration(vacuumCurrent), "1.00×", "-", mb(size(current))])
-        let add = try migrations(from: current, work: work, mode: "add-attribute")
         table.add(["add-an-attribute migration", Harness.duration(add.time), Harness.ratio(add.time, vacuumCurrent),
                    mb(add.peakRSS), mb(add.size)])
         table.print()
@@ -66,6 +64,28 @@ enum StoreBenchmarks {
 
     struct Measured { var time: Double; var peakRSS: Int; var size: Int64 }
 
+    /// VACUUM INTO and the migration, alternated run by run, so that the machine's noise falls on
+    /// both alike; medians of each.
+    private static func interleaved(_ source: String, work: String, mode: String) throws -> (Double, Measured) {
+        var vacuums: [Double] = []
+        var migrations: [Double] = []
+        var peak = 0
+        var resultSize: Int64 = 0
+        for i in 0..<runs {
+            vacuums.append(try vacuumInto(source, work: work, runs: 1))
+            let dir = work + "/run-\(mode)-\(i)"
+            try copyDirectory(source, to: dir)
+            let start = Harness.now()
+            let (status, rss) = try spawnSelf(["__migrate", mode, dir])
+            migrations.append(Double(Harness.now() - start) / 1e9)
+            guard status == 0 else { throw BenchError("migration child exited with \(status)") }
+            peak = max(peak, rss)
+            resultSize = size(dir)
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+        return (Harness.median(vacuums), Measured(time: Harness.median(migrations), peakRSS: peak, size: resultSize))
+    }
+
     private static func migrations(from source: String, work: String, mode: String) throws -> Measured {
         var times: [Double] = []
         var peak = 0
@@ -84,7 +104,7 @@ enum StoreBenchmarks {
         return Measured(time: Harness.median(times), peakRSS: peak, size: resultSize)
     }
 
-    private static func vacuumInto(_ dir: String, work: String) throws -> Double {
+    private static func vacuumInto(_ dir: String, work: String, runs: Int) throws -> Double {
         var times: [Double] = []
         for i in 0..<runs {
             let out = work + "/vacuum-\(i)"
