@@ -47,14 +47,15 @@ extension JSON {
     /// order, only `"`, `\` and control characters escaped, doubles in their shortest round-trip
     /// form (`1.0`, `0.1`, `1e+16`) and non-finite doubles as `null`.
     public func encode(into bytes: inout [UInt8]) {
-        JSONWriter.write(self, into: &bytes)
+        var writer = JSONWriter()
+        writer.write(self)
+        writer.finish(appendingTo: &bytes)
     }
 
     /// The compact encoding of this value; see `encode(into:)`.
     public func encoded() -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(128)
-        JSONWriter.write(self, into: &bytes)
-        return bytes
+        var writer = JSONWriter()
+        writer.write(self)
+        return writer.finish()
     }
 }

@@ -223,20 +223,7 @@ enum QueryBenchmarks {
         return row
     }
 
-    /// SplitMix64: fast and reproducible (the system generator makes a system call per number).
-    struct SeededRandom: RandomNumberGenerator {
-        var state: UInt64
-
-        init(seed: UInt64) { state = seed }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    typealias SeededRandom = SplitMix64
 
     private static func insert(_ rows: [[String: AttributeValue]], into database: Database, _ session: Entity) throws {
         let names = session.attributes.map(\.name)

@@ -83,7 +83,7 @@ final class ProtocolTests: XCTestCase {
     /// either decodes or throws; nothing crashes.
     func testFuzzTheFrameAndMessageDecoders() {
         let iterations = Int(ProcessInfo.processInfo.environment["SEAM_FUZZ_ITERATIONS"] ?? "") ?? 5000
-        var g = SplitMix(seed: UInt64(ProcessInfo.processInfo.environment["SEAM_FUZZ_SEED"] ?? "") ?? 42)
+        var g = SplitMix64(seed: UInt64(ProcessInfo.processInfo.environment["SEAM_FUZZ_SEED"] ?? "") ?? 42)
         let seeds = [#"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session","predicate":"timerUUID == $t","parameters":{"t":"0f8fad5b-d9cb-469f-a165-70867728950e"}},"more":false,"id":17}"#,
                      #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Timer","values":{"name":"Tea","steps":[{"label":"a","seconds":5}]}}]}}"#,
                      #"{"parameters":{"rows":[{"uuid":"x","startedAt":"2026-11-30T22:16:10.250000Z"}]},"continues":true,"id":"q"}"#]
@@ -110,17 +110,5 @@ final class ProtocolTests: XCTestCase {
             }
         }
         print("protocol fuzz: \(iterations) inputs, \(decoded) decoded as JSON, \(calls) as calls")
-    }
-}
-
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
