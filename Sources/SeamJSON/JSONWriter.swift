@@ -93,7 +93,7 @@ struct JSONWriter: ~Copyable {
     private mutating func writeDouble(_ double: Double) {
         guard double.isFinite else { return appendWord("null") }
         let text = double.description
-        withUTF8(of: text) { digits in
+        Self.withUTF8(of: text) { digits in
             append(digits)
             // `description` already writes "1.0" and "1e+16"; this guards against a change in it.
             if !digits.contains(ASCII.dot) && !digits.contains(ASCII.lowerE) && !digits.contains(ASCII.upperE) {
@@ -105,7 +105,7 @@ struct JSONWriter: ~Copyable {
 
     /// A quoted string; escapes only `"`, `\` and control characters, as `\b \f \n \r \t` or `\u00xx`.
     mutating func writeString(_ string: String) {
-        withUTF8(of: string) { bytes in
+        Self.withUTF8(of: string) { bytes in
             reserve(bytes.count + 2)
             append(ASCII.quote)
             var runStart = 0
@@ -209,7 +209,7 @@ struct JSONWriter: ~Copyable {
 
     /// Calls `body` with the UTF-8 of `string`, without copying a native string.
     @inline(__always)
-    private func withUTF8<R>(of string: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    private static func withUTF8<R>(of string: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         if let result = string.utf8.withContiguousStorageIfAvailable(body) { return result }
         var copy = string  // a bridged string: make it native
         return copy.withUTF8(body)
