@@ -12,7 +12,9 @@ extension JSON {
     /// A byte-order mark is not white space and is refused too.
     ///
     /// - Complexity: O(n) in the input, plus hashing for objects of more than 32 members.
-    public static func decode(_ bytes: UnsafeRawBufferPointer, limits: JSONLimits = .default) throws(JSONError) -> JSON {
+    public static func decode(
+        _ bytes: UnsafeRawBufferPointer, limits: JSONLimits = .default
+    ) throws(JSONError) -> JSON {
         try JSONParser.parse(bytes, limits: limits)
     }
 

@@ -102,13 +102,25 @@ extension JSON: Hashable {
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0 as UInt8)
-        case .bool(let value): hasher.combine(1 as UInt8); hasher.combine(value)
-        case .integer(let value): hasher.combine(2 as UInt8); hasher.combine(value)
-        case .double(let value): hasher.combine(3 as UInt8); hasher.combine(value)
+        case .bool(let value):
+            hasher.combine(1 as UInt8)
+            hasher.combine(value)
+        case .integer(let value):
+            hasher.combine(2 as UInt8)
+            hasher.combine(value)
+        case .double(let value):
+            hasher.combine(3 as UInt8)
+            hasher.combine(value)
         // String's hash agrees with byte equality: byte-equal strings are canonically equal too.
-        case .string(let value): hasher.combine(4 as UInt8); hasher.combine(value)
-        case .array(let value): hasher.combine(5 as UInt8); hasher.combine(value)
-        case .object(let value): hasher.combine(6 as UInt8); hasher.combine(value)
+        case .string(let value):
+            hasher.combine(4 as UInt8)
+            hasher.combine(value)
+        case .array(let value):
+            hasher.combine(5 as UInt8)
+            hasher.combine(value)
+        case .object(let value):
+            hasher.combine(6 as UInt8)
+            hasher.combine(value)
         }
     }
 }

@@ -11,9 +11,10 @@ public struct JSONObject: Sendable {
     public typealias Key = String
     public typealias Value = JSON
 
-    /// The member count above which an object keeps a hash index. Measured on this kind of
-    /// machine: a hashed lookup costs about as much as scanning 6 keys, but building the index
-    /// costs one hash per key plus an allocation, which a decoded message rarely earns back.
+    /// The member count above which an object keeps a hash index. Measured here (`seam-bench
+    /// json`): a scan costs 40–50 ns per lookup up to 14 members and 130 ns at 32, a hashed lookup
+    /// about 40 ns, but building the index costs about 60 ns per member, so the index pays only
+    /// when most keys of a large object are looked up; the broker reads a few keys of each message.
     static let indexThreshold = 32
 
     /// A member as stored: a struct rather than the `Element` tuple, whose destruction goes

@@ -25,7 +25,9 @@ extension JSONParser {
         if i < count, base[i] == ASCII.dot {
             isInteger = false
             i += 1
-            guard i < count, isDigit(base[i]) else { throw invalidNumber(at: start, "a '.' must be followed by a digit") }
+            guard i < count, isDigit(base[i]) else {
+                throw invalidNumber(at: start, "a '.' must be followed by a digit")
+            }
             while i < count, isDigit(base[i]) {
                 digits.add(base[i] &- ASCII.zero, inFraction: true)
                 i += 1
@@ -41,7 +43,9 @@ extension JSONParser {
     }
 
     /// Parses the exponent whose `e` is at `e` and returns the offset after it.
-    private func parseExponent(after e: Int, numberStart: Int, into digits: inout DecimalDigits) throws(JSONError) -> Int {
+    private func parseExponent(
+        after e: Int, numberStart: Int, into digits: inout DecimalDigits
+    ) throws(JSONError) -> Int {
         var i = e + 1
         var negative = false
         if i < count, base[i] == ASCII.plus || base[i] == ASCII.minus {

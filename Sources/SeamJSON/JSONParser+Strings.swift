@@ -41,11 +41,16 @@ extension JSONParser {
     }
 
     /// The slow path of `scanString`, from the first backslash on.
-    private mutating func scanEscapedString(openedAt open: Int, firstEscape: Int) throws(JSONError) -> UnsafeBufferPointer<UInt8> {
+    private mutating func scanEscapedString(
+        openedAt open: Int, firstEscape: Int
+    ) throws(JSONError) -> UnsafeBufferPointer<UInt8> {
         scratch.removeAll()
-        scratch.push(contentsOf: UnsafeBufferPointer(start: base + open + 1, count: firstEscape - open - 1))
-        var i = firstEscape
+        var i = open + 1
         while i < count {
+            let runEnd = i == firstEscape ? i : skipPlainASCII(from: i)
+            scratch.push(contentsOf: UnsafeBufferPointer(start: base + i, count: runEnd - i))
+            i = runEnd
+            guard i < count else { break }
             let byte = base[i]
             if byte == ASCII.quote {
                 try checkStringLength(scratch.count, openedAt: open)
@@ -98,7 +103,8 @@ extension JSONParser {
                 low = try hexQuad(at: i + 6)
             }
             guard let low, (0xDC00...0xDFFF).contains(low) else {
-                throw JSONError(.unpairedSurrogate, at: i, "the high surrogate \\u\(hex(unit)) is not followed by a low surrogate")
+                throw JSONError(
+                    .unpairedSurrogate, at: i, "the high surrogate \\u\(hex(unit)) is not followed by a low surrogate")
             }
             appendUTF8(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
             return i + 12
@@ -114,7 +120,9 @@ extension JSONParser {
     private func hexQuad(at i: Int) throws(JSONError) -> UInt32 {
         var unit: UInt32 = 0
         for k in 2..<6 {
-            guard i + k < count else { throw JSONError(.unexpectedEnd, at: count, "the input ends inside a \\u escape") }
+            guard i + k < count else {
+                throw JSONError(.unexpectedEnd, at: count, "the input ends inside a \\u escape")
+            }
             guard let digit = ASCII.hexValue(base[i + k]) else {
                 throw JSONError(.invalidEscape, at: i, "\\u must be followed by four hex digits")
             }

@@ -24,7 +24,8 @@ struct JSONParser: ~Copyable {
     /// - Throws: `JSONError` naming the first problem and its byte offset.
     static func parse(_ input: UnsafeRawBufferPointer, limits: JSONLimits) throws(JSONError) -> JSON {
         guard input.count <= limits.maxBytes else {
-            throw JSONError(.tooLarge, at: limits.maxBytes, "the input is \(input.count) bytes, more than \(limits.maxBytes)")
+            throw JSONError(
+                .tooLarge, at: limits.maxBytes, "the input is \(input.count) bytes, more than \(limits.maxBytes)")
         }
         guard let start = input.baseAddress, input.count > 0 else {
             throw JSONError(.unexpectedEnd, at: 0, "the input is empty")
@@ -52,9 +53,15 @@ struct JSONParser: ~Copyable {
         case ASCII.openBrace: return try parseObject(depth: depth + 1)
         case ASCII.openBracket: return try parseArray(depth: depth + 1)
         case ASCII.minus, ASCII.zero...ASCII.nine: return try parseNumber()
-        case UInt8(ascii: "t"): try expectWord("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectWord("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectWord("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectWord("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectWord("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectWord("null")
+            return .null
         default: throw unexpected("a value")
         }
     }
@@ -107,7 +114,8 @@ struct JSONParser: ~Copyable {
             guard base[position] == ASCII.quote else { throw unexpected("a string key") }
             let keyOffset = position
             let (key, fingerprint) = try parseKey()
-            try checkNewKey(key, fingerprint, at: keyOffset, first: first, firstFingerprint: firstFingerprint, index: &index)
+            try checkNewKey(
+                key, fingerprint, at: keyOffset, first: first, firstFingerprint: firstFingerprint, index: &index)
             skipWhitespace()
             guard position < count else { throw notClosed("object", openedAt: open) }
             guard base[position] == ASCII.colon else { throw unexpected("':'") }
@@ -183,7 +191,8 @@ struct JSONParser: ~Copyable {
 
     @inline(never)
     private func unexpected(_ expected: String) -> JSONError {
-        JSONError(.unexpectedCharacter, at: position, "\(ASCII.describe(base[position])) where \(expected) was expected")
+        JSONError(
+            .unexpectedCharacter, at: position, "\(ASCII.describe(base[position])) where \(expected) was expected")
     }
 
     @inline(never)
@@ -193,12 +202,15 @@ struct JSONParser: ~Copyable {
 
     @inline(never)
     private func tooMany(_ container: String, openedAt open: Int) -> JSONError {
-        JSONError(.tooManyMembers, at: position, "the \(container) at byte \(open) has more than \(limits.maxMembers) members")
+        JSONError(
+            .tooManyMembers, at: position, "the \(container) at byte \(open) has more than \(limits.maxMembers) members"
+        )
     }
 
     @inline(never)
     private func duplicate(_ key: String, at offset: Int) -> JSONError {
-        JSONError(.duplicateKey, at: offset, "the key \"\(key)\" appears twice in one object")
+        let shown = key.utf8.count <= 64 ? key : String(key.prefix(32)) + "…"
+        return JSONError(.duplicateKey, at: offset, "the key \(JSON.string(shown)) appears twice in one object")
     }
 
     // MARK: - Small pieces

@@ -5,7 +5,9 @@ import XCTest
 final class JSONDecodingTests: XCTestCase {
     // MARK: - Helpers
 
-    private func decode(_ text: String, limits: JSONLimits = .default, file: StaticString = #filePath, line: UInt = #line) -> JSON? {
+    private func decode(
+        _ text: String, limits: JSONLimits = .default, file: StaticString = #filePath, line: UInt = #line
+    ) -> JSON? {
         do { return try JSON.decode(text, limits: limits) } catch {
             XCTFail("\(text.debugDescription): \(error)", file: file, line: line)
             return nil
@@ -18,10 +20,16 @@ final class JSONDecodingTests: XCTestCase {
     ) {
         do {
             let value = try JSON.decode(bytes, limits: limits)
-            XCTFail("\(String(decoding: bytes, as: UTF8.self).debugDescription) decoded as \(value)", file: file, line: line)
+            XCTFail(
+                "\(String(decoding: bytes, as: UTF8.self).debugDescription) decoded as \(value)", file: file, line: line
+            )
         } catch {
-            XCTAssertEqual(error.kind, kind, "\(String(decoding: bytes, as: UTF8.self).debugDescription): \(error)", file: file, line: line)
-            XCTAssertEqual(error.offset, offset, "\(String(decoding: bytes, as: UTF8.self).debugDescription): \(error)", file: file, line: line)
+            XCTAssertEqual(
+                error.kind, kind, "\(String(decoding: bytes, as: UTF8.self).debugDescription): \(error)", file: file,
+                line: line)
+            XCTAssertEqual(
+                error.offset, offset, "\(String(decoding: bytes, as: UTF8.self).debugDescription): \(error)",
+                file: file, line: line)
             XCTAssertTrue(error.description.contains("at byte \(error.offset)"), file: file, line: line)
         }
     }
@@ -46,13 +54,26 @@ final class JSONDecodingTests: XCTestCase {
         XCTAssertEqual(decode(#"[1,"a",[true,null],{"k":{}}]"#), [1, "a", [true, nil], ["k": .object([:])]])
     }
 
+    /// Containers of every size up to well past the parser's initial stack capacity, nested.
+    func testNestedContainersOfManySizes() throws {
+        let value = JSON.array(
+            (0..<40).map { n in
+                n % 2 == 0
+                    ? .array((0..<n).map { .integer(Int64($0)) })
+                    : .object(
+                        JSONObject(uniqueKeysWithValues: (0..<n).map { ("k\($0)", JSON.array([.integer(Int64($0))])) }))
+            })
+        XCTAssertEqual(try JSON.decode(value.encoded()), value)
+    }
+
     func testWhitespaceAroundEverything() {
         let text = " \t\n\r[ 1 ,\n{ \"a\" :\t2 } , [ ] , { } ]\r\n "
         XCTAssertEqual(decode(text), [1, ["a": 2], [], .object([:])])
     }
 
     func testAVarlinkCall() throws {
-        let text = #"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session","predicate":"timerUUID == $t","parameters":{"t":"1b4e28ba-2fa1-11d2-883f-0016d3cca427"}},"more":false,"id":17}"#
+        let text =
+            #"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session","predicate":"timerUUID == $t","parameters":{"t":"1b4e28ba-2fa1-11d2-883f-0016d3cca427"}},"more":false,"id":17}"#
         let call = try JSON.decode(text)
         XCTAssertEqual(call["method"]?.stringValue, "org.seam.Store.Fetch")
         XCTAssertEqual(call["parameters"]?["parameters"]?["t"]?.stringValue, "1b4e28ba-2fa1-11d2-883f-0016d3cca427")
@@ -154,6 +175,10 @@ final class JSONDecodingTests: XCTestCase {
         XCTAssertEqual(decode(#""\"\\\/\b\f\n\r\t""#), .string("\"\\/\u{08}\u{0C}\n\r\t"))
         XCTAssertEqual(decode(#""\u0000\u001f\u0041\u00e9\u00E9\u20AC""#), .string("\u{0}\u{1F}A\u{E9}\u{E9}\u{20AC}"))
         XCTAssertEqual(decode(#""a\u0062c""#), .string("abc"))
+        let runs = String(repeating: "a", count: 20) + "\\n" + String(repeating: "b", count: 20) + "\\u00e9\u{E9}/"
+        XCTAssertEqual(
+            decode("\"" + runs + "\""),
+            .string(String(repeating: "a", count: 20) + "\n" + String(repeating: "b", count: 20) + "\u{E9}\u{E9}/"))
         XCTAssertEqual(decode("\"caf\u{E9} \\n \u{1F600}\""), .string("caf\u{E9} \n \u{1F600}"))
         assertRefused(#""\x""#, .invalidEscape, at: 1)
         assertRefused(#""ab\'""#, .invalidEscape, at: 3)

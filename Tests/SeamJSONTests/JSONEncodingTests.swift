@@ -66,6 +66,17 @@ final class JSONEncodingTests: XCTestCase {
         }
     }
 
+    /// Output well past the writer's initial capacity, in one string and in many small values.
+    func testLargeOutput() throws {
+        let text = String(repeating: "0123456789abcdef\u{E9}\n", count: 1000)
+        XCTAssertEqual(try JSON.decode(JSON.string(text).encoded()), .string(text))
+        let numbers = JSON.array((0..<5000).map { .integer(Int64($0) * 1_000_003 - 2_500_000_000) })
+        XCTAssertEqual(try JSON.decode(numbers.encoded()), numbers)
+        var appended = Array("x".utf8)
+        numbers.encode(into: &appended)
+        XCTAssertEqual(appended.count, numbers.encoded().count + 1)
+    }
+
     func testRoundTrips() throws {
         let values: [JSON] = [
             nil, true, false, 0, -1, .integer(.min), .integer(.max), 0.5, -1e-300, "", "\u{0}", "é\u{1F600}",

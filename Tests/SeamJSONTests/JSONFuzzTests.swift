@@ -73,7 +73,8 @@ final class JSONFuzzTests: XCTestCase {
         try python.run()
         python.waitUntilExit()
         XCTAssertEqual(python.terminationStatus, 0)
-        let answers = try String(contentsOf: outputFile, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        let answers = try String(contentsOf: outputFile, encoding: .utf8).split(
+            separator: "\n", omittingEmptySubsequences: false)
         XCTAssertEqual(answers.count, inputs.count)
 
         var accepted = 0

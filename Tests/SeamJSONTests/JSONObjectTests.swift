@@ -42,7 +42,8 @@ final class JSONObjectTests: XCTestCase {
         XCTAssertEqual(Array(object.keys), ["k1", "k3", "k5"])
         XCTAssertEqual(object["k3"], 3)
 
-        let decoded = try XCTUnwrap(JSON.decode("{" + (0..<50).map { "\"m\($0)\":\($0)" }.joined(separator: ",") + "}").objectValue)
+        let decoded = try XCTUnwrap(
+            JSON.decode("{" + (0..<50).map { "\"m\($0)\":\($0)" }.joined(separator: ",") + "}").objectValue)
         XCTAssertEqual(decoded["m49"], 49)
         XCTAssertEqual(decoded["m0"], 0)
         XCTAssertNil(decoded["m50"])

@@ -15,10 +15,14 @@ struct RandomDocuments {
     ]
 
     /// Bytes that steer mutations towards the parser's edges.
-    static let interesting: [[UInt8]] = [
-        "\"", "\\", "\\u", "\\uD800", "\\uDC00", "\\ud83d\\ude00", "{", "}", "[", "]", ",", ":", "-", "0", "01",
-        ".", "e", "E+", "1e400", "9223372036854775808", "true", "null", " ", "\n",
-    ].map { Array($0.utf8) } + [[0x00], [0x1F], [0x7F], [0x80], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xFF], [0xE2, 0x82]]
+    static let interesting: [[UInt8]] =
+        [
+            "\"", "\\", "\\u", "\\uD800", "\\uDC00", "\\ud83d\\ude00", "{", "}", "[", "]", ",", ":", "-", "0", "01",
+            ".", "e", "E+", "1e400", "9223372036854775808", "true", "null", " ", "\n",
+        ].map { Array($0.utf8) } + [
+            [0x00], [0x1F], [0x7F], [0x80], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xFF],
+            [0xE2, 0x82],
+        ]
 
     init(seed: UInt64) { random = SplitMix64(seed: seed) }
 
