@@ -182,14 +182,7 @@ public final class Context {
     func readRow(_ e: Entity, uuid: String, from db: Database, handle: StoreHandle?) throws(ContextError) -> Row? {
         let columns = e.attributes
         do {
-            let s: Statement
-            if let cached = handle?.rowByUUID[e.name] {
-                s = cached
-            } else {
-                s = try db.prepare("SELECT " + columns.map { SchemaSQL.quote($0.name) }.joined(separator: ", ")
-                                   + " FROM \(SchemaSQL.quote(e.name)) WHERE \"uuid\" = ?")
-                handle?.rowByUUID[e.name] = s
-            }
+            let s = try rowStatement(e, handle: handle, db: db)
             try s.bind(.string(uuid), at: 1)
             defer { s.reset() }
             guard try s.step() else { return nil }
