@@ -6,8 +6,9 @@ import SeamStore
 import SeamSystem
 
 extension Broker {
-    /// Answers one call. Every error becomes a varlink error reply; nothing here throws.
-    func dispatch(_ call: Call, from c: Connection) -> Reply {
+    /// Answers one call with its reply frame. Every error becomes a varlink error reply; nothing
+    /// here throws. Fetch writes its rows straight into the frame; the rest build parameters.
+    func dispatch(_ call: Call, from c: Connection) -> [UInt8] {
         let result: Result<JSONObject, VarlinkError>
         switch call.interface {
         case "org.varlink.service":
@@ -20,7 +21,7 @@ extension Broker {
             switch call.member {
             case "Hello": result = hello(call.parameters, c)
             case "Schema": result = .success(schemaInfo())
-            case "Fetch": result = fetch(call.parameters)
+            case "Fetch": return fetch(call.parameters, id: call.id)
             case "Count": result = count(call.parameters)
             case "Save": result = save(call.parameters, c)
             case "Status": result = .success(status())
@@ -30,8 +31,8 @@ extension Broker {
             result = .failure(.interfaceNotFound(call.interface))
         }
         switch result {
-        case .success(let parameters): return Reply(parameters: parameters, id: call.id)
-        case .failure(let error): return Reply(error, id: call.id)
+        case .success(let parameters): return Reply(parameters: parameters, id: call.id).frame()
+        case .failure(let error): return Reply(error, id: call.id).frame()
         }
     }
 
@@ -165,39 +166,55 @@ extension Broker {
         return .success(r)
     }
 
-    func fetch(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
-        if let uuid = p["uuid"] { return fetchOne(p, uuid) }
+    /// `Fetch`: the rows are written from the store straight into the reply's bytes.
+    func fetch(_ p: JSONObject, id: JSON?) -> [UInt8] {
+        if let uuid = p["uuid"] { return fetchOne(p, uuid, id: id) }
         let r: FetchRequest
         switch request(p) {
         case .success(let x): r = x
-        case .failure(let e): return .failure(e)
+        case .failure(let e): return Reply(e, id: id).frame()
         }
-        do {
-            let rows = try context.fetch(r)
-            let order = r.attributes.map { [Entity.identity] + $0.filter { $0 != Entity.identity } }
-                ?? context.schema.entity(r.entity)!.entity.attributes.map(\.name)
-            return .success(["rows": .array(rows.map { WireValues.encode($0.values, order: order) }), "sequence": .integer(context.sequence)])
-        } catch {
-            return .failure(Self.varlink(error))
+        let rows: [Row]
+        do { rows = try context.fetch(r) } catch { return Reply(Self.varlink(error), id: id).frame() }
+        let order = r.attributes.map { [Entity.identity] + $0.filter { $0 != Entity.identity } }
+            ?? context.schema.entity(r.entity)!.entity.attributes.map(\.name)
+        let sequence = context.sequence
+        return Reply.frame(id: id, capacity: 256 + rows.count * 64 * order.count) { w in
+            w.key("rows")
+            w.beginArray()
+            for row in rows {
+                w.beginObject()
+                for name in order {
+                    guard let v = row.values[name] else { continue }
+                    w.key(name)
+                    WireValues.write(v, into: &w)
+                }
+                w.endObject()
+            }
+            w.endArray()
+            w.key("sequence")
+            w.integer(sequence)
         }
     }
 
     /// `Fetch(entity, uuid)`: the one row with that uuid (or none), by the primary key.
-    private func fetchOne(_ p: JSONObject, _ uuid: JSON) -> Result<JSONObject, VarlinkError> {
-        guard let u = uuid.stringValue else { return .failure(.invalidParameter("uuid")) }
+    private func fetchOne(_ p: JSONObject, _ uuid: JSON, id: JSON?) -> [UInt8] {
+        guard let u = uuid.stringValue else { return Reply(.invalidParameter("uuid"), id: id).frame() }
         let e: Entity
         switch entity(p) {
         case .success(let x): e = x
-        case .failure(let err): return .failure(err)
+        case .failure(let err): return Reply(err, id: id).frame()
         }
-        do {
-            guard let row = try context.rowValues(e.name, u) else {
-                return .success(["rows": .array([]), "sequence": .integer(context.sequence)])
-            }
-            let members = zip(row.attributes, row.values).map { ($0.name, WireValues.encode($1)) }
-            return .success(["rows": .array([.object(JSONObject(uniqueKeysWithValues: members))]), "sequence": .integer(context.sequence)])
-        } catch {
-            return .failure(Self.varlink(error))
+        let row: (attributes: [Attribute], values: [AttributeValue])?
+        do { row = try context.rowValues(e.name, u) } catch { return Reply(Self.varlink(error), id: id).frame() }
+        let sequence = context.sequence
+        return Reply.frame(id: id) { w in
+            w.key("rows")
+            w.beginArray()
+            if let row { WireValues.writeRow(row.attributes, row.values, into: &w) }
+            w.endArray()
+            w.key("sequence")
+            w.integer(sequence)
         }
     }
 

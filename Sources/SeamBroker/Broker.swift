@@ -33,6 +33,8 @@ public final class Broker {
     var connections: [Int32: Connection] = [:]
     var nextConnectionID = 0
     var stopping = false
+    /// Where every read lands before its bytes join a connection's frame decoder (one thread: one buffer).
+    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
     public private(set) var exitStatus: Int32 = 0
 
     /// Takes the store directory's lock, opens (creating or migrating) the stores, and listens.
@@ -69,6 +71,8 @@ public final class Broker {
             ownsSocketFile = true
         }
     }
+
+    deinit { scratch.deallocate() }
 
     /// Serves until SIGTERM or SIGINT, then shuts down cleanly.
     public func run() throws(BrokerError) {
@@ -149,11 +153,9 @@ public final class Broker {
     /// Reads once per readiness event: level-triggered epoll reports the socket again if more
     /// is waiting, so a second read that would only say "nothing yet" is saved.
     private func read(_ c: Connection) {
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(16384)
         if !c.closed {
             let result: UnixSocket.ReadResult
-            do { result = try UnixSocket.read(c.fd, into: &buffer) } catch {
+            do { result = try UnixSocket.read(c.fd, into: scratch) } catch {
                 log.debug("\(c.label): \(error)")
                 close(c)
                 return
@@ -165,8 +167,8 @@ public final class Broker {
                 return
             case .wouldBlock:
                 return
-            case .bytes:
-                c.decoder.append(buffer)
+            case .bytes(let n):
+                c.decoder.append(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
                 processFrames(c)
             }
         }
@@ -201,13 +203,15 @@ public final class Broker {
                 continue
             }
             let reply = dispatch(call, from: c)
-            if !call.oneway { send(reply, to: c) }
+            if !call.oneway { send(frame: reply, to: c) }
         }
     }
 
-    func send(_ reply: Reply, to c: Connection) {
+    func send(_ reply: Reply, to c: Connection) { send(frame: reply.frame(), to: c) }
+
+    func send(frame: [UInt8], to c: Connection) {
         guard !c.closed else { return }
-        c.enqueue(reply.frame())
+        c.enqueue(frame)
         if c.pendingOutput > Limits.maxOutboxBytes {
             log.warning("\(c.label) reads too slowly (\(c.pendingOutput) bytes queued); closing it")
             close(c)

@@ -68,7 +68,7 @@ struct JSONWriter: ~Copyable {
 
     // MARK: - Scalars
 
-    private mutating func writeInteger(_ integer: Int64) {
+    mutating func writeInteger(_ integer: Int64) {
         reserve(20)
         if integer < 0 { append(ASCII.minus) }
         var magnitude = integer.magnitude
@@ -90,7 +90,7 @@ struct JSONWriter: ~Copyable {
     /// The shortest text that reads back as the same double (Swift's `description`), with `.0`
     /// kept on integral values so that the double stays a double. Non-finite values, which JSON
     /// cannot express, become `null`.
-    private mutating func writeDouble(_ double: Double) {
+    mutating func writeDouble(_ double: Double) {
         guard double.isFinite else { return appendWord("null") }
         let text = double.description
         Self.withUTF8(of: text) { digits in
@@ -174,7 +174,7 @@ struct JSONWriter: ~Copyable {
     // MARK: - Bytes
 
     @inline(__always)
-    private mutating func append(_ byte: UInt8) {
+    mutating func append(_ byte: UInt8) {
         if count == capacity { grow(toHold: count + 1) }
         storage[count] = byte
         count += 1
@@ -188,7 +188,7 @@ struct JSONWriter: ~Copyable {
         count += bytes.count
     }
 
-    private mutating func appendWord(_ word: StaticString) {
+    mutating func appendWord(_ word: StaticString) {
         append(UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount))
     }
 

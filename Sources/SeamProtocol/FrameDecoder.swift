@@ -17,12 +17,23 @@ public struct FrameDecoder: Sendable {
     public init(maxFrameBytes: Int = Limits.maxFrameBytes) { self.maxFrameBytes = maxFrameBytes }
 
     public mutating func append(_ bytes: some Collection<UInt8>) {
+        compact()
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Appends bytes read into a scratch buffer (the broker's path: no generic, one copy).
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        compact()
+        buffer.append(contentsOf: bytes.bindMemory(to: UInt8.self))
+    }
+
+    /// Drops the consumed bytes once every frame in the buffer has been handed out.
+    private mutating func compact() {
         if start > 0 && start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             start = 0
             scanned = 0
         }
-        buffer.append(contentsOf: bytes)
     }
 
     /// The next complete frame (without its NUL), or nil when more bytes are needed.

@@ -115,3 +115,29 @@ public struct Reply: Sendable {
         return out
     }
 }
+
+extension Reply {
+    /// A successful reply written straight to its frame, without building its parameters as a
+    /// `JSON` value: `body` writes the members of the parameters object. The bytes are the ones
+    /// `Reply(parameters:continues:id:).frame()` would give for the same parameters.
+    public static func frame(id: JSON?, continues: Bool = false, capacity: Int = 512,
+                             parameters body: (inout JSONStreamWriter) -> Void) -> [UInt8] {
+        var w = JSONStreamWriter(capacity: capacity)
+        w.beginObject()
+        w.key("parameters")
+        w.beginObject()
+        body(&w)
+        w.endObject()
+        if continues {
+            w.key("continues")
+            w.bool(true)
+        }
+        if let id {
+            w.key("id")
+            w.value(id)
+        }
+        w.endObject()
+        w.appendTerminator(0)
+        return w.finish()
+    }
+}

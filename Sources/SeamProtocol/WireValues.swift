@@ -22,6 +22,29 @@ public enum WireValues {
         }
     }
 
+    /// Writes `value` as `encode(_:)` would, straight into a stream.
+    public static func write(_ value: AttributeValue, into w: inout JSONStreamWriter) {
+        switch value {
+        case .null: w.null()
+        case .string(let s), .uuid(let s): w.string(s)
+        case .integer(let i): w.integer(i)
+        case .double(let d): w.double(d)
+        case .bool(let b): w.bool(b)
+        case .date(let d): w.string(RFC3339.format(d))
+        case .binary, .json: w.value(encode(value))
+        }
+    }
+
+    /// Writes one row as a JSON object, members in the order of `attributes`.
+    public static func writeRow(_ attributes: [Attribute], _ values: [AttributeValue], into w: inout JSONStreamWriter) {
+        w.beginObject()
+        for i in 0..<min(attributes.count, values.count) {
+            w.key(attributes[i].name)
+            write(values[i], into: &w)
+        }
+        w.endObject()
+    }
+
     /// The JSON object of a row.
     public static func encode(_ values: [String: AttributeValue], order: [String]) -> JSON {
         .object(JSONObject(uniqueKeysWithValues: order.compactMap { name in values[name].map { (name, encode($0)) } }))

@@ -101,7 +101,7 @@ public enum SaveJournal {
         guard let db = try? Database(path: path, options: o),
               (try? db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'seam_intent'").integerValue) == 1
         else { return false }
-        return ((try? db.scalar("SELECT count(*) FROM seam_intent").integerValue) ?? 0) ?? 0 > 0
+        return ((try? db.scalar("SELECT count(*) FROM seam_intent").integerValue) ?? 0) > 0
     }
 
     // MARK: - Encoding

@@ -103,6 +103,21 @@ public enum UnixSocket {
         }
     }
 
+    /// Reads what is available into `scratch`; `.bytes(n)` says how many of its first bytes are new.
+    public static func read(_ fd: Int32, into scratch: UnsafeMutableRawBufferPointer) throws(SystemError) -> ReadResult {
+        while true {
+            let n = Glibc.read(fd, scratch.baseAddress, scratch.count)
+            if n > 0 { return .bytes(n) }
+            if n == 0 { return .closed }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case ECONNRESET: return .closed
+            default: throw SystemError("read", errno: errno)
+            }
+        }
+    }
+
     /// Writes as much of `bytes[offset...]` as the socket takes now; returns how much it took.
     public static func write(_ fd: Int32, _ bytes: [UInt8], from offset: Int) throws(SystemError) -> Int {
         while true {

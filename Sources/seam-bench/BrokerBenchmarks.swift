@@ -45,6 +45,10 @@ enum BrokerBenchmarks {
             seamTimes.append(Double(Harness.now() - t) / 1e9)
         }
 
+        // The same fetches from a raw client, as minimal as the Redis one: the request bytes made
+        // beforehand, the reply read up to its NUL and checked to hold a row, nothing decoded.
+        let rawTimes = try rawFetches(socket: socket, uuids: uuids)
+
         // The floor: a ping-pong with an echoing child process.
         let floorTimes = try pingPong(work: work)
 
@@ -57,8 +61,12 @@ enum BrokerBenchmarks {
         func r(_ a: [Double], _ b: [Double], _ q: Double) -> String {
             b.isEmpty ? "n/a" : Harness.ratio(Harness.percentile(a, q), Harness.percentile(b, q))
         }
-        table.add(["fetch by uuid round trip p50", p(seamTimes, 0.5), p(floorTimes, 0.5), p(redisTimes, 0.5), r(seamTimes, redisTimes, 0.5)])
-        table.add(["fetch by uuid round trip p99", p(seamTimes, 0.99), p(floorTimes, 0.99), p(redisTimes, 0.99), r(seamTimes, redisTimes, 0.99)])
+        table.add(["fetch by uuid round trip p50, raw client", p(rawTimes, 0.5), p(floorTimes, 0.5), p(redisTimes, 0.5),
+                   r(rawTimes, redisTimes, 0.5)])
+        table.add(["fetch by uuid round trip p99, raw client", p(rawTimes, 0.99), p(floorTimes, 0.99), p(redisTimes, 0.99),
+                   r(rawTimes, redisTimes, 0.99)])
+        table.add(["fetch by uuid round trip p50, SeamClient", p(seamTimes, 0.5), "-", "-", r(seamTimes, redisTimes, 0.5)])
+        table.add(["fetch by uuid round trip p99, SeamClient", p(seamTimes, 0.99), "-", "-", r(seamTimes, redisTimes, 0.99)])
 
         // 50 concurrent clients.
         let seamRPS = try concurrent(clients: 50, seconds: 3) { () throws -> () throws -> Void in
@@ -104,6 +112,33 @@ enum BrokerBenchmarks {
             usleep(25_000)
         }
         throw BenchError("nothing answers on \(path)")
+    }
+
+    /// Fetch-by-uuid round trips with prepared request bytes; each reply must hold its row.
+    static func rawFetches(socket: String, uuids: [String]) throws -> [Double] {
+        let fd = try UnixSocket.connect(path: socket)
+        defer { close(fd) }
+        let requests = uuids.map { u in
+            Array(#"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session","uuid":"\#(u)"}}"#.utf8) + [0]
+        }
+        let hit = Array(#"{"parameters":{"rows":[{"#.utf8)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var times: [Double] = []
+        for i in 0..<roundTrips {
+            let t = Harness.now()
+            try UnixSocket.writeAll(fd, requests[i % requests.count])
+            var got = 0
+            repeat {
+                let n = read(fd, &buffer[got], buffer.count - got)
+                if n <= 0 { throw BenchError("seamd closed the connection") }
+                got += n
+            } while buffer[got - 1] != 0
+            times.append(Double(Harness.now() - t) / 1e9)
+            guard buffer[0..<hit.count].elementsEqual(hit) else {
+                throw BenchError("unexpected reply: \(String(decoding: buffer[0..<got], as: UTF8.self))")
+            }
+        }
+        return times
     }
 
     /// Round trips of one small message to a child process that echoes it back.

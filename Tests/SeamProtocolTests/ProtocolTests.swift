@@ -32,6 +32,24 @@ final class ProtocolTests: XCTestCase {
         XCTAssertThrowsError(try decoder.next())
     }
 
+    /// A reply streamed straight to bytes is the reply built as a value, byte for byte.
+    func testStreamedRepliesMatchBuiltOnes() {
+        for (id, continues) in [(JSON?.none, false), (.integer(7), true), (.string("x\u{E9}"), false)] {
+            let built = Reply(parameters: ["rows": [["uuid": "u", "n": 1.5]], "sequence": 3], continues: continues, id: id).frame()
+            let streamed = Reply.frame(id: id, continues: continues) { w in
+                w.key("rows")
+                w.beginArray()
+                w.beginObject()
+                w.key("uuid"); w.string("u")
+                w.key("n"); w.double(1.5)
+                w.endObject()
+                w.endArray()
+                w.key("sequence"); w.integer(3)
+            }
+            XCTAssertEqual(String(decoding: streamed, as: UTF8.self), String(decoding: built, as: UTF8.self))
+        }
+    }
+
     func testCallsAndReplies() throws {
         let call = try Call(try JSON.decode(#"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Timer"},"more":true,"id":"a"}"#))
         XCTAssertEqual(call.interface, "org.seam.Store")
