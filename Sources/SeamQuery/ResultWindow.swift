@@ -1,0 +1,117 @@
+import SeamSchema
+
+/// A live query result kept in memory: the rows of one entity that match a predicate, in a sort
+/// order, at most `limit` of them — what one subscription channel holds.
+///
+/// `apply` takes the changes of one commit and answers the diff from the old result to the new
+/// one, computed in memory. A limited window knows only its own rows; when a commit takes a row
+/// out of a full window, the row that should move up is not known, and `apply` answers
+/// `.refetch`: the caller runs the query again and hands the rows to `replace(with:)`, which
+/// answers the diff. The window is left unchanged by a `.refetch`.
+public struct ResultWindow: Sendable {
+    public enum Outcome: Sendable, Equatable {
+        case diff(QueryDiff)
+        case refetch
+    }
+
+    public let predicate: CheckedPredicate
+    public let sorting: Sorting
+    public let limit: Int?
+    /// The attributes a subscriber receives, `uuid` first.
+    public let fields: [String]
+    /// `fields` and the sort keys: what each row keeps.
+    private let kept: [String]
+    /// The current result, in order, each row holding the `kept` attributes.
+    public private(set) var rows: [[String: AttributeValue]]
+    /// Whether `rows` holds every matching row (false when a limit cut the result).
+    public private(set) var isComplete: Bool
+
+    /// A window over `rows`, the result of the query as run in SQL (ordered, at most `limit`).
+    public init(predicate: CheckedPredicate, sorting: Sorting, limit: Int?, fields: [String]?, rows: [[String: AttributeValue]]) {
+        self.predicate = predicate
+        self.sorting = sorting
+        self.limit = limit
+        let all = fields ?? predicate.entity.attributes.map(\.name)
+        self.fields = [Entity.identity] + all.filter { $0 != Entity.identity }
+        var kept = self.fields
+        for key in sorting.keys where !kept.contains(key.attribute) { kept.append(key.attribute) }
+        self.kept = kept
+        self.rows = []
+        self.isComplete = true
+        (self.rows, self.isComplete) = normalised(rows)
+    }
+
+    /// The current result as a subscriber sees it: `fields` only.
+    public var result: [[String: AttributeValue]] { rows.map { QueryDiff.project($0, fields) } }
+
+    /// Applies the changes of one commit to this window's entity: each the row before (nil for an
+    /// insert) and after (nil for a delete), whole.
+    public mutating func apply(_ changes: [(old: [String: AttributeValue]?, new: [String: AttributeValue]?)]) -> Outcome {
+        var next = rows
+        var complete = isComplete
+        for change in changes {
+            if let old = change.old, predicate.matches(old), let i = position(of: old, in: next) { next.remove(at: i) }
+            if let new = change.new, predicate.matches(new) {
+                let projected = QueryDiff.project(new, kept)
+                let j = sorting.insertionIndex(of: projected, in: next)
+                // A limited window that lacks rows beyond its end cannot place a row there.
+                if complete || j < next.count { next.insert(projected, at: j) }
+            }
+        }
+        if let limit, next.count > limit {
+            next.removeLast(next.count - limit)
+            complete = false
+        }
+        if !complete, let limit, next.count < limit { return .refetch }
+        let diff = QueryDiff.between(rows, next, fields: fields)
+        rows = next
+        isComplete = complete
+        return .diff(diff)
+    }
+
+    /// Replaces the rows by a fresh result of the query; answers the diff from the old ones.
+    public mutating func replace(with fresh: [[String: AttributeValue]]) -> QueryDiff {
+        let (next, complete) = normalised(fresh)
+        let diff = QueryDiff.between(rows, next, fields: fields)
+        rows = next
+        isComplete = complete
+        return diff
+    }
+
+    /// The result this window had before `changes` (the rows as they were before each change),
+    /// given `current`, the query's rows now with up to `limit + changes.count` of them: what a
+    /// subscriber that saw the older result holds, so that it can be sent the diff to now.
+    public func reconstructed(before changes: [String: [String: AttributeValue]?], current: [[String: AttributeValue]]) -> [[String: AttributeValue]] {
+        var earlier = current.filter { changes[QueryDiff.uuid($0)] == nil }.map { QueryDiff.project($0, kept) }
+        for case let (_, old?) in changes where predicate.matches(old) {
+            let projected = QueryDiff.project(old, kept)
+            earlier.insert(projected, at: sorting.insertionIndex(of: projected, in: earlier))
+        }
+        if let limit, earlier.count > limit { earlier.removeLast(earlier.count - limit) }
+        return earlier
+    }
+
+    private func normalised(_ fresh: [[String: AttributeValue]]) -> ([[String: AttributeValue]], Bool) {
+        var projected = fresh.map { QueryDiff.project($0, kept) }
+        var complete = true
+        if let limit, projected.count >= limit {
+            // A result that fills its limit may have had more rows beyond it.
+            complete = false
+            if projected.count > limit { projected.removeLast(projected.count - limit) }
+        }
+        return (projected, complete)
+    }
+
+    /// Where `row` (as the window last saw it) sits in `rows`, or nil when it is not there (beyond
+    /// the limit). A binary search: the order is total, since ties break by uuid.
+    private func position(of row: [String: AttributeValue], in rows: [[String: AttributeValue]]) -> Int? {
+        let projected = QueryDiff.project(row, kept)
+        var low = 0
+        var high = rows.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sorting.compare(rows[mid], projected) < 0 { low = mid + 1 } else { high = mid }
+        }
+        return low < rows.count && QueryDiff.uuid(rows[low]) == QueryDiff.uuid(row) ? low : nil
+    }
+}
