@@ -25,6 +25,8 @@ extension Broker {
             case "Count": result = count(call.parameters)
             case "Save": result = save(call.parameters, c)
             case "Status": result = .success(status())
+            case "Subscribe": return subscribe(call, c)
+            case "Unsubscribe": result = unsubscribe(call.parameters, c)
             default: result = .failure(.methodNotFound(call.method))
             }
         default:
@@ -109,7 +111,7 @@ extension Broker {
         return ["models": .array(models)]
     }
 
-    private func entity(_ p: JSONObject) -> Result<Entity, VarlinkError> {
+    func entity(_ p: JSONObject) -> Result<Entity, VarlinkError> {
         guard let name = p["entity"]?.stringValue else { return .failure(.invalidParameter("entity")) }
         guard let e = context.schema.entity(name)?.entity else {
             return .failure(.invalidRequest("no entity named '\(name)'", field: "entity"))
@@ -117,7 +119,11 @@ extension Broker {
         return .success(e)
     }
 
-    private func request(_ p: JSONObject) -> Result<FetchRequest, VarlinkError> {
+    /// A fetch request from a call's parameters. Without a limit, Fetch returns at most
+    /// `Limits.maxFetchRows` (`defaultLimit`); a subscription has no limit unless it asks.
+    func request(_ p: JSONObject, defaultLimit: Int? = Limits.maxFetchRows, offset allowsOffset: Bool = true)
+        -> Result<FetchRequest, VarlinkError>
+    {
         let e: Entity
         switch entity(p) {
         case .success(let x): e = x
@@ -143,7 +149,7 @@ extension Broker {
         case .string(let s)?: r.sort = s
         default: return .failure(.invalidParameter("sort"))
         }
-        for key in ["limit", "offset"] {
+        for key in allowsOffset ? ["limit", "offset"] : ["limit"] {
             switch p[key] {
             case nil, .null?: break
             case .integer(let n)? where n >= 0 && n <= Int64(Limits.maxFetchRows):
@@ -162,7 +168,7 @@ extension Broker {
             r.attributes = fields
         default: return .failure(.invalidParameter("fields"))
         }
-        if r.limit == nil { r.limit = Limits.maxFetchRows }
+        if r.limit == nil { r.limit = defaultLimit }
         return .success(r)
     }
 
@@ -281,6 +287,7 @@ extension Broker {
             guard let set = try context.save(request, author: hello.author) else {
                 return .success(["sequence": .null, "changes": .array([])])
             }
+            publish(set)
             let changes: [JSON] = set.changes.map { ch in
                 .object(["store": .string(ch.store), "entity": .string(ch.entity), "uuid": .string(ch.uuid),
                          "kind": .string(ch.kind.rawValue), "changedKeys": .array(ch.changedKeys.map(JSON.string))])
@@ -298,7 +305,8 @@ extension Broker {
         }
         return ["product": .string(Interfaces.product), "version": .string(Interfaces.version),
                 "pid": .integer(Int64(Environment.processID)), "uptime": .double(WallClock.monotonic() - startedAt),
-                "connections": .integer(Int64(connections.count)), "sequence": .integer(context.sequence),
+                "connections": .integer(Int64(connections.count)), "subscriptions": .integer(Int64(subscriptions.count)),
+                "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
                 "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores)]
     }
 

@@ -31,6 +31,7 @@ public final class Broker {
     let ownsSocketFile: Bool
     let startedAt: Double
     var connections: [Int32: Connection] = [:]
+    let subscriptions = Subscriptions()
     var nextConnectionID = 0
     var stopping = false
     /// Where every read lands before its bytes join a connection's frame decoder (one thread: one buffer).
@@ -210,17 +211,24 @@ public final class Broker {
     func send(_ reply: Reply, to c: Connection) { send(frame: reply.frame(), to: c) }
 
     func send(frame: [UInt8], to c: Connection) {
-        guard !c.closed else { return }
+        if queue(frame: frame, to: c) { flush(c) }
+    }
+
+    /// Queues a frame without writing it yet (the caller flushes); false when the connection is
+    /// closed, or has just been closed for reading too slowly.
+    @discardableResult
+    func queue(frame: [UInt8], to c: Connection) -> Bool {
+        guard !c.closed else { return false }
         c.enqueue(frame)
         if c.pendingOutput > Limits.maxOutboxBytes {
             log.warning("\(c.label) reads too slowly (\(c.pendingOutput) bytes queued); closing it")
             close(c)
-            return
+            return false
         }
-        flush(c)
+        return true
     }
 
-    private func flush(_ c: Connection) {
+    func flush(_ c: Connection) {
         guard !c.closed else { return }
         do {
             let drained = try c.flush()
@@ -229,6 +237,7 @@ public final class Broker {
                 c.watchingWrites = !drained
                 loop.change(c.fd, drained ? .read : [.read, .write])
             }
+            if drained && c.owesResync { resync(c) }
         } catch {
             log.debug("\(c.label): \(error)")
             close(c)
@@ -242,6 +251,7 @@ public final class Broker {
         loop.forget(c.fd)
         Descriptors.close(c.fd)
         connections[c.fd] = nil
+        for s in Array(c.subscriptions.values) { subscriptions.remove(s) }
     }
 
     // MARK: - Shutdown
@@ -255,6 +265,7 @@ public final class Broker {
         Descriptors.close(listener)
         if ownsSocketFile { try? FileSystem.remove(configuration.socketPath) }
         for c in connections.values {
+            for s in c.subscriptions.values where s.callID != nil { queue(frame: Reply(.shuttingDown, id: s.callID).frame(), to: c) }
             send(Reply(.shuttingDown, id: nil), to: c)
             UnixSocket.setNonBlocking(c.fd, false)
             _ = try? c.flush()

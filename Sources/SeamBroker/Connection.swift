@@ -18,6 +18,11 @@ final class Connection {
     var closed = false
     /// Whether the event loop is also watching for writability (only while output is queued).
     var watchingWrites = false
+    /// This connection's subscriptions, by subscription number.
+    var subscriptions: [Int: Subscription] = [:]
+    /// Set when one of its subscriptions stopped queueing diffs: a resync is owed once the
+    /// outbox drains.
+    var owesResync = false
 
     struct Hello {
         var version: Int

@@ -60,7 +60,13 @@ extension Context {
         }
     }
 
-    /// The change sets after `sequence`, from the in-memory ring; nil when the ring no longer
-    /// reaches back that far (fetch afresh instead).
-    public func changes(since sequence: Int64) -> [ChangeSet]? { ring.since(sequence) }
+    /// The change sets after `since`, from the in-memory ring; nil when the ring does not reach
+    /// back that far (it starts empty when the stores are opened) or `since` is ahead of the
+    /// stores: fetch afresh instead.
+    public func changes(since: Int64) -> [ChangeSet]? {
+        if since == sequence { return [] }
+        guard since < sequence, let sets = ring.since(since), sets.first?.sequence == since + 1,
+              sets.last?.sequence == sequence else { return nil }
+        return sets
+    }
 }

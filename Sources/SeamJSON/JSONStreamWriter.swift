@@ -61,6 +61,16 @@ public struct JSONStreamWriter: ~Copyable {
         writer.appendWord("null")
     }
 
+    /// Appends members already encoded — the inside of an object written by another stream
+    /// writer, without its braces (`"a":1,"b":2`) — to the object being written. Writing a message
+    /// once and sending it to many readers costs one copy per reader this way.
+    public mutating func members(_ encoded: ArraySlice<UInt8>) {
+        guard !encoded.isEmpty else { return }
+        precondition(depth > 0 && !afterKey, "members go inside an object, between members")
+        separate()
+        encoded.withUnsafeBufferPointer { writer.append($0) }
+    }
+
     /// Appends one raw byte after the document (a frame's NUL terminator).
     public mutating func appendTerminator(_ byte: UInt8) {
         precondition(depth == 0, "the document is not finished")

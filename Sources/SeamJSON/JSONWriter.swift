@@ -181,7 +181,7 @@ struct JSONWriter: ~Copyable {
     }
 
     @inline(__always)
-    private mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let source = bytes.baseAddress else { return }
         reserve(bytes.count)
         (storage + count).update(from: source, count: bytes.count)

@@ -79,4 +79,13 @@ public enum Limits {
     public static let maxFetchRows = 100_000
     /// Bytes queued for a slow reader before its connection is closed.
     public static let maxOutboxBytes = 64 << 20
+    /// Bytes queued on a connection past which its subscriptions stop queueing diffs; each is sent
+    /// one "resync" with its whole result once the connection has read what is queued.
+    public static let subscriberBacklogBytes = 1 << 20
+    /// Subscriptions one connection may hold.
+    public static let maxSubscriptionsPerConnection = 10_000
+    /// Subscriptions one uid may hold over all its connections.
+    public static let maxSubscriptionsPerUID = 100_000
+    /// The most rows a subscription's result may hold (give a limit for larger results).
+    public static let maxSubscriptionRows = 100_000
 }

@@ -82,16 +82,54 @@ public enum Interfaces {
           changes: []Change
         )
 
-        # The broker's state: version, process, connections, stores.
+        # The broker's state: version, process, connections, subscriptions, stores.
         method Status() -> (
           product: string,
           version: string,
           pid: int,
           uptime: float,
           connections: int,
+          subscriptions: int,
+          channels: int,
           sequence: int,
+          rss: int,
           stores: []object
         )
+
+        type Deleted (uuid: string, index: int)
+        type Inserted (uuid: string, index: int, row: object)
+        type Updated (uuid: string, index: int, changedKeys: []string, row: object)
+        type Moved (uuid: string, from: int, to: int)
+
+        # A live query; call it with "more". The first reply is the whole result ("result"),
+        # or, with since, the diff from the result at that sequence number ("diff") or the whole
+        # result when the broker no longer holds the changes since then ("resync", with from).
+        # Each later reply is the diff one commit made ("diff"), or, for a subscriber that fell
+        # behind, the whole result ("resync", with from: the last sequence it had). Diff indexes:
+        # deleted and moved.from are positions in the previous result; inserted, updated and
+        # moved.to in the new one. The last reply, without "continues", has kind "end".
+        method Subscribe(
+          entity: string,
+          predicate: ?string,
+          parameters: ?object,
+          sort: ?string,
+          limit: ?int,
+          fields: ?[]string,
+          since: ?int
+        ) -> (
+          subscription: int,
+          kind: string,
+          sequence: int,
+          from: ?int,
+          rows: ?[]object,
+          deleted: ?[]Deleted,
+          inserted: ?[]Inserted,
+          updated: ?[]Updated,
+          moved: ?[]Moved
+        )
+
+        # Ends a subscription of this connection; its call then gets its last reply.
+        method Unsubscribe(subscription: int) -> ()
 
         error InvalidRequest (message: string, field: ?string)
         error NotFound (entity: string, uuid: string, message: string)
@@ -100,6 +138,8 @@ public enum Interfaces {
         error UnsupportedVersion (supported: []int, message: string)
         error StoreFailure (message: string)
         error ShuttingDown (message: string)
+        error SequenceAhead (since: int, sequence: int, message: string)
+        error LimitReached (message: string)
 
         """
 

@@ -56,5 +56,16 @@ public struct VarlinkError: Error, Sendable, CustomStringConvertible {
     public static func storeFailure(_ message: String) -> VarlinkError {
         VarlinkError("org.seam.Store.StoreFailure", ["message": .string(message)])
     }
+    /// A resume from a sequence number this broker has not reached (a store restored from an
+    /// older copy, or a client's bug): subscribe afresh.
+    public static func sequenceAhead(since: Int64, sequence: Int64) -> VarlinkError {
+        VarlinkError("org.seam.Store.SequenceAhead", [
+            "since": .integer(since), "sequence": .integer(sequence),
+            "message": .string("cannot resume from sequence \(since): this broker is at \(sequence); subscribe without since"),
+        ])
+    }
+    public static func limitReached(_ message: String) -> VarlinkError {
+        VarlinkError("org.seam.Store.LimitReached", ["message": .string(message)])
+    }
     public static let shuttingDown = VarlinkError("org.seam.Store.ShuttingDown", ["message": .string("seamd is shutting down")])
 }

@@ -45,6 +45,17 @@ public enum WireValues {
         w.endObject()
     }
 
+    /// Writes one row held as a dictionary, members in the order of `fields` (absent ones skipped).
+    public static func writeRow(_ fields: [String], _ values: [String: AttributeValue], into w: inout JSONStreamWriter) {
+        w.beginObject()
+        for name in fields {
+            guard let v = values[name] else { continue }
+            w.key(name)
+            write(v, into: &w)
+        }
+        w.endObject()
+    }
+
     /// The JSON object of a row.
     public static func encode(_ values: [String: AttributeValue], order: [String]) -> JSON {
         .object(JSONObject(uniqueKeysWithValues: order.compactMap { name in values[name].map { (name, encode($0)) } }))

@@ -150,6 +150,9 @@ public enum UnixSocket {
         _ = fcntl(fd, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK)
     }
 
+    /// Shuts both directions of a socket down: a thread blocked reading it wakes to end-of-file.
+    public static func shutdown(_ fd: Int32) { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+
     /// A connected pair of sockets (for handing one to a child process).
     public static func pair() throws(SystemError) -> (Int32, Int32) {
         var fds: [Int32] = [0, 0]

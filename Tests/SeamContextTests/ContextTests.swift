@@ -85,6 +85,7 @@ final class ContextTests: ContextTestCase {
         XCTAssertEqual(since[0].changes[0].store, inMemory ? "Default" : "Local")
         XCTAssertEqual(since[1].changes[0].store, inMemory ? "Default" : "Cloud")
         XCTAssertEqual(context.changes(since: context.sequence), [])
+        XCTAssertNil(context.changes(since: context.sequence + 1), "a sequence ahead of the stores")
     }
 
     func testTheRingSaysWhenItNoLongerReachesBack() {

@@ -9,11 +9,33 @@ public final class BrokerProcess {
     private let stderrPipe = Pipe()
 
     /// Starts seamd and waits until its socket answers.
-    public init(arguments extra: [String] = [], dataDirectory: String? = nil, environment: [String: String] = [:]) throws {
-        directory = TemporaryDirectory("seamd")
-        self.dataDirectory = dataDirectory ?? directory.file("data")
+    public convenience init(arguments extra: [String] = [], dataDirectory: String? = nil, environment: [String: String] = [:]) throws {
+        let directory = TemporaryDirectory("seamd")
         // Short: sockaddr_un holds 107 bytes.
-        socketPath = "/tmp/seamd-test-\(getpid())-\(UUID().uuidString.prefix(6))/seamd.sock"
+        try self.init(arguments: extra, directory: directory, dataDirectory: dataDirectory ?? directory.file("data"),
+                      socketPath: "/tmp/seamd-test-\(getpid())-\(UUID().uuidString.prefix(6))/seamd.sock", environment: environment)
+    }
+
+    /// Stops this seamd and starts another on the same store directory and socket path (what a
+    /// client sees when seamd restarts).
+    public func restarted() throws -> BrokerProcess {
+        stop()
+        ownsSocketDirectory = false
+        return try BrokerProcess(arguments: arguments, directory: directory, dataDirectory: dataDirectory, socketPath: socketPath,
+                                 environment: environment)
+    }
+
+    private let arguments: [String]
+    private let environment: [String: String]
+    private var ownsSocketDirectory = true
+
+    private init(arguments extra: [String], directory: TemporaryDirectory, dataDirectory: String, socketPath: String,
+                 environment: [String: String]) throws {
+        self.directory = directory
+        self.dataDirectory = dataDirectory
+        self.socketPath = socketPath
+        arguments = extra
+        self.environment = environment
         process = Process()
         process.executableURL = URL(fileURLWithPath: Executables.path("seamd"))
         process.arguments = ["--data-dir", self.dataDirectory, "--socket", socketPath] + extra
@@ -58,7 +80,7 @@ public final class BrokerProcess {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        try? FileManager.default.removeItem(atPath: (socketPath as NSString).deletingLastPathComponent)
+        if ownsSocketDirectory { try? FileManager.default.removeItem(atPath: (socketPath as NSString).deletingLastPathComponent) }
     }
 }
 

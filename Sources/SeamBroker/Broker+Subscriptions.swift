@@ -1,0 +1,125 @@
+import SeamContext
+import SeamJSON
+import SeamProtocol
+import SeamQuery
+import SeamSchema
+
+extension Broker {
+    /// `Subscribe`: registers a live query and answers its first reply (the whole result, or
+    /// with `since` the diff from then); later replies come from `publish`.
+    func subscribe(_ call: Call, _ c: Connection) -> [UInt8] {
+        let id = call.id
+        guard call.more, !call.oneway else { return Reply(.expectedMore, id: id).frame() }
+        let query: Subscriptions.Query
+        switch subscriptionQuery(call.parameters) {
+        case .success(let q): query = q
+        case .failure(let e): return Reply(e, id: id).frame()
+        }
+        guard c.subscriptions.count < Limits.maxSubscriptionsPerConnection else {
+            return Reply(.limitReached("a connection holds at most \(Limits.maxSubscriptionsPerConnection) subscriptions"), id: id).frame()
+        }
+        guard subscriptions.subscriptionCount(uid: c.peer.uid) < Limits.maxSubscriptionsPerUID else {
+            return Reply(.limitReached("a user holds at most \(Limits.maxSubscriptionsPerUID) subscriptions"), id: id).frame()
+        }
+        let sequence = context.sequence
+        if let since = query.since, since > sequence {
+            return Reply(.sequenceAhead(since: since, sequence: sequence), id: id).frame()
+        }
+        let channel: Channel
+        do { channel = try subscriptions.channel(for: query, context: context) } catch {
+            return Reply(error, id: id).frame()
+        }
+        let s = subscriptions.add(channel, connection: c, callID: id, sequence: sequence)
+        log.debug("\(c.label) subscribed (\(s.id)) to channel \(channel.id): \(channel.entity) \(channel.request.predicate ?? "")")
+        let body: ArraySlice<UInt8>
+        if let since = query.since {
+            if let diff = subscriptions.diff(for: channel, since: since, context: context) {
+                body = Subscriptions.diffBody(sequence: sequence, diff, fields: channel.window.fields)
+            } else {
+                body = Subscriptions.resultBody(kind: "resync", sequence: sequence, from: since, channel.window)
+            }
+        } else {
+            body = Subscriptions.resultBody(kind: "result", sequence: sequence, channel.window)
+        }
+        return Subscriptions.frame(s, body)
+    }
+
+    private func subscriptionQuery(_ p: JSONObject) -> Result<Subscriptions.Query, VarlinkError> {
+        if p["offset"] != nil { return .failure(.invalidRequest("a subscription has no offset; use sort and limit", field: "offset")) }
+        let request: FetchRequest
+        switch self.request(p, defaultLimit: nil, offset: false) {
+        case .success(let r): request = r
+        case .failure(let e): return .failure(e)
+        }
+        let entity = context.schema.entity(request.entity)!.entity
+        var since: Int64?
+        switch p["since"] {
+        case nil, .null?: break
+        case .integer(let n)? where n >= 0: since = n
+        default: return .failure(.invalidParameter("since"))
+        }
+        if let fields = request.attributes, let bad = fields.first(where: { entity.attribute($0) == nil }) {
+            return .failure(.invalidRequest("\(entity.name) has no attribute '\(bad)'", field: "fields"))
+        }
+        var predicate = CheckedPredicate.all(entity)
+        if let text = request.predicate {
+            do { predicate = try CheckedPredicate(text, entity: entity, parameters: request.parameters) } catch {
+                return .failure(.invalidRequest(error.description, field: "predicate"))
+            }
+        }
+        let sorting: Sorting
+        do { sorting = try Sorting(request.sort ?? "", entity: entity) } catch {
+            return .failure(.invalidRequest(error.description, field: "sort"))
+        }
+        return .success(Subscriptions.Query(request: request, predicate: predicate, sorting: sorting,
+                                            fields: request.attributes, since: since))
+    }
+
+    /// `Unsubscribe`: the subscription's call gets its last reply ("end"), then this call its own.
+    func unsubscribe(_ p: JSONObject, _ c: Connection) -> Result<JSONObject, VarlinkError> {
+        guard let n = p["subscription"]?.int64Value else { return .failure(.invalidParameter("subscription")) }
+        guard let s = c.subscriptions[Int(n)] else {
+            return .failure(.invalidRequest("this connection has no subscription \(n)", field: "subscription"))
+        }
+        subscriptions.remove(s)
+        queue(frame: Subscriptions.frame(s, Subscriptions.endBody(sequence: context.sequence), continues: false), to: c)
+        return .success([:])
+    }
+
+    /// Tells every channel a commit touched what changed, each diff written once and queued to
+    /// every subscriber of the channel; then each connection is flushed once. Never waits: a
+    /// connection that has not read what is queued stops receiving diffs and is owed a resync.
+    func publish(_ set: ChangeSet) {
+        var touched: [ObjectIdentifier: Connection] = [:]
+        for (channel, diff) in subscriptions.diffs(for: set, context: context) {
+            let body = Subscriptions.diffBody(sequence: set.sequence, diff, fields: channel.window.fields)
+            for s in channel.subscriptions.values {
+                let c = s.connection
+                guard !c.closed, s.missedFrom == nil else { continue }
+                if c.pendingOutput > Limits.subscriberBacklogBytes {
+                    s.missedFrom = s.lastSequence
+                    if !c.owesResync { log.info("\(c.label) fell behind (\(c.pendingOutput) bytes queued); its subscriptions will resync") }
+                    c.owesResync = true
+                    continue
+                }
+                s.lastSequence = set.sequence
+                if queue(frame: Subscriptions.frame(s, body), to: c) { touched[ObjectIdentifier(c)] = c }
+            }
+        }
+        for c in touched.values { flush(c) }
+    }
+
+    /// Sends each subscription that stopped receiving diffs its whole result, once the
+    /// connection has read everything queued before.
+    func resync(_ c: Connection) {
+        c.owesResync = false
+        let sequence = context.sequence
+        for s in c.subscriptions.values {
+            guard let from = s.missedFrom else { continue }
+            s.missedFrom = nil
+            s.lastSequence = sequence
+            queue(frame: Subscriptions.frame(s, Subscriptions.resultBody(kind: "resync", sequence: sequence, from: from, s.channel.window)), to: c)
+        }
+        flush(c)
+    }
+}

@@ -1,0 +1,278 @@
+import SeamContext
+import SeamJSON
+import SeamProtocol
+import SeamQuery
+import SeamSchema
+
+/// One live query, shared by every subscription that asked for exactly the same thing: it is
+/// matched and diffed once per commit, and the diff is fanned out to all of them.
+final class Channel {
+    let id: Int
+    let key: String
+    /// The query as SQL runs it, for the first result and for refetches (limit as subscribed).
+    let request: FetchRequest
+    var window: ResultWindow
+    var subscriptions: [Int: Subscription] = [:]
+
+    init(id: Int, key: String, request: FetchRequest, window: ResultWindow) {
+        self.id = id
+        self.key = key
+        self.request = request
+        self.window = window
+    }
+
+    var entity: String { request.entity }
+}
+
+/// One `Subscribe` call: a connection listening to a channel.
+final class Subscription {
+    let id: Int
+    unowned let connection: Connection
+    /// The `id` of the Subscribe call, echoed on every reply (nil for a plain varlink client).
+    let callID: JSON?
+    let channel: Channel
+    /// The sequence number the subscriber's copy of the result reflects (as far as we sent).
+    var lastSequence: Int64
+    /// Set when diffs stopped being queued because the connection fell behind: the sequence
+    /// from which the subscriber missed them. A "resync" is owed once the connection drains.
+    var missedFrom: Int64?
+
+    init(id: Int, connection: Connection, callID: JSON?, channel: Channel, sequence: Int64) {
+        self.id = id
+        self.connection = connection
+        self.callID = callID
+        self.channel = channel
+        lastSequence = sequence
+    }
+}
+
+/// The subscriptions of a broker: channels by query, a channel index per entity, fan-out of
+/// diffs, backpressure. Runs on the broker's one thread; never blocks.
+final class Subscriptions {
+    private(set) var channels: [String: Channel] = [:]
+    private var channelsByID: [Int: Channel] = [:]
+    private var indexes: [String: ChannelIndex<Int>] = [:]
+    private(set) var count = 0
+    private var perUID: [UInt32: Int] = [:]
+    private var nextID = 0
+
+    /// Subscribe's parameters, checked.
+    struct Query {
+        var request: FetchRequest
+        var predicate: CheckedPredicate
+        var sorting: Sorting
+        var fields: [String]?
+        var since: Int64?
+
+        var key: String {
+            let parameters = request.parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\(String(reflecting: $0.value))" }
+            return [request.entity, request.predicate ?? "", parameters.joined(separator: "\u{1}"), request.sort ?? "",
+                    request.limit.map(String.init) ?? "", fields?.joined(separator: ",") ?? "*"].joined(separator: "\u{0}")
+        }
+    }
+
+    func subscriptionCount(uid: UInt32) -> Int { perUID[uid] ?? 0 }
+
+    /// The channel for `query`, created (its first result fetched) when no subscription shares it.
+    func channel(for query: Query, context: Context) throws(VarlinkError) -> Channel {
+        let key = query.key
+        if let existing = channels[key] { return existing }
+        // Whole rows: the window keeps the sort keys too, whatever the fields.
+        var base = query.request
+        base.attributes = nil
+        var fetch = base
+        let cap = Limits.maxSubscriptionRows
+        fetch.limit = min(query.request.limit ?? cap + 1, cap + 1)
+        let rows: [Row]
+        do { rows = try context.fetch(fetch) } catch { throw Broker.varlink(error) }
+        if rows.count > cap {
+            throw .limitReached("this query matches more than \(cap) rows; subscribe with a limit")
+        }
+        nextID += 1
+        let window = ResultWindow(predicate: query.predicate, sorting: query.sorting, limit: query.request.limit,
+                                  fields: query.fields, rows: rows.map(\.values))
+        let channel = Channel(id: nextID, key: key, request: base, window: window)
+        do {
+            try indexes[query.request.entity, default: ChannelIndex(entity: query.predicate.entity)].register(channel.id, query.predicate)
+        } catch {
+            throw .invalidRequest(error.description, field: "predicate")
+        }
+        channels[key] = channel
+        channelsByID[channel.id] = channel
+        return channel
+    }
+
+    func add(_ channel: Channel, connection: Connection, callID: JSON?, sequence: Int64) -> Subscription {
+        nextID += 1
+        let s = Subscription(id: nextID, connection: connection, callID: callID, channel: channel, sequence: sequence)
+        channel.subscriptions[s.id] = s
+        connection.subscriptions[s.id] = s
+        count += 1
+        perUID[connection.peer.uid, default: 0] += 1
+        return s
+    }
+
+    /// Removes a subscription; its channel goes when its last subscription does.
+    func remove(_ s: Subscription) {
+        guard s.channel.subscriptions.removeValue(forKey: s.id) != nil else { return }
+        s.connection.subscriptions[s.id] = nil
+        count -= 1
+        perUID[s.connection.peer.uid, default: 1] -= 1
+        if perUID[s.connection.peer.uid] == 0 { perUID[s.connection.peer.uid] = nil }
+        let channel = s.channel
+        if channel.subscriptions.isEmpty {
+            channels[channel.key] = nil
+            channelsByID[channel.id] = nil
+            indexes[channel.entity]?.unregister(channel.id)
+            if indexes[channel.entity]?.count == 0 { indexes[channel.entity] = nil }
+        }
+    }
+
+    /// Drops a channel whose first subscriber never arrived (its first reply failed).
+    func discardIfUnused(_ channel: Channel) {
+        guard channel.subscriptions.isEmpty, channels[channel.key] === channel else { return }
+        channels[channel.key] = nil
+        channelsByID[channel.id] = nil
+        indexes[channel.entity]?.unregister(channel.id)
+    }
+
+    // MARK: - Commits
+
+    /// The diff each affected channel gets from one committed change set, in the order the
+    /// channels were first touched. Costs the channels the changes touch (through the channel
+    /// index), not all channels; a limited window that lost a row is refetched.
+    func diffs(for set: ChangeSet, context: Context) -> [(Channel, QueryDiff)] {
+        var touched: [Int: [(old: [String: AttributeValue]?, new: [String: AttributeValue]?)]] = [:]
+        var order: [Int] = []
+        for change in set.changes {
+            guard let index = indexes[change.entity] else { continue }
+            for match in index.affected(old: change.old, new: change.new) {
+                if touched[match.id] == nil { order.append(match.id) }
+                touched[match.id, default: []].append((change.old, change.new))
+            }
+        }
+        var out: [(Channel, QueryDiff)] = []
+        for id in order {
+            guard let channel = channelsByID[id], let changes = touched[id] else { continue }
+            let diff: QueryDiff
+            switch channel.window.apply(changes) {
+            case .diff(let d): diff = d
+            case .refetch:
+                do { diff = channel.window.replace(with: try context.fetch(channel.request).map(\.values)) } catch {
+                    // The store failed under us: keep the old window; the next commit tries again.
+                    continue
+                }
+            }
+            if !diff.isEmpty { out.append((channel, diff)) }
+        }
+        return out
+    }
+
+    /// The diff from the result a subscriber had at `since` to the channel's result now, or nil
+    /// when the change ring no longer reaches back that far.
+    func diff(for channel: Channel, since: Int64, context: Context) -> QueryDiff? {
+        guard let sets = context.changes(since: since) else { return nil }
+        var before: [String: [String: AttributeValue]?] = [:]
+        for set in sets {
+            for change in set.changes where change.entity == channel.entity && before[change.uuid] == nil {
+                before[change.uuid] = .some(change.old)
+            }
+        }
+        if before.isEmpty { return QueryDiff() }
+        var request = channel.request
+        request.limit = channel.request.limit.map { $0 + before.count }
+        guard let current = try? context.fetch(request) else { return nil }
+        let earlier = channel.window.reconstructed(before: before, current: current.map(\.values))
+        return QueryDiff.between(earlier, channel.window.rows, fields: channel.window.fields)
+    }
+
+    // MARK: - Wire
+
+    /// The members of a "result" or "resync" reply (after `subscription`).
+    static func resultBody(kind: String, sequence: Int64, from: Int64? = nil, _ window: ResultWindow) -> ArraySlice<UInt8> {
+        body { w in
+            w.key("kind"); w.string(kind)
+            w.key("sequence"); w.integer(sequence)
+            if let from { w.key("from"); w.integer(from) }
+            w.key("rows")
+            w.beginArray()
+            for row in window.rows { WireValues.writeRow(window.fields, row, into: &w) }
+            w.endArray()
+        }
+    }
+
+    /// The members of a "diff" reply.
+    static func diffBody(sequence: Int64, _ diff: QueryDiff, fields: [String]) -> ArraySlice<UInt8> {
+        body { w in
+            w.key("kind"); w.string("diff")
+            w.key("sequence"); w.integer(sequence)
+            w.key("deleted")
+            w.beginArray()
+            for d in diff.deleted {
+                w.beginObject()
+                w.key("uuid"); w.string(d.uuid)
+                w.key("index"); w.integer(Int64(d.index))
+                w.endObject()
+            }
+            w.endArray()
+            w.key("inserted")
+            w.beginArray()
+            for i in diff.inserted {
+                w.beginObject()
+                w.key("uuid"); w.string(i.uuid)
+                w.key("index"); w.integer(Int64(i.index))
+                w.key("row"); WireValues.writeRow(fields, i.row, into: &w)
+                w.endObject()
+            }
+            w.endArray()
+            w.key("updated")
+            w.beginArray()
+            for u in diff.updated {
+                w.beginObject()
+                w.key("uuid"); w.string(u.uuid)
+                w.key("index"); w.integer(Int64(u.index))
+                w.key("changedKeys")
+                w.beginArray()
+                for k in u.changedKeys { w.string(k) }
+                w.endArray()
+                w.key("row"); WireValues.writeRow(fields, u.row, into: &w)
+                w.endObject()
+            }
+            w.endArray()
+            w.key("moved")
+            w.beginArray()
+            for m in diff.moved {
+                w.beginObject()
+                w.key("uuid"); w.string(m.uuid)
+                w.key("from"); w.integer(Int64(m.from))
+                w.key("to"); w.integer(Int64(m.to))
+                w.endObject()
+            }
+            w.endArray()
+        }
+    }
+
+    static func endBody(sequence: Int64) -> ArraySlice<UInt8> {
+        body { w in
+            w.key("kind"); w.string("end")
+            w.key("sequence"); w.integer(sequence)
+        }
+    }
+
+    /// One subscriber's frame: its subscription number, then the shared members.
+    static func frame(_ s: Subscription, _ body: ArraySlice<UInt8>, continues: Bool = true) -> [UInt8] {
+        Reply.frame(id: s.callID, continues: continues, capacity: body.count + 64) { w in
+            w.key("subscription"); w.integer(Int64(s.id))
+            w.members(body)
+        }
+    }
+
+    private static func body(_ write: (inout JSONStreamWriter) -> Void) -> ArraySlice<UInt8> {
+        var w = JSONStreamWriter()
+        w.beginObject()
+        write(&w)
+        w.endObject()
+        let bytes = w.finish()
+        return bytes[1..<(bytes.count - 1)]
+    }
+}

@@ -1,0 +1,245 @@
+import SeamJSON
+import SeamProtocol
+import SeamSystem
+import Synchronization
+
+/// What a subscription listens to: `org.seam.Store.Subscribe`'s parameters.
+public struct LiveQuery: Sendable {
+    public var entity: String
+    public var predicate: String?
+    public var parameters: JSONObject
+    public var sort: String?
+    public var limit: Int?
+    public var fields: [String]?
+
+    public init(_ entity: String, where predicate: String? = nil, parameters: JSONObject = [:], sort: String? = nil,
+                limit: Int? = nil, fields: [String]? = nil) {
+        self.entity = entity
+        self.predicate = predicate
+        self.parameters = parameters
+        self.sort = sort
+        self.limit = limit
+        self.fields = fields
+    }
+
+    func callParameters(since: Int64?) -> JSONObject {
+        var p: JSONObject = ["entity": .string(entity)]
+        if let predicate { p["predicate"] = .string(predicate) }
+        if !parameters.isEmpty { p["parameters"] = .object(parameters) }
+        if let sort { p["sort"] = .string(sort) }
+        if let limit { p["limit"] = .integer(Int64(limit)) }
+        if let fields { p["fields"] = .array(fields.map(JSON.string)) }
+        if let since { p["since"] = .integer(since) }
+        return p
+    }
+}
+
+/// Subscriptions to seamd over one connection of their own, many at once (each call carries an
+/// `id`, which its replies echo). Each subscription is an `AsyncThrowingStream` of updates: the
+/// result, then a diff per commit that changed it. A reader thread hands every reply to its
+/// stream. When the connection breaks (seamd restarted), the reader reconnects and resumes every
+/// subscription from the last sequence number it delivered, so no change is missed: the next
+/// update is the diff since then, or a resync with the whole result.
+///
+///     let subscriber = try SeamSubscriber.connect()
+///     var live = LiveResult()
+///     for try await update in subscriber.subscribe(LiveQuery("Session", sort: "startedAt")) {
+///         try live.apply(update)   // live.rows is the query's result, current
+///     }
+public final class SeamSubscriber: Sendable {
+    public typealias Updates = AsyncThrowingStream<SubscriptionUpdate, any Error>
+
+    private struct Entry {
+        var query: LiveQuery
+        var continuation: Updates.Continuation
+        /// The broker's number for it, once the first reply came.
+        var subscription: Int?
+        /// The sequence number of the last update delivered: where a resume starts.
+        var sequence: Int64?
+    }
+
+    private struct State {
+        var fd: Int32
+        var entries: [Int64: Entry] = [:]
+        var nextID: Int64 = 0
+        var closed = false
+    }
+
+    public let path: String
+    /// Seconds the reader keeps trying to reconnect before it fails every subscription.
+    public let reconnectTimeout: Double
+    private let state: Mutex<State>
+
+    /// Connects to `path`, else `$SEAM_SOCKET`, else the default path.
+    public static func connect(path: String? = nil, reconnectTimeout: Double = 30) throws(ClientError) -> SeamSubscriber {
+        let target = path ?? Environment.socketPath
+        let fd: Int32
+        do { fd = try UnixSocket.connect(path: target) } catch { throw ClientError(.cannotConnect(path: target, error)) }
+        let subscriber = SeamSubscriber(fd: fd, path: target, reconnectTimeout: reconnectTimeout)
+        do { try Threads.detach { [subscriber] in subscriber.readLoop() } } catch {
+            Descriptors.close(fd)
+            throw ClientError(.malformed("cannot start the reader thread: \(error)"))
+        }
+        return subscriber
+    }
+
+    private init(fd: Int32, path: String, reconnectTimeout: Double) {
+        self.path = path
+        self.reconnectTimeout = reconnectTimeout
+        state = Mutex(State(fd: fd))
+    }
+
+    /// Subscribes to `query`. With `since`, the first update is the diff from the result at that
+    /// sequence number (or a resync). Ending the iteration unsubscribes.
+    public func subscribe(_ query: LiveQuery, since: Int64? = nil) -> Updates {
+        let (stream, continuation) = Updates.makeStream()
+        let id: Int64? = state.withLock { s in
+            guard !s.closed else { return nil }
+            s.nextID += 1
+            s.entries[s.nextID] = Entry(query: query, continuation: continuation, sequence: since)
+            return s.nextID
+        }
+        guard let id else {
+            continuation.finish(throwing: ClientError(.disconnected))
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in self?.cancel(id) }
+        state.withLock { s in Self.sendSubscribe(id, s.entries[id]!, fd: s.fd) }
+        return stream
+    }
+
+    /// Closes the connection; every stream finishes.
+    public func close() {
+        let fd: Int32? = state.withLock { s in
+            if s.closed { return nil }
+            s.closed = true
+            return s.fd
+        }
+        if let fd { UnixSocket.shutdown(fd) }
+    }
+
+    deinit { state.withLock { s in Descriptors.close(s.fd) } }
+
+    // MARK: - Calls
+
+    private static func sendSubscribe(_ id: Int64, _ e: Entry, fd: Int32) {
+        let call = Call(method: "org.seam.Store.Subscribe", parameters: e.query.callParameters(since: e.sequence), more: true,
+                        id: .integer(id))
+        // A failed write shows up as a broken connection in the reader, which resubscribes.
+        try? UnixSocket.writeAll(fd, call.frame())
+    }
+
+    private func cancel(_ id: Int64) {
+        state.withLock { s in
+            guard let e = s.entries.removeValue(forKey: id), !s.closed, let n = e.subscription else { return }
+            s.nextID += 1
+            let call = Call(method: "org.seam.Store.Unsubscribe", parameters: ["subscription": .integer(Int64(n))], id: .integer(s.nextID))
+            try? UnixSocket.writeAll(s.fd, call.frame())
+        }
+    }
+
+    // MARK: - Reader
+
+    private func readLoop() {
+        var decoder = FrameDecoder()
+        var buffer: [UInt8] = []
+        while true {
+            let fd = state.withLock { $0.fd }
+            buffer.removeAll(keepingCapacity: true)
+            let result = (try? UnixSocket.read(fd, into: &buffer)) ?? .closed
+            switch result {
+            case .bytes:
+                decoder.append(buffer)
+                do {
+                    while let frame = try decoder.next() { deliver(frame) }
+                } catch {
+                    UnixSocket.shutdown(fd)  // an unreadable stream: start over on a new connection
+                }
+            case .wouldBlock:
+                _ = UnixSocket.waitReadable(fd, timeoutMilliseconds: 1000)
+            case .closed:
+                decoder = FrameDecoder()
+                if !reconnect() { return }
+            }
+        }
+    }
+
+    /// Hands one reply to its stream. The stream is fed outside the lock: finishing a stream
+    /// runs its termination handler, which takes the lock.
+    private func deliver(_ frame: ArraySlice<UInt8>) {
+        guard let json = try? JSON.decode(frame), let reply = try? Reply(json), case .integer(let id)? = reply.id else { return }
+        // seamd stopping is no end: the connection closes next, and the reader resumes elsewhere.
+        if reply.error == VarlinkError.shuttingDown.name { return }
+        let parsed: Result<SubscriptionUpdate, ClientError>
+        if let name = reply.error {
+            parsed = .failure(ClientError(.remote(VarlinkError(name, reply.parameters))))
+        } else {
+            do { parsed = .success(try SubscriptionUpdate(reply.parameters)) } catch {
+                parsed = .failure(ClientError(.malformed("\(error)")))
+            }
+        }
+        let last: Bool
+        if case .success(let update) = parsed { last = update.kind == .end || !reply.continues } else { last = true }
+        let continuation: Updates.Continuation? = state.withLock { s in
+            guard var e = s.entries[id] else { return nil }  // an Unsubscribe's reply, or one for a cancelled stream
+            if case .success(let update) = parsed {
+                e.subscription = update.subscription
+                e.sequence = update.sequence
+            }
+            s.entries[id] = last ? nil : e
+            return e.continuation
+        }
+        guard let continuation else { return }
+        switch parsed {
+        case .success(let update):
+            continuation.yield(update)
+            if last { continuation.finish() }
+        case .failure(let error):
+            continuation.finish(throwing: error)
+        }
+    }
+
+    /// Connects again and resumes every subscription; false (every stream failed) when closed or
+    /// when no broker answers within `reconnectTimeout`.
+    private func reconnect() -> Bool {
+        let deadline = WallClock.monotonic() + reconnectTimeout
+        var pause = 0.05
+        while true {
+            if state.withLock({ $0.closed }) {
+                finishAll(nil)
+                return false
+            }
+            if let fd = try? UnixSocket.connect(path: path) {
+                let resumed: Bool = state.withLock { s in
+                    if s.closed {
+                        Descriptors.close(fd)
+                        return false
+                    }
+                    Descriptors.close(s.fd)
+                    s.fd = fd
+                    for (id, e) in s.entries.sorted(by: { $0.key < $1.key }) { Self.sendSubscribe(id, e, fd: fd) }
+                    return true
+                }
+                if resumed { return true }
+                continue
+            }
+            if WallClock.monotonic() > deadline {
+                finishAll(ClientError(.disconnected))
+                return false
+            }
+            Threads.sleep(pause)
+            pause = min(pause * 2, 1)
+        }
+    }
+
+    private func finishAll(_ error: ClientError?) {
+        let entries = state.withLock { s in
+            let all = s.entries
+            s.entries = [:]
+            return all
+        }
+        for e in entries.values {
+            if let error { e.continuation.finish(throwing: error) } else { e.continuation.finish() }
+        }
+    }
+}

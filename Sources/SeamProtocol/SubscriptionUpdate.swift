@@ -1,0 +1,151 @@
+import SeamJSON
+
+/// One reply of an `org.seam.Store.Subscribe` call, read from its parameters.
+public struct SubscriptionUpdate: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        /// The whole result: replace what you hold.
+        case result
+        /// What one commit changed (or, first after a resume, everything since `since`).
+        case diff
+        /// The whole result after diffs were missed from `from` (a subscriber that fell behind, or a
+        /// resume the broker could not serve with a diff): replace what you hold.
+        case resync
+        /// The subscription ended (Unsubscribe); no reply follows.
+        case end
+    }
+
+    public struct Deleted: Sendable, Equatable {
+        public var uuid: String
+        public var index: Int
+    }
+
+    public struct Inserted: Sendable, Equatable {
+        public var uuid: String
+        public var index: Int
+        public var row: JSONObject
+    }
+
+    public struct Updated: Sendable, Equatable {
+        public var uuid: String
+        public var index: Int
+        public var changedKeys: [String]
+        public var row: JSONObject
+    }
+
+    public struct Moved: Sendable, Equatable {
+        public var uuid: String
+        public var from: Int
+        public var to: Int
+    }
+
+    public var subscription: Int
+    public var kind: Kind
+    public var sequence: Int64
+    /// For a resync: the last sequence number whose diff the subscriber had.
+    public var from: Int64?
+    /// For a result or a resync: the rows.
+    public var rows: [JSONObject] = []
+    public var deleted: [Deleted] = []
+    public var inserted: [Inserted] = []
+    public var updated: [Updated] = []
+    public var moved: [Moved] = []
+
+    /// Reads a reply's parameters; the error names what is missing or wrong.
+    public init(_ p: JSONObject) throws(VarlinkError) {
+        func int(_ o: JSONObject, _ key: String) throws(VarlinkError) -> Int64 {
+            guard let n = o[key]?.int64Value else { throw .invalidParameter(key) }
+            return n
+        }
+        func string(_ o: JSONObject, _ key: String) throws(VarlinkError) -> String {
+            guard let s = o[key]?.stringValue else { throw .invalidParameter(key) }
+            return s
+        }
+        func objects(_ key: String) throws(VarlinkError) -> [JSONObject] {
+            guard let a = p[key] else { return [] }
+            guard let items = a.arrayValue else { throw .invalidParameter(key) }
+            var out: [JSONObject] = []
+            for item in items {
+                guard let o = item.objectValue else { throw .invalidParameter(key) }
+                out.append(o)
+            }
+            return out
+        }
+        func row(_ o: JSONObject) throws(VarlinkError) -> JSONObject {
+            guard let r = o["row"]?.objectValue else { throw .invalidParameter("row") }
+            return r
+        }
+        subscription = Int(try int(p, "subscription"))
+        guard let kind = Kind(rawValue: try string(p, "kind")) else { throw .invalidParameter("kind") }
+        self.kind = kind
+        sequence = try int(p, "sequence")
+        from = p["from"]?.int64Value
+        rows = try objects("rows")
+        for o in try objects("deleted") { deleted.append(Deleted(uuid: try string(o, "uuid"), index: Int(try int(o, "index")))) }
+        for o in try objects("inserted") {
+            inserted.append(Inserted(uuid: try string(o, "uuid"), index: Int(try int(o, "index")), row: try row(o)))
+        }
+        for o in try objects("updated") {
+            let keys = (o["changedKeys"]?.arrayValue ?? []).compactMap(\.stringValue)
+            updated.append(Updated(uuid: try string(o, "uuid"), index: Int(try int(o, "index")), changedKeys: keys, row: try row(o)))
+        }
+        for o in try objects("moved") {
+            moved.append(Moved(uuid: try string(o, "uuid"), from: Int(try int(o, "from")), to: Int(try int(o, "to"))))
+        }
+    }
+
+    /// Whether this update replaces the whole result.
+    public var replacesResult: Bool { kind == .result || kind == .resync }
+}
+
+/// A query result kept current by applying a subscription's updates: what a UI holds.
+public struct LiveResult: Sendable, Equatable {
+    /// The rows, in the query's order.
+    public private(set) var rows: [JSONObject] = []
+    /// The sequence number the rows reflect (nil before the first result).
+    public private(set) var sequence: Int64?
+
+    public init() {}
+
+    /// A diff that does not fit the rows held (a bug somewhere, never expected).
+    public struct Mismatch: Error, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Applies one update: a result or resync replaces the rows; a diff edits them (see
+    /// `Protocol/PROTOCOL.md`: remove deleted and moved rows, insert inserted and moved ones at
+    /// their new indexes in ascending order, then replace updated rows).
+    public mutating func apply(_ u: SubscriptionUpdate) throws(Mismatch) {
+        switch u.kind {
+        case .result, .resync:
+            rows = u.rows
+        case .diff:
+            var next = rows
+            var carried: [String: JSONObject] = [:]
+            let movedUUIDs = Set(u.moved.map(\.uuid))
+            let leaving = Set(u.deleted.map(\.uuid)).union(movedUUIDs)
+            for row in next {
+                if let id = row["uuid"]?.stringValue, movedUUIDs.contains(id) { carried[id] = row }
+            }
+            guard carried.count == movedUUIDs.count else { throw Mismatch(description: "a moved row is not in the result") }
+            let before = next.count
+            next.removeAll { ($0["uuid"]?.stringValue).map(leaving.contains) ?? false }
+            guard before - next.count == leaving.count else { throw Mismatch(description: "a deleted row is not in the result") }
+            var arrivals = u.inserted.map { (index: $0.index, row: $0.row) }
+            arrivals += u.moved.map { (index: $0.to, row: carried[$0.uuid]!) }
+            for a in arrivals.sorted(by: { $0.index < $1.index }) {
+                guard a.index <= next.count else { throw Mismatch(description: "an insertion index is past the end") }
+                next.insert(a.row, at: a.index)
+            }
+            for up in u.updated {
+                guard up.index < next.count, next[up.index]["uuid"]?.stringValue == up.uuid else {
+                    throw Mismatch(description: "an updated row is not where the diff says")
+                }
+                next[up.index] = up.row
+            }
+            rows = next
+        case .end:
+            break
+        }
+        sequence = u.sequence
+    }
+}

@@ -1,0 +1,315 @@
+import Foundation
+import SeamClient
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import SeamTestSupport
+import XCTest
+
+/// Subscriptions against a real seamd: results, diffs, resume, backpressure, bad input.
+final class SubscriptionTests: XCTestCase {
+    var broker: BrokerProcess!
+
+    override func setUpWithError() throws { broker = try BrokerProcess() }
+    override func tearDown() {
+        broker?.stop()
+        broker = nil
+    }
+
+    func client() throws -> SeamConnection {
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        return c
+    }
+
+    @discardableResult
+    func addSession(_ c: SeamConnection, _ name: String, state: String = "running", step: Int64 = 0) throws -> String {
+        let u = UUIDText.random()
+        try c.save([.insert(entity: "Session", values: ["uuid": .string(u), "name": .string(name), "state": .string(state),
+                                                         "stepIndex": .integer(step), "startedAt": 1_700_000_000])])
+        return u
+    }
+
+    /// Subscribes on a raw connection; returns the first update.
+    func subscribe(_ raw: RawClient, _ parameters: JSONObject, id: Int? = nil) throws -> SubscriptionUpdate {
+        raw.send(String(decoding: Call(method: "org.seam.Store.Subscribe", parameters: parameters, more: true,
+                                       id: id.map { .integer(Int64($0)) }).frame().dropLast(), as: UTF8.self))
+        return try next(raw)
+    }
+
+    func next(_ raw: RawClient, timeout: Double = 5) throws -> SubscriptionUpdate {
+        let reply = try nextReply(raw, timeout: timeout)
+        if let error = reply.error { throw VarlinkError(error, reply.parameters) }
+        return try SubscriptionUpdate(reply.parameters)
+    }
+
+    func nextReply(_ raw: RawClient, timeout: Double = 5) throws -> Reply {
+        guard let text = raw.readFrame(timeout: timeout) else { throw ClientError(.disconnected) }
+        return try Reply(try JSON.decode(Array(text.utf8)))
+    }
+
+    func fetch(_ c: SeamConnection, _ p: JSONObject) throws -> [JSONObject] {
+        var p = p
+        p["since"] = nil
+        return (try c.call("org.seam.Store.Fetch", p)["rows"]?.arrayValue ?? []).compactMap(\.objectValue)
+    }
+
+    // MARK: - Results and diffs
+
+    func testResultThenDiffsKeepALimitedSortedWindow() throws {
+        let c = try client()
+        try addSession(c, "b")
+        let cUUID = try addSession(c, "c")
+        try addSession(c, "d")
+        let raw = try RawClient(broker.socketPath)
+        let query: JSONObject = ["entity": "Session", "sort": "name", "limit": 2, "fields": ["name"]]
+        let first = try subscribe(raw, query)
+        XCTAssertEqual(first.kind, .result)
+        XCTAssertEqual(first.rows.map { $0["name"]?.stringValue }, ["b", "c"])
+        XCTAssertEqual(first.rows.first?.keys.map { $0 }, ["uuid", "name"])
+        var live = LiveResult()
+        try live.apply(first)
+
+        // A row that sorts first pushes "c" out of the window.
+        let a = try addSession(c, "a")
+        let d1 = try next(raw)
+        XCTAssertEqual(d1.kind, .diff)
+        XCTAssertEqual(d1.inserted.map(\.uuid), [a])
+        XCTAssertEqual(d1.inserted.first?.index, 0)
+        XCTAssertEqual(d1.deleted.map(\.uuid), [cUUID])
+        XCTAssertEqual(d1.deleted.first?.index, 1)
+        try live.apply(d1)
+        XCTAssertEqual(live.rows, try fetch(c, query))
+
+        // Deleting "a" lets "c" back in (the broker refetches the window).
+        try c.save([.delete(entity: "Session", uuid: a)])
+        let d2 = try next(raw)
+        XCTAssertEqual(d2.deleted.map(\.uuid), [a])
+        XCTAssertEqual(d2.inserted.map(\.uuid), [cUUID])
+        try live.apply(d2)
+        XCTAssertEqual(live.rows, try fetch(c, query))
+
+        // An update of a field is an update; of a non-field, nothing.
+        try c.save([.update(entity: "Session", uuid: cUUID, values: ["name": "bb"])])
+        let d3 = try next(raw)
+        XCTAssertEqual(d3.updated.map(\.changedKeys), [["name"]])
+        try live.apply(d3)
+        try c.save([.update(entity: "Session", uuid: cUUID, values: ["stepIndex": 3])])
+        XCTAssertNil(raw.readFrame(timeout: 0.3), "stepIndex is neither a field nor a sort key nor in the predicate")
+        XCTAssertEqual(live.rows, try fetch(c, query))
+        XCTAssertEqual(live.sequence, d3.sequence)
+    }
+
+    /// A save that touches no channel's rows sends nothing; one that touches several sends each
+    /// its own diff, and one diff per channel however many rows the commit changed.
+    func testOneDiffPerChannelPerCommitAndOnlyToChannelsItTouches() throws {
+        let c = try client()
+        let raw = try RawClient(broker.socketPath)
+        let running = try subscribe(raw, ["entity": "Session", "predicate": "state == \"running\""], id: 1)
+        let paused = try subscribe(raw, ["entity": "Session", "predicate": "state == \"paused\""], id: 2)
+        XCTAssertNotEqual(running.subscription, paused.subscription)
+        try c.save([
+            .insert(entity: "Session", values: ["name": "x", "state": "running", "startedAt": 1]),
+            .insert(entity: "Session", values: ["name": "y", "state": "running", "startedAt": 2]),
+        ])
+        let reply = try nextReply(raw)
+        XCTAssertEqual(reply.id, .integer(1))
+        XCTAssertTrue(reply.continues)
+        let update = try SubscriptionUpdate(reply.parameters)
+        XCTAssertEqual(update.inserted.count, 2, "one diff holds both rows")
+        XCTAssertNil(raw.readFrame(timeout: 0.3), "the paused channel heard nothing")
+        try c.save([.insert(entity: "Timer", values: ["name": "t"])])
+        XCTAssertNil(raw.readFrame(timeout: 0.3), "a Timer save touches no Session channel")
+    }
+
+    /// Identical queries share one channel; Unsubscribe ends one with an "end" reply.
+    func testIdenticalSubscriptionsShareAChannelAndUnsubscribeEndsOne() throws {
+        let c = try client()
+        let raw = try RawClient(broker.socketPath)
+        let q: JSONObject = ["entity": "Session", "predicate": "stepIndex > 1"]
+        let s1 = try subscribe(raw, q, id: 1)
+        let s2 = try subscribe(raw, q, id: 2)
+        let other = try RawClient(broker.socketPath)
+        _ = try subscribe(other, q)
+        var status = try c.status()
+        XCTAssertEqual(status["subscriptions"]?.int64Value, 3)
+        XCTAssertEqual(status["channels"]?.int64Value, 1)
+        raw.send(#"{"method":"org.seam.Store.Unsubscribe","parameters":{"subscription":\#(s1.subscription)},"id":9}"#)
+        let end = try nextReply(raw)
+        XCTAssertEqual(end.id, .integer(1))
+        XCTAssertFalse(end.continues)
+        XCTAssertEqual(end.parameters["kind"]?.stringValue, "end")
+        XCTAssertEqual(try nextReply(raw).id, .integer(9))
+        try addSession(c, "z", step: 5)
+        XCTAssertEqual(try nextReply(raw).id, .integer(2), "the other subscription goes on")
+        XCTAssertEqual(try next(other).inserted.count, 1)
+        _ = s2
+        // A connection that closes takes its subscriptions with it.
+        other.send("")  // nothing; then close by dropping the client
+        status = try c.status()
+        XCTAssertEqual(status["subscriptions"]?.int64Value, 2)
+    }
+
+    // MARK: - Resume
+
+    func testResumeGetsTheMissedDiffOrAResync() throws {
+        let c = try client()
+        try addSession(c, "a")
+        let q: JSONObject = ["entity": "Session", "sort": "-name", "limit": 3]
+        var live = LiveResult()
+        do {
+            let raw = try RawClient(broker.socketPath)
+            try live.apply(try subscribe(raw, q))
+        }  // the subscriber goes away
+        let b = try addSession(c, "b")
+        try addSession(c, "c")
+        try c.save([.update(entity: "Session", uuid: b, values: ["name": "bz"])])
+        var p = q
+        p["since"] = .integer(live.sequence!)
+        let raw = try RawClient(broker.socketPath)
+        let resumed = try subscribe(raw, p)
+        XCTAssertEqual(resumed.kind, .diff)
+        try live.apply(resumed)
+        XCTAssertEqual(live.rows, try fetch(c, q))
+
+        // Ahead of the broker: an error that says so.
+        p["since"] = .integer(live.sequence! + 100)
+        XCTAssertThrowsError(try subscribe(try RawClient(broker.socketPath), p)) { e in
+            XCTAssertEqual((e as? VarlinkError)?.name, "org.seam.Store.SequenceAhead")
+        }
+
+        // A change the ring of a restarted broker does not hold: a resync, marked with where it
+        // resumes from.
+        try addSession(c, "before the restart")
+        broker = try broker.restarted()
+        let c2 = try client()
+        try addSession(c2, "d")
+        p["since"] = .integer(live.sequence!)
+        let resync = try subscribe(try RawClient(broker.socketPath), p)
+        XCTAssertEqual(resync.kind, .resync)
+        XCTAssertEqual(resync.from, live.sequence)
+        try live.apply(resync)
+        XCTAssertEqual(live.rows, try fetch(c2, q))
+    }
+
+    /// SeamSubscriber: an AsyncSequence that survives a broker restart without missing a change.
+    func testSubscriberStreamResumesAcrossARestart() async throws {
+        let c = try client()
+        try addSession(c, "a")
+        let subscriber = try SeamSubscriber.connect(path: broker.socketPath, reconnectTimeout: 20)
+        defer { subscriber.close() }
+        var updates = subscriber.subscribe(LiveQuery("Session", sort: "name", fields: ["name"])).makeAsyncIterator()
+        var live = LiveResult()
+        try live.apply(try await XCTUnwrapAsync(try await updates.next()))
+        XCTAssertEqual(live.rows.count, 1)
+        try addSession(c, "b")
+        try live.apply(try await XCTUnwrapAsync(try await updates.next()))
+        XCTAssertEqual(live.rows.map { $0["name"]?.stringValue }, ["a", "b"])
+
+        broker = try broker.restarted()
+        let c2 = try client()
+        try addSession(c2, "c")
+        // The stream reconnects by itself and resumes: a resync (the new broker's ring is empty).
+        while live.rows.count < 3 {
+            let u = try await XCTUnwrapAsync(try await updates.next())
+            try live.apply(u)
+        }
+        XCTAssertEqual(live.rows, try fetch(c2, ["entity": "Session", "sort": "name", "fields": ["name"]]))
+    }
+
+    // MARK: - The property
+
+    /// Random saves against random channels: the array each subscriber keeps by applying diffs
+    /// always equals a fresh fetch of its query.
+    func testAppliedDiffsAlwaysEqualAFreshFetch() throws {
+        let rounds = max(20, Int(ProcessInfo.processInfo.environment["SEAM_PROPERTY_ITERATIONS"] ?? "") ?? 60) / 3
+        let seed = ProcessInfo.processInfo.environment["SEAM_TEST_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
+        print("SubscriptionTests: seed \(seed) (replay: SEAM_TEST_SEED=\(seed)), \(rounds) rounds")
+        var random = SplitMix64(seed: seed)
+        func pick<T>(_ xs: [T]) -> T { xs[Int(random.next() % UInt64(xs.count))] }
+        let c = try client()
+        let names = ["a", "b", "c", "d", "e", "ab"]
+        let states = ["running", "paused", "finished"]
+        let predicates: [(String?, JSONObject)] = [
+            (nil, [:]), ("state == \"running\"", [:]), ("stepIndex > 1", [:]), ("name BEGINSWITH \"a\" OR state == \"paused\"", [:]),
+            ("name == $n", ["n": "b"]), ("state != \"finished\" AND stepIndex <= 2", [:]),
+        ]
+        let sorts = ["", "name", "-stepIndex, name", "state, -name", "-uuid"]
+        let raw = try RawClient(broker.socketPath)
+        var queries: [JSONObject] = []
+        var lives: [Int: LiveResult] = [:]
+        for id in 0..<14 {
+            let (predicate, parameters) = pick(predicates)
+            var q: JSONObject = ["entity": "Session"]
+            if let predicate { q["predicate"] = .string(predicate) }
+            if !parameters.isEmpty { q["parameters"] = .object(parameters) }
+            let sort = pick(sorts)
+            if !sort.isEmpty { q["sort"] = .string(sort) }
+            if let limit = pick([nil, nil, 1, 2, 4] as [Int?]) { q["limit"] = .integer(Int64(limit)) }
+            if random.next() % 2 == 0 { q["fields"] = ["name", "state"] }
+            queries.append(q)
+            var live = LiveResult()
+            try live.apply(try subscribe(raw, q, id: id))
+            lives[id] = live
+        }
+        // The barrier: a Timer channel, which no Session save touches.
+        let (_, timers) = try c.save([.insert(entity: "Timer", values: ["name": "barrier"])])
+        let barrier = timers[0]
+        _ = try subscribe(raw, ["entity": "Timer"], id: 99)
+        var existing: [String] = []
+        for round in 0..<rounds {
+            var changes: [SeamConnection.Change] = []
+            for _ in 0..<(1 + Int(random.next() % 3)) {
+                let roll = random.next() % 10
+                if existing.isEmpty || roll < 4 {
+                    changes.append(.insert(entity: "Session", values: ["uuid": .string(UUIDText.random()), "name": .string(pick(names)),
+                                                                        "state": .string(pick(states)), "stepIndex": .integer(Int64(random.next() % 4)),
+                                                                        "startedAt": 1_700_000_000]))
+                } else if roll < 6 {
+                    let u = pick(existing)
+                    existing.removeAll { $0 == u }
+                    changes.append(.delete(entity: "Session", uuid: u))
+                } else {
+                    let u = pick(existing)
+                    var values: JSONObject = [:]
+                    if random.next() % 2 == 0 { values["name"] = .string(pick(names)) }
+                    if random.next() % 2 == 0 { values["state"] = .string(pick(states)) }
+                    values["stepIndex"] = .integer(Int64(random.next() % 4))
+                    changes.append(.update(entity: "Session", uuid: u, values: values))
+                }
+            }
+            // No two operations on one row in a save: keep the first.
+            var seen = Set<String>()
+            changes = changes.filter { ch in
+                switch ch {
+                case .insert: return true
+                case .update(_, let u, _), .delete(_, let u): return seen.insert(u).inserted
+                }
+            }
+            let (_, inserted) = try c.save(changes)
+            existing += inserted
+            // The barrier's save comes after: once its diff is read, every diff of the round was.
+            let (barrierSequence, _) = try c.save([.update(entity: "Timer", uuid: barrier, values: ["repeatCount": .integer(Int64(round + 2))])])
+            while true {
+                let reply = try nextReply(raw)
+                guard case .integer(let id)? = reply.id else { return XCTFail("a reply without an id") }
+                let update = try SubscriptionUpdate(reply.parameters)
+                if id == 99 {
+                    if update.sequence == barrierSequence { break }
+                    continue
+                }
+                try lives[Int(id)]!.apply(update)
+            }
+            for (id, q) in queries.enumerated() {
+                let expected = try fetch(c, q)
+                XCTAssertEqual(lives[id]!.rows, expected, "seed \(seed) round \(round): \(q)")
+                if lives[id]!.rows != expected { return }
+            }
+        }
+    }
+}
+
+/// `XCTUnwrap` for an async value (XCTest's takes an autoclosure that cannot await).
+func XCTUnwrapAsync<T>(_ value: T?, file: StaticString = #filePath, line: UInt = #line) async throws -> T {
+    try XCTUnwrap(value, file: file, line: line)
+}
