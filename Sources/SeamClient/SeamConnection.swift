@@ -39,7 +39,7 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
 public final class SeamConnection {
     public let path: String
     private var fd: Int32
-    private var decoder = FrameDecoder()
+    private var decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
     private var nextID: Int64 = 0
     private var helloParameters: JSONObject?
     private let inherited: Bool
@@ -94,7 +94,7 @@ public final class SeamConnection {
         guard !inherited else { throw ClientError(.disconnected) }
         Descriptors.close(fd)
         do { fd = try UnixSocket.connect(path: path) } catch { throw ClientError(.cannotConnect(path: path, error)) }
-        decoder = FrameDecoder()
+        decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
         if let p = helloParameters { _ = try roundTrip("org.seam.Store.Hello", p) }
     }
 

@@ -141,7 +141,7 @@ public final class SeamSubscriber: Sendable {
     // MARK: - Reader
 
     private func readLoop() {
-        var decoder = FrameDecoder()
+        var decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
         var buffer: [UInt8] = []
         while true {
             let fd = state.withLock { $0.fd }
@@ -158,7 +158,7 @@ public final class SeamSubscriber: Sendable {
             case .wouldBlock:
                 _ = UnixSocket.waitReadable(fd, timeoutMilliseconds: 1000)
             case .closed:
-                decoder = FrameDecoder()
+                decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
                 if !reconnect() { return }
             }
         }

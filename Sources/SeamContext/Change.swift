@@ -49,33 +49,52 @@ public struct ChangeSet: Sendable, Hashable {
 
 /// The most recent change sets, for readers that fell a little behind.
 ///
-/// Bounded by count; `since(_:)` answers `nil` when the ring no longer reaches back that far,
-/// so a reader knows to fetch afresh instead of silently missing changes.
+/// Bounded by count of change sets and by count of row changes over all of them (a few huge
+/// saves cannot hold the memory of a thousand); `since(_:)` answers `nil` when the ring no
+/// longer reaches back that far, so a reader knows to fetch afresh instead of silently missing
+/// changes.
 public struct ChangeRing: Sendable {
     public let capacity: Int
+    public let maxRows: Int
     private var items: [ChangeSet] = []
-    private var start = 0
+    /// Where the oldest held set is in `items` (the ones before are dropped).
+    private var head = 0
+    private var rows = 0
 
-    public init(capacity: Int) { self.capacity = max(1, capacity) }
+    public init(capacity: Int, maxRows: Int = 20_000) {
+        self.capacity = max(1, capacity)
+        self.maxRows = max(1, maxRows)
+    }
 
     public mutating func append(_ set: ChangeSet) {
-        if items.count < capacity {
-            items.append(set)
-        } else {
-            items[start] = set
-            start = (start + 1) % capacity
+        items.append(set)
+        rows += set.changes.count
+        while items.count - head > capacity || (rows > maxRows && items.count - head > 1) {
+            rows -= items[head].changes.count
+            items[head].changes = []  // release the rows now
+            head += 1
+        }
+        if head >= 64 && head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
         }
     }
 
+    /// How many change sets are held.
+    public var count: Int { items.count - head }
+
     /// The oldest sequence number held, or nil when empty.
-    public var oldest: Int64? { items.isEmpty ? nil : items[items.count < capacity ? 0 : start].sequence }
+    public var oldest: Int64? { head < items.count ? items[head].sequence : nil }
 
     /// Every change set after `sequence`, oldest first; `nil` when some of them were dropped.
     public func since(_ sequence: Int64) -> [ChangeSet]? {
-        let ordered = items.count < capacity ? items : Array(items[start...] + items[..<start])
-        let newer = ordered.filter { $0.sequence > sequence }
-        if let first = newer.first, first.sequence != sequence + 1 { return nil }
-        if newer.isEmpty, let last = ordered.last, last.sequence > sequence { return nil }
-        return newer
+        var low = head
+        var high = items.count
+        while low < high {
+            let mid = (low + high) / 2
+            if items[mid].sequence <= sequence { low = mid + 1 } else { high = mid }
+        }
+        if low < items.count, items[low].sequence != sequence + 1 { return nil }
+        return Array(items[low...])
     }
 }

@@ -67,6 +67,9 @@ public struct FrameDecoder: Sendable {
 public enum Limits {
     /// The largest frame accepted, in bytes, NUL excluded.
     public static let maxFrameBytes = 4 << 20
+    /// The largest reply frame a client accepts: replies carry results (up to `maxFetchRows` or
+    /// `maxSubscriptionRows` rows), which can outgrow what the broker accepts from clients.
+    public static let maxReplyFrameBytes = 512 << 20
     /// Connections one uid may hold at once.
     public static let maxConnectionsPerUID = 512
     /// Seconds a new connection has to send its first call (seamd's `--handshake-timeout`).

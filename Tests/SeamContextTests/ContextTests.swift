@@ -97,6 +97,17 @@ final class ContextTests: ContextTestCase {
         XCTAssertEqual(ring.oldest, 3)
     }
 
+    func testTheRingIsBoundedByRowsToo() {
+        let change = RowChange(store: "Local", entity: "Session", uuid: "u", kind: .insert, changedKeys: [], old: nil, new: [:])
+        var ring = ChangeRing(capacity: 1000, maxRows: 10)
+        for s in 1...300 { ring.append(ChangeSet(sequence: Int64(s), author: "cli", time: 0, changes: Array(repeating: change, count: 4))) }
+        XCTAssertEqual(ring.count, 2, "two sets of four rows fit in ten")
+        XCTAssertEqual(ring.since(298)?.map(\.sequence), [299, 300])
+        XCTAssertNil(ring.since(297))
+        ring.append(ChangeSet(sequence: 301, author: "cli", time: 0, changes: Array(repeating: change, count: 50)))
+        XCTAssertEqual(ring.since(300)?.map(\.sequence), [301], "one set larger than the bound is still held")
+    }
+
     func checkDeletingATimerDeletesItsSessionAcrossTheSeam() throws {
         let timer = try addTimer("Tea")
         let session = try addSession(timer: timer)

@@ -126,20 +126,25 @@ public final class RawClient {
 
     public func send(_ text: String, nul: Bool = true) { send(Array(text.utf8) + (nul ? [0] : [])) }
 
+    private var pending: [UInt8] = []
+
     /// Reads one NUL-terminated frame, or nil if the connection closed or `timeout` passed.
     public func readFrame(timeout: Double = 5) -> String? {
-        var out: [UInt8] = []
         let deadline = Date().addingTimeInterval(timeout)
-        var byte: UInt8 = 0
-        while Date() < deadline {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            if let nul = pending.firstIndex(of: 0) {
+                let frame = String(decoding: pending[..<nul], as: UTF8.self)
+                pending.removeFirst(nul + 1)
+                return frame
+            }
+            guard Date() < deadline else { return nil }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&p, 1, 100) > 0 else { continue }
-            let n = read(fd, &byte, 1)
+            let n = read(fd, &chunk, chunk.count)
             if n <= 0 { return nil }
-            if byte == 0 { return String(decoding: out, as: UTF8.self) }
-            out.append(byte)
+            pending += chunk[0..<n]
         }
-        return nil
     }
 
     /// Whether the broker closed this connection (read returns 0) within `timeout`.
