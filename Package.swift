@@ -51,7 +51,7 @@ let package = Package(
             dependencies: ["SeamContext", "SeamProtocol", "SeamJSON", "SeamStore", "SeamSchema", "SeamSystem"]
         ),
         .target(name: "SeamClient", dependencies: ["SeamProtocol", "SeamJSON", "SeamSystem"]),
-        .executableTarget(name: "seam", dependencies: ["SeamClient", "SeamJSON", "SeamCommandLine"]),
+        .executableTarget(name: "seam", dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamCommandLine"]),
         .executableTarget(name: "seamd", dependencies: ["SeamBroker", "SeamTimers", "SeamStore", "SeamSystem", "SeamCommandLine"]),
 
         // MARK: - The timer application's models

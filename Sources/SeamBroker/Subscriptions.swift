@@ -55,6 +55,7 @@ final class Subscriptions {
     private(set) var count = 0
     private var perUID: [UInt32: Int] = [:]
     private var nextID = 0
+    private var nextChannelID = 0
 
     /// Subscribe's parameters, checked.
     struct Query {
@@ -88,10 +89,10 @@ final class Subscriptions {
         if rows.count > cap {
             throw .limitReached("this query matches more than \(cap) rows; subscribe with a limit")
         }
-        nextID += 1
+        nextChannelID += 1
         let window = ResultWindow(predicate: query.predicate, sorting: query.sorting, limit: query.request.limit,
                                   fields: query.fields, rows: rows.map(\.values))
-        let channel = Channel(id: nextID, key: key, request: base, window: window)
+        let channel = Channel(id: nextChannelID, key: key, request: base, window: window)
         do {
             try indexes[query.request.entity, default: ChannelIndex(entity: query.predicate.entity)].register(channel.id, query.predicate)
         } catch {

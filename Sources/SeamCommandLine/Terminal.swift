@@ -26,6 +26,10 @@ public enum Terminal {
     /// Ends the process with `status`.
     public static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
 
+    /// Pushes what `print` buffered to standard output now (a stream read by a pipe); `fflush(NULL)`
+    /// flushes every output stream.
+    public static func flushOutput() { fflush(nil) }
+
     /// Prints `tool: message` on stderr and exits with `status`.
     public static func fail(_ tool: String, _ message: String, status: Int32 = 1) -> Never {
         error("\(tool): \(message)")

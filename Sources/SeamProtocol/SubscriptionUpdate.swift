@@ -93,6 +93,25 @@ public struct SubscriptionUpdate: Sendable, Equatable {
         }
     }
 
+    /// The update as the broker sent it (its reply's parameters).
+    public var json: JSONObject {
+        var o: JSONObject = ["subscription": .integer(Int64(subscription)), "kind": .string(kind.rawValue), "sequence": .integer(sequence)]
+        if let from { o["from"] = .integer(from) }
+        switch kind {
+        case .result, .resync: o["rows"] = .array(rows.map(JSON.object))
+        case .diff:
+            o["deleted"] = .array(deleted.map { ["uuid": .string($0.uuid), "index": .integer(Int64($0.index))] })
+            o["inserted"] = .array(inserted.map { ["uuid": .string($0.uuid), "index": .integer(Int64($0.index)), "row": .object($0.row)] })
+            o["updated"] = .array(updated.map {
+                ["uuid": .string($0.uuid), "index": .integer(Int64($0.index)), "changedKeys": .array($0.changedKeys.map(JSON.string)),
+                 "row": .object($0.row)]
+            })
+            o["moved"] = .array(moved.map { ["uuid": .string($0.uuid), "from": .integer(Int64($0.from)), "to": .integer(Int64($0.to))] })
+        case .end: break
+        }
+        return o
+    }
+
     /// Whether this update replaces the whole result.
     public var replacesResult: Bool { kind == .result || kind == .resync }
 }

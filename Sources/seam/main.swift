@@ -2,6 +2,7 @@
 import SeamClient
 import SeamCommandLine
 import SeamJSON
+import SeamProtocol
 
 let usage = """
     usage: seam COMMAND [OPTIONS]
@@ -12,6 +13,10 @@ let usage = """
       seam schema [--json]                       models, versions, hashes, entities
       seam query ENTITY [--where PRED] [--sort KEYS] [--limit N] [--json]
                                                  rows of an entity (JSON lines; --json: one array)
+      seam subscribe ENTITY [--where PRED] [--sort KEYS] [--limit N] [--fields A,B] [--json]
+                                                 follow a live query: its result, then what each
+                                                 commit changes in it, until interrupted
+                                                 (--json: every update as a JSON line)
       seam call METHOD [PARAMETERS-JSON]         any varlink method, e.g.
                                                  seam call org.seam.Store.Save '{"inserts":[…]}'
     Options: --socket PATH, --help. Errors go to stderr with a non-zero exit.
@@ -20,7 +25,7 @@ let usage = """
 func output(_ json: JSON) { print(String(decoding: json.encoded(), as: UTF8.self)) }
 
 do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["socket", "where", "sort", "limit"], flags: ["json"])
+    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["socket", "where", "sort", "limit", "fields"], flags: ["json"])
     guard let command = args.positional.first, !args.wantsHelp else { print(usage); Terminal.exit(args.wantsHelp ? 0 : 64) }
     let connection = try SeamConnection.connect(path: args.value("socket"))
     switch command {
@@ -28,7 +33,8 @@ do {
         let s = try connection.call("org.seam.Store.Status")
         if args.flag("json") { output(.object(s)); break }
         print("\(s["product"]?.stringValue ?? "?") \(s["version"]?.stringValue ?? "") pid \(s["pid"]?.int64Value ?? 0), "
-              + "\(s["connections"]?.int64Value ?? 0) connection(s), sequence \(s["sequence"]?.int64Value ?? 0)")
+              + "\(s["connections"]?.int64Value ?? 0) connection(s), \(s["subscriptions"]?.int64Value ?? 0) subscription(s) "
+              + "on \(s["channels"]?.int64Value ?? 0) channel(s), sequence \(s["sequence"]?.int64Value ?? 0)")
         for store in s["stores"]?.arrayValue ?? [] {
             print("  \(store["name"]?.stringValue ?? "?"): \(store["path"]?.stringValue ?? "?") (\(store["size"]?.int64Value ?? 0) bytes)")
         }
@@ -50,6 +56,41 @@ do {
         if let n = try args.integer("limit", in: 0...100_000) { p["limit"] = .integer(Int64(n)) }
         let rows = try connection.call("org.seam.Store.Fetch", p)["rows"]?.arrayValue ?? []
         if args.flag("json") { output(.array(rows)) } else { rows.forEach(output) }
+    case "subscribe":
+        guard args.positional.count == 2 else {
+            throw Arguments.UsageError("seam subscribe ENTITY [--where PRED] [--sort KEYS] [--limit N] [--fields A,B]")
+        }
+        let query = LiveQuery(args.positional[1], where: args.value("where"), sort: args.value("sort"),
+                              limit: try args.integer("limit", in: 0...100_000),
+                              fields: args.value("fields").map { $0.split(separator: ",").map(String.init) })
+        let subscriber = try SeamSubscriber.connect(path: args.value("socket"))
+        var live = LiveResult()
+        for try await update in subscriber.subscribe(query) {
+            try live.apply(update)
+            if args.flag("json") {
+                output(.object(update.json))
+                Terminal.flushOutput()
+                continue
+            }
+            switch update.kind {
+            case .result, .resync:
+                let note = update.from.map { " (missed changes after \($0))" } ?? ""
+                print("\(update.kind.rawValue) at sequence \(update.sequence)\(note): \(live.rows.count) row(s)")
+                live.rows.forEach { print("  " + String(decoding: JSON.object($0).encoded(), as: UTF8.self)) }
+            case .diff:
+                print("diff at sequence \(update.sequence): \(update.inserted.count) inserted, \(update.deleted.count) deleted, "
+                      + "\(update.updated.count) updated, \(update.moved.count) moved; \(live.rows.count) row(s)")
+                for i in update.inserted { print("  + [\(i.index)] " + String(decoding: JSON.object(i.row).encoded(), as: UTF8.self)) }
+                for d in update.deleted { print("  - [\(d.index)] \(d.uuid)") }
+                for u in update.updated {
+                    print("  ~ [\(u.index)] \(u.changedKeys.joined(separator: ", ")): " + String(decoding: JSON.object(u.row).encoded(), as: UTF8.self))
+                }
+                for m in update.moved { print("  ↕ \(m.uuid) \(m.from) → \(m.to)") }
+            case .end:
+                print("ended at sequence \(update.sequence)")
+            }
+            Terminal.flushOutput()
+        }
     case "call":
         guard args.positional.count >= 2 else { throw Arguments.UsageError("seam call METHOD [PARAMETERS-JSON]") }
         var parameters = JSONObject()
