@@ -28,6 +28,11 @@ let package = Package(
             pkgConfig: "json-c",
             providers: [.apt(["libjson-c-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
 
         // MARK: - The system edge: files, sockets, signals
         .target(name: "CSeamSystem"),
@@ -70,7 +75,8 @@ let package = Package(
         .executableTarget(
             name: "seam-bench",
             dependencies: [
-                "SeamSchema", "SeamStore", "SeamQuery", "SeamContext", "SeamTimers", "SeamClient", "SeamJSON", "SeamSystem", "CSQLite", "CJSONC",
+                "SeamSchema", "SeamStore", "SeamQuery", "SeamContext", "SeamTimers", "SeamClient", "SeamJSON", "SeamProtocol", "SeamSystem", "CSQLite", "CJSONC",
+                "CLibPQ",
             ]
         ),
 

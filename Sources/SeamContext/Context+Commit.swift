@@ -15,13 +15,16 @@ extension Context {
         var begun: [StoreHandle] = []
         do {
             for name in names {
-                try stores[name]!.db.execute("BEGIN IMMEDIATE")
+                try stores[name]!.run("BEGIN IMMEDIATE")
                 begun.append(stores[name]!)
             }
             for name in names {
                 let handle = stores[name]!
                 for change in byStore[name]! { try apply(change, in: handle) }
-                try SaveJournal.setSequence(set.sequence, in: handle.db)
+                let s = try handle.statement(SaveJournal.setSequenceSQL)
+                try s.bind(SaveJournal.setSequenceArguments(set.sequence))
+                while try s.step() {}
+                s.reset()
             }
             try writeHistory(set)
             if names.count > 1 {
@@ -37,7 +40,7 @@ extension Context {
             throw Self.mapped(error, set: set)
         }
         do {
-            try begun[0].db.execute("COMMIT")
+            try begun[0].run("COMMIT")
         } catch {
             for h in begun where !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }
             throw ContextError(.database(error))
@@ -45,7 +48,7 @@ extension Context {
         if begun.count > 1 { options.betweenCommits?() }
         for h in begun.dropFirst() {
             do {
-                try h.db.execute("COMMIT")
+                try h.run("COMMIT")
             } catch {
                 // The first file holds the intent; finish the second now, or on the next open.
                 if !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }

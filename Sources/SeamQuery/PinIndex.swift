@@ -49,11 +49,12 @@ struct PinIndex: Sendable {
         freeSlots.append(slot)
     }
 
+    /// Mutates the postings in place: copying a field's dictionary out would copy all of it
+    /// (it is still referenced), making each removal cost every predicate on that field.
     private mutating func removePosting(_ slot: Int, _ pin: Pin) {
-        guard var byKey = postings[pin.field], var posting = byKey[pin.key] else { return }
-        posting.remove(slot)
-        byKey[pin.key] = posting.isEmpty ? nil : posting
-        postings[pin.field] = byKey.isEmpty ? nil : byKey
+        postings[pin.field]?[pin.key]?.remove(slot)
+        if postings[pin.field]?[pin.key]?.isEmpty == true { postings[pin.field]?[pin.key] = nil }
+        if postings[pin.field]?.isEmpty == true { postings[pin.field] = nil }
     }
 
     /// Slots whose pins match `old` or `new`, and every scanned slot: ascending, each once.

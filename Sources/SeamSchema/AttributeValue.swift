@@ -90,13 +90,29 @@ public enum UUIDText {
     /// A random version-4 UUID in lowercase text form.
     public static func random<G: RandomNumberGenerator>(using generator: inout G) -> String {
         let high = generator.next(), low = generator.next()
-        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (8 * $0)) } + (0..<8).map { UInt8(truncatingIfNeeded: low >> (8 * $0)) }
-        bytes[6] = (bytes[6] & 0x0f) | 0x40
-        bytes[8] = (bytes[8] & 0x3f) | 0x80
-        let hex = Hex.encode(bytes)
-        let chars = Array(hex)
-        return String(chars[0..<8]) + "-" + String(chars[8..<12]) + "-" + String(chars[12..<16]) + "-"
-            + String(chars[16..<20]) + "-" + String(chars[20..<32])
+        // Version 4 (random), variant 1: byte 6's high nibble is 4, byte 8's top bits are 10.
+        func byte(_ i: Int) -> UInt8 {
+            let b = UInt8(truncatingIfNeeded: (i < 8 ? high : low) >> (8 * (i % 8)))
+            switch i {
+            case 6: return (b & 0x0f) | 0x40
+            case 8: return (b & 0x3f) | 0x80
+            default: return b
+            }
+        }
+        return String(unsafeUninitializedCapacity: 36) { out in
+            var o = 0
+            for i in 0..<16 {
+                if i == 4 || i == 6 || i == 8 || i == 10 {
+                    out[o] = UInt8(ascii: "-")
+                    o += 1
+                }
+                let b = byte(i)
+                out[o] = Hex.digit(b >> 4)
+                out[o + 1] = Hex.digit(b & 0x0f)
+                o += 2
+            }
+            return o
+        }
     }
 
     public static func random() -> String {
@@ -107,6 +123,10 @@ public enum UUIDText {
 
 public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
+
+    /// The lowercase hexadecimal digit of `nibble` (0…15).
+    @inline(__always)
+    static func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 48 + nibble : 87 + nibble }
 
     /// Lowercase hexadecimal text of `bytes`.
     public static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {

@@ -62,7 +62,13 @@ public enum SaveJournal {
     }
 
     public static func setSequence(_ sequence: Int64, in db: Database) throws(DatabaseError) {
-        try db.run("INSERT OR REPLACE INTO seam_store (key, value) VALUES (?, ?)", [.string(sequenceKey), .string(String(sequence))])
+        try db.run(setSequenceSQL, setSequenceArguments(sequence))
+    }
+
+    /// The statement and arguments of `setSequence`, for callers that keep it prepared.
+    public static let setSequenceSQL = "INSERT OR REPLACE INTO seam_store (key, value) VALUES (?, ?)"
+    public static func setSequenceArguments(_ sequence: Int64) -> [AttributeValue] {
+        [.string(sequenceKey), .string(String(sequence))]
     }
 
     /// Finishes every save a crash interrupted in the directory's stores; returns how many.

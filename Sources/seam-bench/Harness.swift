@@ -41,6 +41,7 @@ enum Harness {
     /// Formats seconds with a unit that suits their size.
     static func duration(_ s: Double) -> String {
         if s.isNaN { return "-" }
+        if s < 0 { return "−" + duration(-s) }
         if s < 1e-6 { return String(format: "%.0f ns", s * 1e9) }
         if s < 1e-3 { return String(format: "%.2f µs", s * 1e6) }
         if s < 1 { return String(format: "%.2f ms", s * 1e3) }

@@ -1,7 +1,7 @@
 # Installs the Debian packages Seam needs, only when something is missing.
 # Sourced by scripts/test, scripts/bench and scripts/run.
 
-SEAM_DEBIAN_PACKAGES=(libsqlite3-dev libjson-c-dev pkg-config sqlite3 python3)
+SEAM_DEBIAN_PACKAGES=(libsqlite3-dev libjson-c-dev libpq-dev pkg-config sqlite3 python3)
 
 # seam_install_packages PKG…: installs those of the Debian packages that are missing.
 seam_install_packages() {

@@ -1,0 +1,2 @@
+// libpq, PostgreSQL's C client (Debian's libpq-dev).
+#include <libpq-fe.h>

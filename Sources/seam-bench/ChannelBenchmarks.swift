@@ -1,0 +1,264 @@
+import Foundation
+import SeamJSON
+import SeamSchema
+import SeamProtocol
+import SeamSystem
+
+/// Benchmarks of query channels (issue: subscriptions): commit-to-subscriber latency beside
+/// PostgreSQL's NOTIFY/LISTEN at equal durability, matching cost as channels grow, fan-out, and
+/// seamd's memory with 10,000 channels. Everything is measured in the same run.
+enum ChannelBenchmarks {
+    static let latencyRounds = 2_000
+    static let matchingRounds = 2_000
+    static let fanOutRounds = 50
+
+    static func run() throws {
+        let work = "/tmp/seam-bench-channels-\(getpid())"
+        try? FileManager.default.removeItem(atPath: work)
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        if getuid() == 0 { _ = try? Process.run(URL(fileURLWithPath: "/bin/chmod"), arguments: ["755", work]).waitUntilExit() }
+        defer { try? FileManager.default.removeItem(atPath: work) }
+
+        var latency = BenchTable("Commit to subscriber: one client saves one row, another hears it; 10,000 channels, one matches",
+                                 columns: ["durability", "seamd p50", "seamd p99", "PostgreSQL NOTIFY p50", "PostgreSQL p99", "p50 seamd / PG"])
+        var rss = 0
+        for sync in [true, false] {
+            let (seam, memory) = try seamdLatency(work: work + "/latency-\(sync)", sync: sync)
+            if sync { rss = memory }
+            let pg = (try? postgresLatency(work: work, sync: sync)) ?? []
+            func p(_ xs: [Double], _ q: Double) -> String { xs.isEmpty ? "n/a" : Harness.duration(Harness.percentile(xs, q)) }
+            latency.add([sync ? "commit synced to disk (seamd --durability full; PG fsync, synchronous_commit on)"
+                              : "not synced (seamd --durability normal; PG fsync, synchronous_commit off)",
+                         p(seam, 0.5), p(seam, 0.99), p(pg, 0.5), p(pg, 0.99),
+                         pg.isEmpty ? "n/a" : Harness.ratio(Harness.median(seam), Harness.median(pg))])
+        }
+        latency.print()
+        print("targets: p50 ≤ 0.75× PostgreSQL's (synced); p99 ≤ 1 ms")
+
+        var matching = BenchTable("Matching cost per committed row as channels grow (one-row save that matches none; save round trip p50)",
+                                  columns: ["channels", "save p50", "matching cost (p50 − no channels)", "save p50 / no channels"])
+        var base = 0.0
+        for n in [0, 100, 10_000, 100_000] {
+            let p50 = try saveCost(work: work + "/matching-\(n)", channels: n)
+            if n == 0 { base = p50 }
+            matching.add([n == 0 ? "none" : n.formatted(), Harness.duration(p50), n == 0 ? "-" : Harness.duration(p50 - base),
+                          Harness.ratio(p50, base)])
+        }
+        matching.print()
+        print("target: flat (the channel index finds the channels a row can match; the rest cost nothing)")
+
+        var fan = BenchTable("Fan-out: one commit heard by 1,000 subscriptions (10 channels) on 100 connections",
+                             columns: ["measure", "p50", "p99"])
+        let times = try fanOut(work: work + "/fanout")
+        fan.add(["save to the last subscriber hearing it", Harness.duration(Harness.percentile(times, 0.5)),
+                 Harness.duration(Harness.percentile(times, 0.99))])
+        fan.add(["seamd RSS with 10,000 channels", String(format: "%.1f MB", Double(rss) / 1_048_576), "target ≤ 100 MB"])
+        fan.print()
+    }
+
+    // MARK: - seamd
+
+    static func startSeamd(_ dir: String, sync: Bool) throws -> (Process, String) {
+        let socket = dir + "/s.sock"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let p = try BrokerBenchmarks.start(Executables.sibling("seamd"),
+                                           ["--data-dir", dir + "/data", "--socket", socket, "--durability", sync ? "full" : "normal"])
+        try BrokerBenchmarks.waitForSocket(socket)
+        return (p, socket)
+    }
+
+    /// Registers `count` channels `name == "c<i>"` (none matches a saved row) on connections of
+    /// at most 10,000 subscriptions each; returns the connections (they must stay open).
+    static func registerChannels(_ count: Int, socket: String) throws -> [RawSeam] {
+        var connections: [RawSeam] = []
+        var left = count
+        var i = 0
+        while left > 0 {
+            let c = try RawSeam(socket)
+            let n = min(left, 10_000)
+            var batch: [UInt8] = []
+            for k in 0..<n {
+                batch += RawSeam.frame("org.seam.Store.Subscribe", ["entity": "Session", "predicate": .string("name == \"c\(i)\""), "fields": ["name"]],
+                                       more: true, id: Int64(k))
+                i += 1
+            }
+            try UnixSocket.writeAll(c.fd, batch)
+            for _ in 0..<n {
+                let r = try c.reply()
+                if let e = r.error { throw BenchError("Subscribe failed: \(e) \(r.parameters)") }
+            }
+            connections.append(c)
+            left -= n
+        }
+        return connections
+    }
+
+    static func seamdLatency(work: String, sync: Bool) throws -> ([Double], Int) {
+        let (process, socket) = try startSeamd(work, sync: sync)
+        defer { BrokerBenchmarks.stop(process) }
+        let others = try registerChannels(9_999, socket: socket)
+        let subscriber = try RawSeam(socket)
+        _ = try subscriber.call("org.seam.Store.Subscribe", ["entity": "Session", "predicate": "name == \"target\"", "sort": "-startedAt",
+                                                              "limit": 1], more: true)
+        let saver = try RawSeam(socket)
+        _ = try saver.call("org.seam.Store.Hello", ["version": 1])
+        let memory = Int(try saver.call("org.seam.Store.Status").parameters["rss"]?.int64Value ?? 0)
+        var times: [Double] = []
+        for i in 0..<latencyRounds {
+            let frame = RawSeam.frame("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
+                "name": "target", "startedAt": .integer(Int64(1_700_000_000 + i)),
+            ]]]], id: Int64(i))
+            let t = Harness.now()
+            try UnixSocket.writeAll(saver.fd, frame)
+            let heard = try subscriber.reply()
+            times.append(Double(Harness.now() - t) / 1e9)
+            guard heard.parameters["kind"]?.stringValue == "diff" else { throw BenchError("expected a diff: \(heard.parameters)") }
+            _ = try saver.reply()
+        }
+        _ = others
+        return (times, memory)
+    }
+
+    static func saveCost(work: String, channels: Int) throws -> Double {
+        let (process, socket) = try startSeamd(work, sync: false)
+        defer { BrokerBenchmarks.stop(process) }
+        let held = try registerChannels(channels, socket: socket)
+        let saver = try RawSeam(socket)
+        _ = try saver.call("org.seam.Store.Hello", ["version": 1])
+        var times: [Double] = []
+        for i in 0..<matchingRounds {
+            let frame = RawSeam.frame("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
+                "name": .string("x\(i)"), "startedAt": .integer(Int64(i)),
+            ]]]], id: Int64(i))
+            let t = Harness.now()
+            try UnixSocket.writeAll(saver.fd, frame)
+            _ = try saver.reply()
+            times.append(Double(Harness.now() - t) / 1e9)
+        }
+        _ = held
+        return Harness.median(times)
+    }
+
+    static func fanOut(work: String) throws -> [Double] {
+        let (process, socket) = try startSeamd(work, sync: false)
+        defer { BrokerBenchmarks.stop(process) }
+        let sorts = ["name", "-name", "startedAt", "-startedAt", "stepIndex", "-stepIndex", "state", "-state", "uuid", "-uuid"]
+        var listeners: [RawSeam] = []
+        for _ in 0..<100 {
+            let c = try RawSeam(socket)
+            for (k, sort) in sorts.enumerated() {
+                _ = try c.call("org.seam.Store.Subscribe", ["entity": "Session", "predicate": "name == \"fan\"", "sort": .string(sort)],
+                               more: true, id: Int64(k))
+            }
+            listeners.append(c)
+        }
+        let saver = try RawSeam(socket)
+        _ = try saver.call("org.seam.Store.Hello", ["version": 1])
+        var times: [Double] = []
+        for i in 0..<fanOutRounds {
+            let frame = RawSeam.frame("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
+                "name": "fan", "startedAt": .integer(Int64(i)),
+            ]]]], id: 1_000_000 + Int64(i))
+            let t = Harness.now()
+            try UnixSocket.writeAll(saver.fd, frame)
+            var pending = Dictionary(uniqueKeysWithValues: listeners.map { ($0.fd, 10) })
+            var fds = listeners.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            let byFD = Dictionary(uniqueKeysWithValues: listeners.map { ($0.fd, $0) })
+            while !pending.isEmpty {
+                guard poll(&fds, nfds_t(fds.count), 5000) > 0 else { throw BenchError("fan-out: a subscriber heard nothing in 5 s") }
+                for p in fds where p.revents != 0 {
+                    let c = byFD[p.fd]!
+                    pending[p.fd, default: 0] -= try c.fillCountingFrames()
+                    if pending[p.fd] == 0 { pending[p.fd] = nil }
+                }
+            }
+            times.append(Double(Harness.now() - t) / 1e9)
+            _ = try saver.reply()
+        }
+        return times
+    }
+
+    // MARK: - PostgreSQL
+
+    static func postgresLatency(work: String, sync: Bool) throws -> [Double] {
+        let server = try PostgresServer(work: work, fsync: sync)
+        defer { server.stop() }
+        let writer = try PostgresConnection(server.connectionString)
+        let listener = try PostgresConnection(server.connectionString)
+        try writer.execute("CREATE TABLE session (uuid text PRIMARY KEY, name text NOT NULL, state text NOT NULL DEFAULT 'running', "
+                           + "started_at double precision NOT NULL, step_index bigint NOT NULL DEFAULT 0)")
+        try listener.execute("LISTEN seam")
+        var times: [Double] = []
+        for i in 0..<latencyRounds {
+            let uuid = UUIDText.random()
+            let sql = "BEGIN; INSERT INTO session (uuid, name, started_at) VALUES ('\(uuid)', 'target', \(1_700_000_000 + i)); "
+                + "NOTIFY seam, '\(uuid)'; COMMIT"
+            let t = Harness.now()
+            try writer.sendQuery(sql)
+            let payload = try listener.nextNotification()
+            times.append(Double(Harness.now() - t) / 1e9)
+            guard payload == uuid else { throw BenchError("PostgreSQL notified \(payload), expected \(uuid)") }
+            try writer.finishQuery()
+        }
+        return times
+    }
+}
+
+/// A bare seamd connection for the benchmarks: frames made by hand, replies read whole.
+final class RawSeam {
+    let fd: Int32
+    private var buffer: [UInt8] = []
+    private var start = 0
+
+    init(_ path: String) throws { fd = try UnixSocket.connect(path: path) }
+    deinit { close(fd) }
+
+    static func frame(_ method: String, _ parameters: JSONObject = [:], more: Bool = false, id: Int64? = nil) -> [UInt8] {
+        Call(method: method, parameters: parameters, more: more, id: id.map(JSON.integer)).frame()
+    }
+
+    /// Sends a call and reads its first reply.
+    func call(_ method: String, _ parameters: JSONObject = [:], more: Bool = false, id: Int64 = 0) throws -> Reply {
+        try UnixSocket.writeAll(fd, Self.frame(method, parameters, more: more, id: id))
+        let r = try reply()
+        if let e = r.error { throw BenchError("\(method): \(e) \(r.parameters)") }
+        return r
+    }
+
+    /// The next reply, reading as needed (blocking).
+    func reply() throws -> Reply {
+        while true {
+            if let r = try bufferedReply() { return r }
+            try fill()
+        }
+    }
+
+    /// A reply already read, if a whole one is buffered.
+    func bufferedReply() throws -> Reply? {
+        guard let nul = buffer[start...].firstIndex(of: 0) else { return nil }
+        let frame = buffer[start..<nul]
+        start = nul + 1
+        if start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+        }
+        return try Reply(try JSON.decode(frame))
+    }
+
+    /// Reads what the socket holds and drops it, answering how many frames ended in it (the
+    /// fan-out reader counts arrivals without decoding them).
+    func fillCountingFrames() throws -> Int {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = read(fd, &chunk, chunk.count)
+        guard n > 0 else { throw BenchError("seamd closed the connection") }
+        return chunk[0..<n].reduce(0) { $0 + ($1 == 0 ? 1 : 0) }
+    }
+
+    /// Reads what the socket holds (blocking until something arrives).
+    func fill() throws {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = read(fd, &chunk, chunk.count)
+        guard n > 0 else { throw BenchError("seamd closed the connection") }
+        buffer += chunk[0..<n]
+    }
+}
