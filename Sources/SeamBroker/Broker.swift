@@ -266,11 +266,19 @@ public final class Broker {
         if ownsSocketFile { try? FileSystem.remove(configuration.socketPath) }
         for c in connections.values {
             for s in c.subscriptions.values where s.callID != nil { queue(frame: Reply(.shuttingDown, id: s.callID).frame(), to: c) }
-            send(Reply(.shuttingDown, id: nil), to: c)
-            UnixSocket.setNonBlocking(c.fd, false)
-            _ = try? c.flush()
-            close(c)
+            queue(frame: Reply(.shuttingDown, id: nil).frame(), to: c)
         }
+        // Half a second, all told, for clients to take what is queued: one that does not read
+        // must not hold the shutdown up.
+        let deadline = WallClock.monotonic() + 0.5
+        var waiting = Array(connections.values)
+        while true {
+            waiting = waiting.filter { c in !c.closed && ((try? c.flush()) ?? true) == false }
+            let left = deadline - WallClock.monotonic()
+            if waiting.isEmpty || left <= 0 { break }
+            UnixSocket.waitWritable(waiting.map(\.fd), timeoutMilliseconds: Int32(max(1, left * 1000)))
+        }
+        for c in Array(connections.values) { close(c) }
         log.info("stopped at save sequence \(context.sequence)")
         loop.stop()
     }

@@ -64,6 +64,11 @@ public final class Database {
             if !options.readOnly && path != ":memory:" && options.wal {
                 try execute("PRAGMA journal_mode=WAL")
                 try execute("PRAGMA synchronous=\(options.durability == .full ? "FULL" : "NORMAL")")
+                // Checkpoint every 4,000 pages (16 MiB of WAL) rather than 1,000: a page written by
+                // many commits in between (the sequence, an index root) is copied back once, and
+                // the checkpoint's fsync is paid a quarter as often. The WAL is cut back to 16 MiB.
+                try execute("PRAGMA wal_autocheckpoint=4000")
+                try execute("PRAGMA journal_size_limit=\(16 << 20)")
             }
         } catch {
             sqlite3_close_v2(db)

@@ -165,6 +165,12 @@ public enum UnixSocket {
     public static func closeDescriptor(_ fd: Int32) { _ = Glibc.close(fd) }
 
     /// Waits up to `timeout` milliseconds for `fd` to be readable; false on timeout.
+    /// Waits until one of `fds` can take more bytes, or `timeoutMilliseconds` pass.
+    public static func waitWritable(_ fds: [Int32], timeoutMilliseconds: Int32) {
+        var polls = fds.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
+        while poll(&polls, nfds_t(polls.count), timeoutMilliseconds) < 0 && errno == EINTR {}
+    }
+
     public static func waitReadable(_ fd: Int32, timeoutMilliseconds: Int32) -> Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while true {
