@@ -57,10 +57,11 @@ let package = Package(
         ),
         .target(name: "SeamClient", dependencies: ["SeamProtocol", "SeamJSON", "SeamSystem"]),
         .executableTarget(name: "seam", dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamCommandLine"]),
-        .executableTarget(name: "seamd", dependencies: ["SeamBroker", "SeamTimers", "SeamStore", "SeamSystem", "SeamCommandLine"]),
+        .executableTarget(name: "seamd", dependencies: ["SeamBroker", "SeamTimers", "SeamTimerService", "SeamStore", "SeamSystem", "SeamCommandLine"]),
 
         // MARK: - The timer application's models
         .target(name: "SeamTimers", dependencies: ["SeamSchema"]),
+        .target(name: "SeamTimerService", dependencies: ["SeamBroker", "SeamContext", "SeamJSON", "SeamProtocol", "SeamSchema", "SeamTimers"]),
 
         // MARK: - Command-line plumbing
         .target(name: "SeamCommandLine"),
@@ -101,6 +102,10 @@ let package = Package(
         .testTarget(
             name: "SeamBrokerTests",
             dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamTestSupport"]
+        ),
+        .testTarget(
+            name: "SeamTimerServiceTests",
+            dependencies: ["SeamTimerService", "SeamClient", "SeamProtocol", "SeamJSON", "SeamSchema", "SeamTestSupport"]
         ),
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
         .testTarget(name: "SeamJSONTests", dependencies: ["SeamJSON"]),

@@ -30,7 +30,16 @@ extension Broker {
             default: result = .failure(.methodNotFound(call.method))
             }
         default:
-            result = .failure(.interfaceNotFound(call.interface))
+            guard let service = configuration.interfaces.first(where: { $0.name == call.interface }) else {
+                result = .failure(.interfaceNotFound(call.interface))
+                break
+            }
+            let serviceCall = ServiceCall(context: context, author: c.hello?.author) { [unowned self] request, author throws(ContextError) in
+                let set = try self.context.save(request, author: author)
+                if let set { self.publish(set) }
+                return set
+            }
+            result = service.handler(call.member, call.parameters, serviceCall)
         }
         switch result {
         case .success(let parameters): return Reply(parameters: parameters, id: call.id).frame()
@@ -40,14 +49,21 @@ extension Broker {
 
     // MARK: - org.varlink.service
 
+    /// Every interface served: the broker's own and the application's.
+    var interfaceDescriptions: [String: String] {
+        var all = Interfaces.all
+        for i in configuration.interfaces { all[i.name] = i.description }
+        return all
+    }
+
     func getInfo() -> JSONObject {
         ["vendor": .string(Interfaces.vendor), "product": .string(Interfaces.product), "version": .string(Interfaces.version),
-         "url": .string(Interfaces.url), "interfaces": .array(Interfaces.all.keys.sorted().map(JSON.string))]
+         "url": .string(Interfaces.url), "interfaces": .array(interfaceDescriptions.keys.sorted().map(JSON.string))]
     }
 
     func describe(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
         guard let name = p["interface"]?.stringValue else { return .failure(.invalidParameter("interface")) }
-        guard let text = Interfaces.all[name] else { return .failure(.interfaceNotFound(name)) }
+        guard let text = interfaceDescriptions[name] else { return .failure(.interfaceNotFound(name)) }
         return .success(["description": .string(text)])
     }
 
@@ -311,7 +327,7 @@ extension Broker {
     }
 
     /// A context error as the varlink error a client receives.
-    static func varlink(_ error: ContextError) -> VarlinkError {
+    public static func varlink(_ error: ContextError) -> VarlinkError {
         switch error.kind {
         case .notFound(let e, let u): return .notFound(entity: e, uuid: u)
         case .duplicate, .constraint, .deleteDenied: return .conflict(error.description)

@@ -16,6 +16,8 @@ public final class Broker {
         public var listenDescriptor: Int32?
         /// Seconds a new connection has to send its first call before it is closed.
         public var handshakeTimeout: Double = Limits.handshakeTimeout
+        /// Interfaces the application adds beside org.seam.Store.
+        public var interfaces: [ServiceInterface] = []
         public init(dataDirectory: String, socketPath: String) {
             self.dataDirectory = dataDirectory
             self.socketPath = socketPath

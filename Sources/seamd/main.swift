@@ -3,12 +3,13 @@ import SeamBroker
 import SeamCommandLine
 import SeamStore
 import SeamSystem
+import SeamTimerService
 import SeamTimers
 
 let usage = """
     usage: seamd [--data-dir DIR] [--socket PATH] [--durability normal|full] [--log-level LEVEL]
 
-    Serves the timer app's stores over the varlink protocol (org.seam.Store), in the foreground,
+    Serves the timer app's stores over the varlink protocol (org.seam.Store, org.seam.Timers), in the foreground,
     logging to stderr. Stops cleanly on SIGTERM or SIGINT.
       --data-dir DIR       the stores (default $SEAM_DATA_DIR, else $XDG_DATA_HOME/seam,
                            else ~/.local/share/seam)
@@ -39,6 +40,7 @@ do {
         configuration.durability = durability
     }
     configuration.listenDescriptor = Environment.socketActivationDescriptor
+    configuration.interfaces = [TimerService.interface]
     if let t = args.value("handshake-timeout") {
         guard let seconds = Double(t), seconds > 0, seconds <= 3600 else {
             throw Arguments.UsageError("--handshake-timeout takes seconds, from 0 to 3600")

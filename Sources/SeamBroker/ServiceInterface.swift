@@ -1,0 +1,44 @@
+import SeamContext
+import SeamJSON
+import SeamProtocol
+import SeamSystem
+
+/// An interface an application adds to the broker beside `org.seam.Store`: its name, its varlink
+/// description, and a handler for its methods (the timer app's `org.seam.Timers`).
+///
+/// Handlers run on the broker's one thread, one call at a time, so each method is atomic with
+/// respect to every other call from every client: read, decide and save cannot interleave.
+public struct ServiceInterface: Sendable {
+    public typealias Handler = @Sendable (_ member: String, _ parameters: JSONObject, _ call: ServiceCall) -> Result<JSONObject, VarlinkError>
+
+    public let name: String
+    /// The varlink interface definition, as `GetInterfaceDescription` returns it.
+    public let description: String
+    let handler: Handler
+
+    public init(name: String, description: String, handler: @escaping Handler) {
+        self.name = name
+        self.description = description
+        self.handler = handler
+    }
+}
+
+/// What a service method may use: the context for reads, saves through the broker (which
+/// records the connection's author and tells subscribers), and the wall clock.
+public struct ServiceCall {
+    public let context: Context
+    /// The author of this connection's saves, or nil for a read-only connection (no Hello).
+    public let author: String?
+    let saver: (SaveRequest, String) throws(ContextError) -> ChangeSet?
+
+    /// Unix seconds now.
+    public var now: Double { WallClock.now() }
+
+    /// Saves as one transaction; subscribers hear of it. Refused on a read-only connection.
+    public func save(_ request: SaveRequest) throws(VarlinkError) -> ChangeSet? {
+        guard let author else {
+            throw .permissionDenied("this connection is read-only: call org.seam.Store.Hello before saving")
+        }
+        do { return try saver(request, author) } catch { throw Broker.varlink(error) }
+    }
+}

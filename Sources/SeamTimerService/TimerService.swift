@@ -1,0 +1,205 @@
+import SeamBroker
+import SeamContext
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import SeamTimers
+
+/// `org.seam.Timers`: the session lifecycle as broker methods, so that every client — the CLI,
+/// the ticker, a plugin in C — gets the same behaviour, each operation atomic (it runs on the
+/// broker's thread: two Starts of one timer at the same moment give one session).
+public enum TimerService {
+    public static let name = "org.seam.Timers"
+
+    public static let description = """
+        # The timer app's session lifecycle. Sessions live in the Local store and copy their timer
+        # wholesale when they start; editing the timer later changes nothing in a running session.
+        # Times are wall-clock; the broker's clock decides "now".
+        interface org.seam.Timers
+
+        # Starts a session of a timer (by uuid). A finished session of that timer is replaced in the
+        # same save; a running or paused one makes this fail with AlreadyRunning.
+        method Start(timer: string) -> (session: string, replaced: ?string, sequence: int)
+
+        # Starts a session with no timer: one step of the given length.
+        method Flash(seconds: int, name: ?string) -> (session: string, sequence: int)
+
+        # The lifecycle of one session (by uuid).
+        method Pause(session: string) -> (session: string, state: string, sequence: int)
+        method Resume(session: string) -> (session: string, state: string, sequence: int)
+        method Reset(session: string) -> (session: string, state: string, sequence: int)
+        method Skip(session: string) -> (session: string, state: string, sequence: int)
+        method Stop(session: string) -> (session: string, state: string, sequence: int)
+
+        # Deletes every finished session.
+        method Clear() -> (deleted: int, sequence: ?int)
+
+        type Transition (stepIndex: int, round: int, due: float, lateness: float)
+
+        # Moves a running session past every step that has ended, on the wall clock (what the
+        # ticker calls when a step is due). Nothing to do is no error.
+        method Advance(session: string) -> (
+          session: string,
+          state: string,
+          transitions: []Transition,
+          nextDue: ?float,
+          sequence: ?int
+        )
+
+        error NotFound (what: string, uuid: string, message: string)
+        error AlreadyRunning (session: string, message: string)
+        error WrongState (state: string, message: string)
+        error InvalidTimer (message: string)
+
+        """
+
+    public static var interface: ServiceInterface {
+        ServiceInterface(name: name, description: description) { member, p, call in
+            do throws(VarlinkError) {
+                switch member {
+                case "Start": return .success(try start(p, call))
+                case "Flash": return .success(try flash(p, call))
+                case "Pause", "Resume", "Reset", "Skip", "Stop": return .success(try lifecycle(member, p, call))
+                case "Clear": return .success(try clear(call))
+                case "Advance": return .success(try advance(p, call))
+                default: return .failure(.methodNotFound("\(name).\(member)"))
+                }
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    // MARK: - Errors
+
+    static func notFound(_ what: String, _ uuid: String) -> VarlinkError {
+        VarlinkError("\(name).NotFound", ["what": .string(what), "uuid": .string(uuid), "message": .string("no \(what) with uuid \(uuid)")])
+    }
+
+    static func wrongState(_ state: String, _ message: String) -> VarlinkError {
+        VarlinkError("\(name).WrongState", ["state": .string(state), "message": .string(message)])
+    }
+
+    static func invalidTimer(_ message: String) -> VarlinkError {
+        VarlinkError("\(name).InvalidTimer", ["message": .string(message)])
+    }
+
+    // MARK: - Methods
+
+    private static func uuidParameter(_ p: JSONObject, _ key: String) throws(VarlinkError) -> String {
+        guard let u = p[key]?.stringValue, !u.isEmpty else { throw .invalidParameter(key) }
+        return u
+    }
+
+    private static func row(_ entity: String, _ uuid: String, _ call: ServiceCall) throws(VarlinkError) -> [String: AttributeValue]? {
+        do { return try call.context.row(entity, uuid)?.values } catch { throw Broker.varlink(error) }
+    }
+
+    static func start(_ p: JSONObject, _ call: ServiceCall) throws(VarlinkError) -> JSONObject {
+        let timerUUID = try uuidParameter(p, "timer")
+        guard let timer = try row("Timer", timerUUID, call) else { throw notFound("timer", timerUUID) }
+        let existing: [Row]
+        do { existing = try call.context.fetch(FetchRequest("Session", where: "timerUUID == $t", parameters: ["t": .uuid(timerUUID)])) } catch {
+            throw Broker.varlink(error)
+        }
+        var request = SaveRequest()
+        var replaced: String?
+        if let old = existing.first {
+            let state = old.values["state"]?.stringValue ?? "?"
+            guard state == "finished" else {
+                throw VarlinkError("\(name).AlreadyRunning", ["session": .string(old.uuid),
+                                                             "message": .string("'\(timer["name"]?.stringValue ?? timerUUID)' is already \(state)")])
+            }
+            request.delete("Session", old.uuid)
+            replaced = old.uuid
+        }
+        let stepsText: String
+        switch timer["steps"] {
+        case .json(let t)?, .string(let t)?: stepsText = t
+        default: stepsText = "[]"
+        }
+        let steps: [Step]
+        do { steps = try Steps.decode(stepsText) } catch { throw invalidTimer(error.description) }
+        let repeatCount = Int(timer["repeatCount"]?.integerValue ?? 1)
+        let now = call.now
+        let clock: SessionClock
+        do { clock = try SessionClock.start(steps: steps.map(\.seconds), repeatCount: repeatCount, at: now) } catch {
+            throw invalidTimer(error.description)
+        }
+        var values = clock.values
+        let session = UUIDText.random()
+        values["uuid"] = .uuid(session)
+        values["timerUUID"] = .uuid(timerUUID)
+        values["startedAt"] = .date(now)
+        for key in ["name", "icon", "colour", "steps", "repeatCount"] { values[key] = timer[key] }
+        request.insert("Session", values)
+        let set = try call.save(request)
+        return ["session": .string(session), "replaced": replaced.map(JSON.string) ?? .null, "sequence": .integer(set?.sequence ?? 0)]
+    }
+
+    static func flash(_ p: JSONObject, _ call: ServiceCall) throws(VarlinkError) -> JSONObject {
+        guard let seconds = p["seconds"]?.int64Value, seconds > 0, seconds <= Int64(DurationText.maximum) else {
+            throw .invalidParameter("seconds")
+        }
+        let label = p["name"]?.stringValue ?? "Flash \(DurationText.format(Int(seconds)))"
+        let now = call.now
+        let clock: SessionClock
+        do { clock = try SessionClock.start(steps: [Int(seconds)], repeatCount: 1, at: now) } catch { throw invalidTimer(error.description) }
+        var values = clock.values
+        let session = UUIDText.random()
+        values["uuid"] = .uuid(session)
+        values["startedAt"] = .date(now)
+        values["name"] = .string(label)
+        values["steps"] = .json(Steps.encode([Step(label: label, seconds: Int(seconds))]))
+        values["repeatCount"] = .integer(1)
+        let set = try call.save(SaveRequest([.insert(entity: "Session", values: values)]))
+        return ["session": .string(session), "sequence": .integer(set?.sequence ?? 0)]
+    }
+
+    static func lifecycle(_ member: String, _ p: JSONObject, _ call: ServiceCall) throws(VarlinkError) -> JSONObject {
+        let uuid = try uuidParameter(p, "session")
+        guard let session = try row("Session", uuid, call) else { throw notFound("session", uuid) }
+        var clock: SessionClock
+        do { clock = try SessionClock(session: session) } catch { throw invalidTimer(error.description) }
+        let now = call.now
+        do {
+            switch member {
+            case "Pause": try clock.pause(at: now)
+            case "Resume": try clock.resume(at: now)
+            case "Reset": clock.reset(at: now)
+            case "Skip": try clock.skip(at: now)
+            default: try clock.stop(at: now)
+            }
+        } catch {
+            throw wrongState(clock.state.rawValue, error.description)
+        }
+        let set = try call.save(SaveRequest([.update(entity: "Session", uuid: uuid, values: clock.values)]))
+        return ["session": .string(uuid), "state": .string(clock.state.rawValue), "sequence": .integer(set?.sequence ?? call.context.sequence)]
+    }
+
+    static func clear(_ call: ServiceCall) throws(VarlinkError) -> JSONObject {
+        let finished: [Row]
+        do { finished = try call.context.fetch(FetchRequest("Session", where: "state == 'finished'")) } catch { throw Broker.varlink(error) }
+        guard !finished.isEmpty else { return ["deleted": .integer(0), "sequence": .null] }
+        let set = try call.save(SaveRequest(finished.map { .delete(entity: "Session", uuid: $0.uuid) }))
+        return ["deleted": .integer(Int64(finished.count)), "sequence": set.map { .integer($0.sequence) } ?? .null]
+    }
+
+    static func advance(_ p: JSONObject, _ call: ServiceCall) throws(VarlinkError) -> JSONObject {
+        let uuid = try uuidParameter(p, "session")
+        guard let session = try row("Session", uuid, call) else { throw notFound("session", uuid) }
+        var clock: SessionClock
+        do { clock = try SessionClock(session: session) } catch { throw invalidTimer(error.description) }
+        let transitions = clock.advance(to: call.now)
+        var sequence: JSON = .null
+        if !transitions.isEmpty, let set = try call.save(SaveRequest([.update(entity: "Session", uuid: uuid, values: clock.values)])) {
+            sequence = .integer(set.sequence)
+        }
+        return ["session": .string(uuid), "state": .string(clock.state.rawValue),
+                "transitions": .array(transitions.map { t in
+                    ["stepIndex": .integer(Int64(t.stepIndex)), "round": .integer(Int64(t.round)), "due": .double(t.due),
+                     "lateness": .double(t.lateness)]
+                }),
+                "nextDue": clock.nextDue.map(JSON.double) ?? .null, "sequence": sequence]
+    }
+}

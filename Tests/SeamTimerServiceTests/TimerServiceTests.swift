@@ -1,0 +1,145 @@
+import Foundation
+import SeamClient
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import SeamTestSupport
+import SeamTimerService
+import XCTest
+
+/// org.seam.Timers over a real seamd: the session lifecycle as the seed describes it.
+final class TimerServiceTests: XCTestCase {
+    var broker: BrokerProcess!
+
+    override func setUpWithError() throws { broker = try BrokerProcess() }
+    override func tearDown() {
+        broker?.stop()
+        broker = nil
+    }
+
+    func client() throws -> SeamConnection {
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        return c
+    }
+
+    func addTimer(_ c: SeamConnection, _ name: String, steps: [(String, Int)], repeatCount: Int = 1) throws -> String {
+        let json = JSON.array(steps.map { ["label": .string($0.0), "seconds": .integer(Int64($0.1))] })
+        return try c.save([.insert(entity: "Timer", values: ["name": .string(name), "steps": json,
+                                                             "repeatCount": .integer(Int64(repeatCount))])]).inserted[0]
+    }
+
+    func expectError(_ name: String, _ body: () throws -> Void, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertThrowsError(try body(), file: file, line: line) { e in
+            XCTAssertEqual((e as? ClientError)?.remoteName, name, "\(e)", file: file, line: line)
+        }
+    }
+
+    func testTheCommittedInterfaceFileMatches() throws {
+        XCTAssertEqual(try RepositoryFiles.text("Protocol/org.seam.Timers.varlink"), TimerService.description)
+        let info = try client().call("org.varlink.service.GetInfo")
+        XCTAssertEqual(info["interfaces"]?.arrayValue?.compactMap(\.stringValue), ["org.seam.Store", "org.seam.Timers", "org.varlink.service"])
+    }
+
+    /// Start copies the timer wholesale; editing the timer changes nothing in the run; starting
+    /// a running timer is refused; a finished session is replaced; deleting the timer deletes it.
+    func testStartCopiesAndEditsApplyToTheNextRun() throws {
+        let c = try client()
+        let tea = try addTimer(c, "Tea", steps: [("Steep", 180), ("Rest", 60)], repeatCount: 2)
+        let started = try c.call("org.seam.Timers.Start", ["timer": .string(tea)])
+        let session = try XCTUnwrap(started["session"]?.stringValue)
+        var row = try XCTUnwrap(c.row("Session", uuid: session))
+        XCTAssertEqual(row["name"]?.stringValue, "Tea")
+        XCTAssertEqual(row["state"]?.stringValue, "running")
+        XCTAssertEqual(row["repeatCount"]?.int64Value, 2)
+        XCTAssertEqual(row["steps"]?.arrayValue?.count, 2)
+        XCTAssertNotNil(row["stepEndsAt"]?.stringValue)
+
+        try c.save([.update(entity: "Timer", uuid: tea, values: ["name": "Green tea", "steps": [["label": "Steep", "seconds": 90]]])])
+        row = try XCTUnwrap(c.row("Session", uuid: session))
+        XCTAssertEqual(row["name"]?.stringValue, "Tea", "the run keeps what it started with")
+        XCTAssertEqual(row["steps"]?.arrayValue?.count, 2)
+
+        expectError("org.seam.Timers.AlreadyRunning") { _ = try c.call("org.seam.Timers.Start", ["timer": .string(tea)]) }
+        XCTAssertEqual(try c.call("org.seam.Timers.Stop", ["session": .string(session)])["state"]?.stringValue, "finished")
+        let again = try c.call("org.seam.Timers.Start", ["timer": .string(tea)])
+        XCTAssertEqual(again["replaced"]?.stringValue, session, "a finished session is replaced in the same save")
+        let second = try XCTUnwrap(again["session"]?.stringValue)
+        XCTAssertNil(try c.row("Session", uuid: session))
+        XCTAssertEqual(try c.row("Session", uuid: second)?["name"]?.stringValue, "Green tea", "the next run has the edit")
+
+        try c.save([.delete(entity: "Timer", uuid: tea)])
+        XCTAssertNil(try c.row("Session", uuid: second), "deleting a timer deletes its session")
+    }
+
+    func testLifecycleAndWrongStates() throws {
+        let c = try client()
+        let flash = try c.call("org.seam.Timers.Flash", ["seconds": 300, "name": "Pasta"])
+        let s = try XCTUnwrap(flash["session"]?.stringValue)
+        let row = try XCTUnwrap(c.row("Session", uuid: s))
+        XCTAssertEqual(row["timerUUID"], .null, "a flash session has no timer")
+        XCTAssertEqual(row["name"]?.stringValue, "Pasta")
+        func op(_ m: String) throws -> String? { try c.call("org.seam.Timers.\(m)", ["session": .string(s)])["state"]?.stringValue }
+        XCTAssertEqual(try op("Pause"), "paused")
+        expectError("org.seam.Timers.WrongState") { _ = try op("Pause") }
+        XCTAssertEqual(try op("Resume"), "running")
+        XCTAssertEqual(try op("Reset"), "running")
+        XCTAssertEqual(try op("Skip"), "finished", "skipping the only step finishes")
+        expectError("org.seam.Timers.WrongState") { _ = try op("Pause") }
+        expectError("org.seam.Timers.WrongState") { _ = try op("Stop") }
+        XCTAssertEqual(try c.call("org.seam.Timers.Clear")["deleted"]?.int64Value, 1)
+        XCTAssertNil(try c.row("Session", uuid: s))
+        expectError("org.seam.Timers.NotFound") { _ = try op("Pause") }
+        expectError("org.seam.Timers.NotFound") { _ = try c.call("org.seam.Timers.Start", ["timer": .string(UUIDText.random())]) }
+        expectError("org.varlink.service.InvalidParameter") { _ = try c.call("org.seam.Timers.Flash", ["seconds": 0]) }
+        expectError("org.varlink.service.InvalidParameter") { _ = try c.call("org.seam.Timers.Pause", [:]) }
+        expectError("org.varlink.service.MethodNotFound") { _ = try c.call("org.seam.Timers.Frobnicate", [:]) }
+        let empty = try addTimer(c, "Empty", steps: [])
+        expectError("org.seam.Timers.InvalidTimer") { _ = try c.call("org.seam.Timers.Start", ["timer": .string(empty)]) }
+        // Without Hello a connection may not start anything.
+        let readOnly = try SeamConnection.connect(path: broker.socketPath)
+        expectError("org.seam.Store.PermissionDenied") { _ = try readOnly.call("org.seam.Timers.Flash", ["seconds": 5]) }
+    }
+
+    /// Advance moves a session along the wall clock; a one-second flash finishes on time and
+    /// records when it was due.
+    func testAdvanceFinishesOnTheWallClock() throws {
+        let c = try client()
+        let s = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
+        let early = try c.call("org.seam.Timers.Advance", ["session": .string(s)])
+        XCTAssertEqual(early["transitions"]?.arrayValue?.count, 0)
+        XCTAssertEqual(early["sequence"], .null, "nothing due, nothing saved")
+        let due = try XCTUnwrap(early["nextDue"]?.doubleValue)
+        Thread.sleep(forTimeInterval: 1.2)
+        let late = try c.call("org.seam.Timers.Advance", ["session": .string(s)])
+        XCTAssertEqual(late["state"]?.stringValue, "finished")
+        let t = try XCTUnwrap(late["transitions"]?.arrayValue?.first)
+        XCTAssertEqual(t["due"]?.doubleValue ?? 0, due, accuracy: 1e-6)
+        XCTAssertGreaterThan(t["lateness"]?.doubleValue ?? -1, 0)
+        XCTAssertEqual(try c.row("Session", uuid: s)?["finishedAt"], .string(RFC3339.format(due)), "finished when it was due")
+    }
+
+    /// Two Starts of one timer at the same moment, from two connections: one session.
+    func testConcurrentStartsGiveOneSession() throws {
+        let c = try client()
+        let tea = try addTimer(c, "Tea", steps: [("Steep", 180)])
+        let call = #"{"method":"org.seam.Timers.Start","parameters":{"timer":"\#(tea)"}}"#
+        let hello = #"{"method":"org.seam.Store.Hello","parameters":{"version":1}}"#
+        let clients = try (0..<8).map { _ in try RawClient(broker.socketPath) }
+        for r in clients {
+            r.send(hello)
+            _ = r.readFrame()
+        }
+        for r in clients { r.send(call) }
+        var started = 0, refused = 0
+        for r in clients {
+            let text = try XCTUnwrap(r.readFrame())
+            if text.contains("\"session\"") && !text.contains("error") { started += 1 }
+            if text.contains("org.seam.Timers.AlreadyRunning") { refused += 1 }
+        }
+        XCTAssertEqual(started, 1)
+        XCTAssertEqual(refused, 7)
+        XCTAssertEqual(try c.count("Session", where: "timerUUID == $t", parameters: ["t": .string(tea)]), 1)
+    }
+}
+
