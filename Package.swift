@@ -82,7 +82,7 @@ let package = Package(
         ),
 
         // MARK: - Tests
-        .target(name: "SeamTestSupport", path: "Tests/SeamTestSupport"),
+        .target(name: "SeamTestSupport", dependencies: ["SeamClient"], path: "Tests/SeamTestSupport"),
         .executableTarget(
             name: "seam-save-crasher",
             dependencies: ["SeamContext", "SeamStore", "SeamTimers"],

@@ -8,21 +8,7 @@ import XCTest
 
 /// Subscriptions under pressure and abuse: a subscriber that never reads, bad queries, clients
 /// that vanish, limits.
-final class SubscriptionBadInputTests: XCTestCase {
-    var broker: BrokerProcess!
-
-    override func setUpWithError() throws { broker = try BrokerProcess() }
-    override func tearDown() {
-        broker?.stop()
-        broker = nil
-    }
-
-    func client() throws -> SeamConnection {
-        let c = try SeamConnection.connect(path: broker.socketPath)
-        try c.hello()
-        return c
-    }
-
+final class SubscriptionBadInputTests: BrokerTestCase {
     func subscribeCall(_ parameters: JSONObject, id: Int? = nil, more: Bool = true) -> String {
         String(decoding: Call(method: "org.seam.Store.Subscribe", parameters: parameters, more: more,
                               id: id.map { .integer(Int64($0)) }).frame().dropLast(), as: UTF8.self)

@@ -7,21 +7,7 @@ import SeamTestSupport
 import XCTest
 
 /// Subscriptions against a real seamd: results, diffs, resume, backpressure, bad input.
-final class SubscriptionTests: XCTestCase {
-    var broker: BrokerProcess!
-
-    override func setUpWithError() throws { broker = try BrokerProcess() }
-    override func tearDown() {
-        broker?.stop()
-        broker = nil
-    }
-
-    func client() throws -> SeamConnection {
-        let c = try SeamConnection.connect(path: broker.socketPath)
-        try c.hello()
-        return c
-    }
-
+final class SubscriptionTests: BrokerTestCase {
     @discardableResult
     func addSession(_ c: SeamConnection, _ name: String, state: String = "running", step: Int64 = 0) throws -> String {
         let u = UUIDText.random()

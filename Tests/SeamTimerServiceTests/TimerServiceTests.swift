@@ -8,21 +8,7 @@ import SeamTimerService
 import XCTest
 
 /// org.seam.Timers over a real seamd: the session lifecycle as the seed describes it.
-final class TimerServiceTests: XCTestCase {
-    var broker: BrokerProcess!
-
-    override func setUpWithError() throws { broker = try BrokerProcess() }
-    override func tearDown() {
-        broker?.stop()
-        broker = nil
-    }
-
-    func client() throws -> SeamConnection {
-        let c = try SeamConnection.connect(path: broker.socketPath)
-        try c.hello()
-        return c
-    }
-
+final class TimerServiceTests: BrokerTestCase {
     func addTimer(_ c: SeamConnection, _ name: String, steps: [(String, Int)], repeatCount: Int = 1) throws -> String {
         let json = JSON.array(steps.map { ["label": .string($0.0), "seconds": .integer(Int64($0.1))] })
         return try c.save([.insert(entity: "Timer", values: ["name": .string(name), "steps": json,
