@@ -56,7 +56,7 @@ let package = Package(
             dependencies: ["SeamContext", "SeamProtocol", "SeamJSON", "SeamStore", "SeamSchema", "SeamSystem"]
         ),
         .target(name: "SeamClient", dependencies: ["SeamProtocol", "SeamJSON", "SeamSystem"]),
-        .executableTarget(name: "seam", dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamCommandLine"]),
+        .executableTarget(name: "seam", dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamCommandLine", "SeamTimers", "SeamSchema", "SeamSystem"]),
         .executableTarget(name: "seamd", dependencies: ["SeamBroker", "SeamTimers", "SeamTimerService", "SeamStore", "SeamSystem", "SeamCommandLine"]),
 
         // MARK: - The timer application's models

@@ -1,0 +1,105 @@
+import SeamClient
+import SeamCommandLine
+import SeamJSON
+import SeamProtocol
+
+/// Commands about the broker and its stores, for people and scripts.
+enum StoreCommands {
+    static let all: [Command] = [
+        Command("status", "[--json]", "the broker: version, pid, connections, subscriptions, stores", flags: ["json"]) { _, args in
+            let s = try connect(args, hello: false).status()
+            if args.flag("json") { return output(.object(s)) }
+            print("\(s["product"]?.stringValue ?? "?") \(s["version"]?.stringValue ?? "") pid \(s["pid"]?.int64Value ?? 0), "
+                  + "\(s["connections"]?.int64Value ?? 0) connection(s), \(s["subscriptions"]?.int64Value ?? 0) subscription(s) "
+                  + "on \(s["channels"]?.int64Value ?? 0) channel(s), sequence \(s["sequence"]?.int64Value ?? 0)")
+            for store in s["stores"]?.arrayValue ?? [] {
+                print("  \(store["name"]?.stringValue ?? "?"): \(store["path"]?.stringValue ?? "?") (\(store["size"]?.int64Value ?? 0) bytes)")
+            }
+        },
+        Command("schema", "[--json]", "models, versions, hashes, entities", flags: ["json"]) { _, args in
+            let s = try connect(args, hello: false).call("org.seam.Store.Schema")
+            if args.flag("json") { return output(.object(s)) }
+            for m in s["models"]?.arrayValue ?? [] {
+                print("\(m["name"]?.stringValue ?? "?") v\(m["version"]?.int64Value ?? 0)  \(m["hash"]?.stringValue ?? "")")
+                for e in m["entities"]?.arrayValue ?? [] {
+                    let attrs = (e["attributes"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+                    print("  \(e["name"]?.stringValue ?? "?") (\(e["configuration"]?.stringValue ?? "?")): \(attrs.joined(separator: ", "))")
+                }
+            }
+        },
+        Command("store info", "[--json]", "the store files: paths, sizes, the model versions they hold", flags: ["json"]) { _, args in
+            let c = try connect(args, hello: false)
+            let status = try c.status()
+            let schema = try c.call("org.seam.Store.Schema")
+            if args.flag("json") { return output(["stores": status["stores"] ?? .array([]), "models": schema["models"] ?? .array([])]) }
+            for store in status["stores"]?.arrayValue ?? [] {
+                let name = store["name"]?.stringValue ?? "?"
+                print("\(name): \(store["path"]?.stringValue ?? "?"), \(store["size"]?.int64Value ?? 0) bytes")
+                for m in schema["models"]?.arrayValue ?? [] {
+                    guard let hash = m["configurations"]?[name]?.stringValue else { continue }
+                    print("  \(m["name"]?.stringValue ?? "?") v\(m["version"]?.int64Value ?? 0), \(name) hash \(hash.prefix(16))…")
+                }
+            }
+            print("sequence \(status["sequence"]?.int64Value ?? 0); open and current (seamd migrates an older store before it serves)")
+        },
+        Command("query", "ENTITY [--where PRED] [--sort KEYS] [--limit N] [--fields A,B] [--json]",
+                "rows of an entity (JSON lines; --json: one array)", operands: 1...1, options: ["where", "sort", "limit", "fields"],
+                flags: ["json"]) { operands, args in
+            var p: JSONObject = ["entity": .string(operands[0])]
+            if let w = args.value("where") { p["predicate"] = .string(w) }
+            if let s = args.value("sort") { p["sort"] = .string(s) }
+            if let n = try args.integer("limit", in: 0...100_000) { p["limit"] = .integer(Int64(n)) }
+            if let f = args.value("fields") { p["fields"] = .array(f.split(separator: ",").map { .string(String($0)) }) }
+            let rows = try connect(args, hello: false).call("org.seam.Store.Fetch", p)["rows"]?.arrayValue ?? []
+            if args.flag("json") { output(.array(rows)) } else { rows.forEach(output) }
+        },
+        Command("subscribe", "ENTITY [--where PRED] [--sort KEYS] [--limit N] [--fields A,B] [--json]",
+                "follow a live query: its result, then what each commit changes (--json: JSON lines)", operands: 1...1,
+                options: ["where", "sort", "limit", "fields"], flags: ["json"]) { operands, args in
+            try await follow(operands[0], args)
+        },
+        Command("call", "METHOD [PARAMETERS-JSON]", "any varlink method, e.g. seam call org.seam.Store.Count '{\"entity\":\"Timer\"}'",
+                operands: 1...2) { operands, args in
+            var parameters = JSONObject()
+            if operands.count > 1 {
+                guard case .object(let o)? = try? JSON.decode(operands[1]) else {
+                    throw Arguments.UsageError("the parameters must be a JSON object, e.g. '{\"entity\":\"Timer\"}'")
+                }
+                parameters = o
+            }
+            output(.object(try connect(args).call(operands[0], parameters)))
+        },
+    ]
+
+    static func follow(_ entity: String, _ args: Arguments) async throws {
+        let query = LiveQuery(entity, where: args.value("where"), sort: args.value("sort"), limit: try args.integer("limit", in: 0...100_000),
+                              fields: args.value("fields").map { $0.split(separator: ",").map(String.init) })
+        let subscriber = try SeamSubscriber.connect(path: args.value("socket"))
+        var live = LiveResult()
+        for try await update in subscriber.subscribe(query) {
+            try live.apply(update)
+            defer { Terminal.flushOutput() }
+            if args.flag("json") {
+                output(.object(update.json))
+                continue
+            }
+            switch update.kind {
+            case .result, .resync:
+                let note = update.from.map { " (missed changes after \($0))" } ?? ""
+                print("\(update.kind.rawValue) at sequence \(update.sequence)\(note): \(live.rows.count) row(s)")
+                live.rows.forEach { print("  " + String(decoding: JSON.object($0).encoded(), as: UTF8.self)) }
+            case .diff:
+                print("diff at sequence \(update.sequence): \(update.inserted.count) inserted, \(update.deleted.count) deleted, "
+                      + "\(update.updated.count) updated, \(update.moved.count) moved; \(live.rows.count) row(s)")
+                for i in update.inserted { print("  + [\(i.index)] " + String(decoding: JSON.object(i.row).encoded(), as: UTF8.self)) }
+                for d in update.deleted { print("  - [\(d.index)] \(d.uuid)") }
+                for u in update.updated {
+                    print("  ~ [\(u.index)] \(u.changedKeys.joined(separator: ", ")): " + String(decoding: JSON.object(u.row).encoded(), as: UTF8.self))
+                }
+                for m in update.moved { print("  ↕ \(m.uuid) \(m.from) → \(m.to)") }
+            case .end:
+                print("ended at sequence \(update.sequence)")
+            }
+        }
+    }
+}

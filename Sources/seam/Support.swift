@@ -1,0 +1,101 @@
+import SeamClient
+import SeamCommandLine
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import SeamSystem
+import SeamTimers
+
+/// A failure to report in one line.
+struct CLIError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The connection of this invocation: `--socket`, else `$SEAM_FD`, `$SEAM_SOCKET`, the default.
+func connect(_ args: Arguments, hello: Bool = true) throws -> SeamConnection {
+    let c = try SeamConnection.connect(path: args.value("socket"))
+    if hello { try c.hello() }
+    return c
+}
+
+func output(_ json: JSON) { print(String(decoding: json.encoded(), as: UTF8.self)) }
+
+/// A row from the wire as attribute values, typed by the timer model (for the domain code).
+func values(_ row: JSONObject, entity: String) -> [String: AttributeValue] {
+    guard let e = TimerApp.schema.entity(entity)?.entity else { return [:] }
+    var out: [String: AttributeValue] = [:]
+    for (k, v) in row {
+        guard let a = e.attribute(k), case .success(let value) = WireValues.decode(v, as: a.type) else { continue }
+        out[k] = value
+    }
+    return out
+}
+
+/// Finds one row by what a person types: a whole uuid, a uuid prefix (4 or more characters), a
+/// name, or a name in another case. More than one match lists them; none says where to look.
+func pick(_ kind: String, _ text: String, from rows: [JSONObject], listing: String) throws -> JSONObject {
+    let lower = text.lowercased()
+    let stages: [(JSONObject) -> Bool] = [
+        { $0["uuid"]?.stringValue == lower },
+        { lower.count >= 4 && ($0["uuid"]?.stringValue?.hasPrefix(lower) ?? false) },
+        { $0["name"]?.stringValue == text },
+        { $0["name"]?.stringValue?.lowercased() == lower },
+    ]
+    for matches in stages {
+        let found = rows.filter(matches)
+        if found.count == 1 { return found[0] }
+        if found.count > 1 {
+            let names = found.map { "\($0["name"]?.stringValue ?? "?") (\(($0["uuid"]?.stringValue ?? "").prefix(8)))" }
+            throw CLIError("'\(text)' could be any of: \(names.joined(separator: ", ")); give more of the uuid")
+        }
+    }
+    throw CLIError("no \(kind) named '\(text)' or with a uuid starting so; \(listing) lists them")
+}
+
+func timers(_ c: SeamConnection) throws -> [JSONObject] { try c.fetch("Timer", sort: "sortOrder, name[c]") }
+func groups(_ c: SeamConnection) throws -> [JSONObject] { try c.fetch("UserGroup", sort: "sortOrder, name[c]") }
+
+func resolveTimer(_ c: SeamConnection, _ text: String) throws -> JSONObject {
+    try pick("timer", text, from: try timers(c), listing: "seam timer ls")
+}
+
+func resolveGroup(_ c: SeamConnection, _ text: String) throws -> JSONObject {
+    try pick("group", text, from: try groups(c), listing: "seam group ls")
+}
+
+/// A session by its uuid (or prefix) or name, or the session of a timer named so.
+func resolveSession(_ c: SeamConnection, _ text: String) throws -> String {
+    let sessions = try c.fetch("Session", sort: "-startedAt")
+    if let s = try? pick("session", text, from: sessions, listing: "seam ls") { return s["uuid"]!.stringValue! }
+    let timer = try resolveTimer(c, text)
+    let u = timer["uuid"]!.stringValue!
+    guard let s = sessions.first(where: { $0["timerUUID"]?.stringValue == u }) else {
+        throw CLIError("'\(timer["name"]?.stringValue ?? text)' is not running; start it with seam start")
+    }
+    return s["uuid"]!.stringValue!
+}
+
+/// `--step LABEL=DURATION …` as the JSON the store keeps.
+func stepsJSON(_ arguments: [String]) throws -> JSON {
+    let steps = try arguments.map { a throws(TimerInputError) in try Step.parse(a) }
+    return .array(steps.map { ["label": .string($0.label), "seconds": .integer(Int64($0.seconds))] })
+}
+
+func describeSteps(_ json: JSON?) -> String {
+    let steps = (json?.arrayValue ?? []).compactMap { s -> String? in
+        guard let l = s["label"]?.stringValue, let n = s["seconds"]?.int64Value else { return nil }
+        return "\(l) \(DurationText.format(Int(n)))"
+    }
+    return steps.isEmpty ? "(no steps)" : steps.joined(separator: ", ")
+}
+
+func table(_ rows: [[String]]) {
+    guard let first = rows.first else { return }
+    var widths = first.map(\.count)
+    for r in rows { for (i, cell) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) } }
+    for r in rows {
+        let cells = r.enumerated().map { i, cell in i == r.count - 1 ? cell : cell + String(repeating: " ", count: widths[i] - cell.count) }
+        print(cells.joined(separator: "  "))
+    }
+}

@@ -1,0 +1,158 @@
+import SeamClient
+import SeamCommandLine
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import SeamSystem
+import SeamTimers
+
+/// The timer app's commands: timers, groups, sessions, the unified list.
+enum TimerCommands {
+    static let all: [Command] = timer + group + sessions + [list]
+
+    static let timer: [Command] = [
+        Command("timer add", "NAME --step LABEL=DURATION … [--repeat N] [--icon I] [--colour C] [--group G] [--json]",
+                "define a timer (durations: 90s, 5m, 1h30m, 1:30)", operands: 1...1,
+                options: ["step", "repeat", "icon", "colour", "group"], flags: ["json"]) { operands, args in
+            let c = try connect(args)
+            var values: JSONObject = ["name": .string(operands[0])]
+            let steps = args.values("step")
+            guard !steps.isEmpty else { throw Arguments.UsageError("a timer needs at least one --step LABEL=DURATION") }
+            values["steps"] = try stepsJSON(steps)
+            if let n = try args.integer("repeat", in: 1...SessionClock.maxRounds) { values["repeatCount"] = .integer(Int64(n)) }
+            if let i = args.value("icon") { values["icon"] = .string(i) }
+            if let colour = args.value("colour") { values["colour"] = .string(colour) }
+            if let g = args.value("group") { values["groupUUID"] = try resolveGroup(c, g)["uuid"]! }
+            let now = WallClock.now()
+            values["createdAt"] = .double(now)
+            values["modifiedAt"] = .double(now)
+            let uuid = try c.save([.insert(entity: "Timer", values: values)]).inserted[0]
+            if args.flag("json") { output(.object(try c.row("Timer", uuid: uuid) ?? [:])) } else { print(uuid) }
+        },
+        Command("timer ls", "[--json]", "the timers", flags: ["json"]) { _, args in
+            let c = try connect(args, hello: false)
+            let rows = try timers(c)
+            if args.flag("json") { return output(.array(rows.map(JSON.object))) }
+            let names = Dictionary(try groups(c).map { ($0["uuid"]?.stringValue ?? "", $0["name"]?.stringValue ?? "") }, uniquingKeysWith: { a, _ in a })
+            table([["NAME", "STEPS", "REPEAT", "GROUP", "UUID"]] + rows.map { t in
+                [t["name"]?.stringValue ?? "", describeSteps(t["steps"]), "\(t["repeatCount"]?.int64Value ?? 1)×",
+                 t["groupUUID"]?.stringValue.flatMap { names[$0] } ?? "", String((t["uuid"]?.stringValue ?? "").prefix(8))]
+            })
+        },
+        Command("timer show", "TIMER [--json]", "one timer, by name or uuid prefix", operands: 1...1, flags: ["json"]) { operands, args in
+            let c = try connect(args, hello: false)
+            let t = try resolveTimer(c, operands[0])
+            if args.flag("json") { return output(.object(t)) }
+            for (k, v) in t { print("\(k): \(v.stringValue ?? v.description)") }
+        },
+        Command("timer edit", "TIMER [--name N] [--step LABEL=DURATION …] [--repeat N] [--icon I] [--colour C] [--group G | --no-group]",
+                "change a timer; a running session keeps what it started with", operands: 1...1,
+                options: ["name", "step", "repeat", "icon", "colour", "group"], flags: ["no-group", "json"]) { operands, args in
+            let c = try connect(args)
+            let t = try resolveTimer(c, operands[0])
+            var values: JSONObject = [:]
+            if let n = args.value("name") { values["name"] = .string(n) }
+            if !args.values("step").isEmpty { values["steps"] = try stepsJSON(args.values("step")) }
+            if let n = try args.integer("repeat", in: 1...SessionClock.maxRounds) { values["repeatCount"] = .integer(Int64(n)) }
+            if let i = args.value("icon") { values["icon"] = .string(i) }
+            if let colour = args.value("colour") { values["colour"] = .string(colour) }
+            if let g = args.value("group") { values["groupUUID"] = try resolveGroup(c, g)["uuid"]! }
+            if args.flag("no-group") { values["groupUUID"] = .null }
+            guard !values.isEmpty else { throw Arguments.UsageError("nothing to change: give --name, --step, --repeat, --icon, --colour or --group") }
+            values["modifiedAt"] = .double(WallClock.now())
+            let uuid = t["uuid"]!.stringValue!
+            try c.save([.update(entity: "Timer", uuid: uuid, values: values)])
+            if args.flag("json") { output(.object(try c.row("Timer", uuid: uuid) ?? [:])) }
+        },
+        Command("timer rm", "TIMER", "delete a timer (and its session)", operands: 1...1) { operands, args in
+            let c = try connect(args)
+            let t = try resolveTimer(c, operands[0])
+            try c.save([.delete(entity: "Timer", uuid: t["uuid"]!.stringValue!)])
+        },
+    ]
+
+    static let group: [Command] = [
+        Command("group add", "NAME [--json]", "a group for timers", operands: 1...1, flags: ["json"]) { operands, args in
+            let c = try connect(args)
+            let now = WallClock.now()
+            let uuid = try c.save([.insert(entity: "UserGroup", values: ["name": .string(operands[0]), "createdAt": .double(now),
+                                                                         "modifiedAt": .double(now)])]).inserted[0]
+            if args.flag("json") { output(.object(try c.row("UserGroup", uuid: uuid) ?? [:])) } else { print(uuid) }
+        },
+        Command("group ls", "[--json]", "the groups", flags: ["json"]) { _, args in
+            let rows = try groups(try connect(args, hello: false))
+            if args.flag("json") { return output(.array(rows.map(JSON.object))) }
+            table([["NAME", "UUID"]] + rows.map { [$0["name"]?.stringValue ?? "", String(($0["uuid"]?.stringValue ?? "").prefix(8))] })
+        },
+        Command("group rename", "GROUP NEW-NAME", "rename a group", operands: 2...2) { operands, args in
+            let c = try connect(args)
+            let g = try resolveGroup(c, operands[0])
+            try c.save([.update(entity: "UserGroup", uuid: g["uuid"]!.stringValue!, values: ["name": .string(operands[1]),
+                                                                                              "modifiedAt": .double(WallClock.now())])])
+        },
+        Command("group rm", "GROUP", "delete a group (its timers stay, ungrouped)", operands: 1...1) { operands, args in
+            let c = try connect(args)
+            try c.save([.delete(entity: "UserGroup", uuid: try resolveGroup(c, operands[0])["uuid"]!.stringValue!)])
+        },
+    ]
+
+    static let sessions: [Command] = [
+        Command("start", "TIMER", "start a timer: its session copies it", operands: 1...1) { operands, args in
+            let c = try connect(args)
+            let t = try resolveTimer(c, operands[0])
+            let r = try c.call("org.seam.Timers.Start", ["timer": t["uuid"]!])
+            print("started \(t["name"]?.stringValue ?? "") (session \((r["session"]?.stringValue ?? "").prefix(8)))")
+        },
+        Command("flash", "DURATION [--name NAME]", "start a one-off timer with no definition", operands: 1...1, options: ["name"]) { operands, args in
+            let c = try connect(args)
+            var p: JSONObject = ["seconds": .integer(Int64(try DurationText.parse(operands[0])))]
+            if let n = args.value("name") { p["name"] = .string(n) }
+            let r = try c.call("org.seam.Timers.Flash", p)
+            print("started \(args.value("name") ?? "a flash timer") (session \((r["session"]?.stringValue ?? "").prefix(8)))")
+        },
+    ] + ["pause", "resume", "reset", "stop", "skip"].map { verb in
+        Command(verb, "SESSION-OR-TIMER", "\(verb) a session (by its timer's name, its name, or uuid prefix)", operands: 1...1) { operands, args in
+            let c = try connect(args)
+            let s = try resolveSession(c, operands[0])
+            let r = try c.call("org.seam.Timers.\(verb.prefix(1).uppercased() + verb.dropFirst())", ["session": .string(s)])
+            print("\(operands[0]): \(r["state"]?.stringValue ?? "?")")
+        }
+    } + [
+        Command("clear", "", "remove finished sessions") { _, args in
+            let r = try connect(args).call("org.seam.Timers.Clear")
+            print("cleared \(r["deleted"]?.int64Value ?? 0) finished session(s)")
+        },
+    ]
+
+    static let list = Command("ls", "[--json]", "timers with their sessions, and sessions without a timer", flags: ["json"]) { _, args in
+        let c = try connect(args, hello: false)
+        let entries = TimerList.build(timers: try timers(c).map { values($0, entity: "Timer") },
+                                      sessions: try c.fetch("Session").map { values($0, entity: "Session") },
+                                      groups: try groups(c).map { values($0, entity: "UserGroup") })
+        let now = WallClock.now()
+        func clock(_ e: TimerListEntry) -> SessionClock? { e.session.flatMap { try? SessionClock(session: $0) } }
+        if args.flag("json") {
+            output(.array(entries.map { e in
+                var o: JSONObject = ["kind": .string(e.timer == nil ? "session" : "timer"), "name": .string(e.name)]
+                if let t = e.timer { o["timer"] = WireValues.encode(t, order: t.keys.sorted()) }
+                if let s = e.session { o["session"] = WireValues.encode(s, order: s.keys.sorted()) }
+                if let g = e.group?["name"]?.stringValue { o["group"] = .string(g) }
+                o["remaining"] = clock(e)?.remaining(at: now).map(JSON.double) ?? .null
+                return .object(o)
+            }))
+            return
+        }
+        table([["NAME", "STATE", "LEFT", "STEP", "GROUP"]] + entries.map { e in
+            let c = clock(e)
+            let step: String
+            if let c, c.state != .finished, let steps = try? Steps.decode(e.session?["steps"].flatMap { if case .json(let t) = $0 { t } else { nil } } ?? "[]"),
+               steps.indices.contains(c.stepIndex) {
+                step = steps[c.stepIndex].label + (c.repeatCount > 1 ? " (round \(c.round + 1)/\(c.repeatCount))" : "")
+            } else {
+                step = ""
+            }
+            return [e.name + (e.timer == nil ? " (no timer)" : ""), c?.state.rawValue ?? "-",
+                    c?.remaining(at: now).map(DurationText.clock) ?? "", step, e.group?["name"]?.stringValue ?? ""]
+        })
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import SeamJSON
+import SeamTestSupport
+import XCTest
+
+/// The real `seam` CLI against a real seamd: what a person types, what they see, exit codes.
+final class CLITests: BrokerTestCase {
+    @discardableResult
+    func seam(_ arguments: String..., status expected: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let r = try Executables.run("seam", arguments, environment: ["SEAM_SOCKET": broker.socketPath])
+        XCTAssertEqual(r.status, expected, "seam \(arguments.joined(separator: " ")): \(r.stderr)", file: file, line: line)
+        return expected == 0 ? r.stdout : r.stderr
+    }
+
+    func json(_ text: String) throws -> JSON { try JSON.decode(Array(text.utf8)) }
+
+    func testTimersGroupsAndTheSessionLifecycle() throws {
+        try seam("group", "add", "Kitchen")
+        let tea = try json(try seam("timer", "add", "Tea", "--step", "Steep=3m", "--step", "Rest=30s", "--repeat", "2",
+                                    "--group", "kitchen", "--json"))
+        XCTAssertEqual(tea["steps"]?.arrayValue?.count, 2)
+        XCTAssertEqual(tea["repeatCount"]?.int64Value, 2)
+        XCTAssertNotNil(tea["groupUUID"]?.stringValue)
+        try seam("timer", "add", "Eggs", "--step", "Boil=7m")
+        let listed = try json(try seam("timer", "ls", "--json"))
+        XCTAssertEqual(listed.arrayValue?.compactMap { $0["name"]?.stringValue }, ["Eggs", "Tea"])
+
+        XCTAssertTrue(try seam("start", "tea").hasPrefix("started Tea"))
+        XCTAssertTrue(try seam("start", "Tea", status: 1).contains("already running"))
+        try seam("flash", "1:30", "--name", "Pasta")
+        var ls = try json(try seam("ls", "--json")).arrayValue ?? []
+        XCTAssertEqual(ls.map { $0["name"]?.stringValue }, ["Tea", "Eggs", "Pasta"], "grouped timers, ungrouped, then orphan sessions")
+        XCTAssertEqual(ls[0]["session"]?["state"]?.stringValue, "running")
+        XCTAssertEqual(ls[2]["kind"]?.stringValue, "session")
+        XCTAssertEqual(ls[2]["remaining"]?.doubleValue ?? 0, 90, accuracy: 5)
+
+        // Editing the timer mid-run changes nothing in the run.
+        try seam("timer", "edit", "Tea", "--name", "Green tea", "--step", "Steep=2m")
+        ls = try json(try seam("ls", "--json")).arrayValue ?? []
+        let running = try XCTUnwrap(ls.first { $0["timer"]?["name"]?.stringValue == "Green tea" })
+        XCTAssertEqual(running["session"]?["name"]?.stringValue, "Tea")
+        XCTAssertEqual(running["session"]?["steps"]?.arrayValue?.count, 2)
+
+        XCTAssertEqual(try seam("pause", "green tea"), "green tea: paused\n")
+        XCTAssertTrue(try seam("pause", "green tea", status: 1).contains("not running"))
+        XCTAssertEqual(try seam("resume", "Green tea"), "Green tea: running\n")
+        XCTAssertEqual(try seam("skip", "Pasta"), "Pasta: finished\n")
+        XCTAssertEqual(try seam("clear"), "cleared 1 finished session(s)\n")
+        XCTAssertEqual(try json(try seam("ls", "--json")).arrayValue?.count, 2, "the finished flash session is gone")
+
+        // Deleting a timer deletes its session.
+        try seam("timer", "rm", "green tea")
+        XCTAssertEqual(try json(try seam("query", "Session", "--json")).arrayValue?.count, 0)
+        try seam("group", "rename", "Kitchen", "Pantry")
+        XCTAssertEqual(try json(try seam("group", "ls", "--json")).arrayValue?.first?["name"]?.stringValue, "Pantry")
+        try seam("group", "rm", "pantry")
+    }
+
+    func testMistakesGetOneLineAndANonZeroExit() throws {
+        try seam("timer", "add", "Tea one", "--step", "a=1m")
+        try seam("timer", "add", "Tea two", "--step", "a=1m")
+        let uuids = (try json(try seam("timer", "ls", "--json")).arrayValue ?? []).compactMap { $0["uuid"]?.stringValue }
+        // Two timers share no uuid prefix longer than a few characters; by name they are distinct.
+        XCTAssertTrue(try seam("start", "Tea three", status: 1).contains("seam timer ls lists them"))
+        XCTAssertTrue(try seam("timer", "add", "X", "--step", "a=soon", status: 1).contains("is not a duration"))
+        XCTAssertTrue(try seam("timer", "add", "X", "--step", "a=0s", status: 1).contains("at least one second"))
+        XCTAssertTrue(try seam("timer", "add", "X", status: 64).contains("--step"))
+        XCTAssertTrue(try seam("flash", "5 minutes", status: 1).contains("is not a duration"))
+        XCTAssertTrue(try seam("flash", "5", "minutes", status: 64).contains("usage"))
+        XCTAssertTrue(try seam("frobnicate", status: 64).contains("seam --help"))
+        XCTAssertTrue(try seam("timer", "add", "X", "--step", "a=1m", "--bogus", "1", status: 64).contains("unknown option"))
+        XCTAssertTrue(try seam("pause", "Tea one", status: 1).contains("not running"))
+        XCTAssertTrue(try seam("--help").contains("timer add"))
+        XCTAssertTrue(try seam("timer", "edit", "--help").contains("usage: seam timer edit"))
+        // Ambiguous: two rows whose names differ only in case.
+        try seam("timer", "add", "tea one", "--step", "a=1m")
+        let ambiguous = try seam("start", "TEA ONE", status: 1)
+        XCTAssertTrue(ambiguous.contains("could be any of"), ambiguous)
+        XCTAssertEqual(uuids.count, 2)
+        // No broker: say how to start one.
+        let r = try Executables.run("seam", ["ls"], environment: ["SEAM_SOCKET": "/tmp/seam-no-such-dir/seamd.sock"])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("start it with `seamd`"), r.stderr)
+        XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "one line")
+    }
+}
