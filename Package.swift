@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "SeamClient", targets: ["SeamClient"]),
         .executable(name: "seamd", targets: ["seamd"]),
         .executable(name: "seam", targets: ["seam"]),
+        .executable(name: "seam-ticker", targets: ["seam-ticker"]),
     ],
     targets: [
         // MARK: - System libraries (Debian packages, found through pkg-config)
@@ -61,6 +62,8 @@ let package = Package(
 
         // MARK: - The timer application's models
         .target(name: "SeamTimers", dependencies: ["SeamSchema"]),
+        .target(name: "SeamTicker", dependencies: ["SeamJSON", "SeamProtocol", "SeamSystem"]),
+        .executableTarget(name: "seam-ticker", dependencies: ["SeamTicker", "SeamCommandLine"], path: "Plugins/seam-ticker"),
         .target(name: "SeamTimerService", dependencies: ["SeamBroker", "SeamContext", "SeamJSON", "SeamProtocol", "SeamSchema", "SeamTimers"]),
 
         // MARK: - Command-line plumbing
@@ -105,7 +108,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SeamTimerServiceTests",
-            dependencies: ["SeamTimerService", "SeamClient", "SeamProtocol", "SeamJSON", "SeamSchema", "SeamTestSupport"]
+            dependencies: ["SeamTimerService", "SeamTicker", "SeamClient", "SeamProtocol", "SeamJSON", "SeamSchema", "SeamTestSupport"]
         ),
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
         .testTarget(name: "SeamJSONTests", dependencies: ["SeamJSON"]),

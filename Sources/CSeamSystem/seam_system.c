@@ -7,6 +7,9 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 #include "seam_system.h"
 
@@ -72,4 +75,28 @@ int seam_accept(int fd) {
 
 int seam_epoll_create(void) {
     return epoll_create1(EPOLL_CLOEXEC);
+}
+
+int seam_timerfd_realtime(void) {
+    return timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+}
+
+int seam_timerfd_at(int fd, double seconds) {
+    struct itimerspec spec;
+    memset(&spec, 0, sizeof spec);
+    if (seconds >= 0) {
+        if (seconds < 1e-9) seconds = 1e-9;  /* zero would disarm: expire at once instead */
+        spec.it_value.tv_sec = (time_t)seconds;
+        spec.it_value.tv_nsec = (long)((seconds - (double)spec.it_value.tv_sec) * 1e9);
+    }
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &spec, NULL);
+}
+
+long long seam_timerfd_read(int fd) {
+    uint64_t expirations = 0;
+    ssize_t n = read(fd, &expirations, sizeof expirations);
+    if (n == (ssize_t)sizeof expirations) return (long long)expirations;
+    if (n < 0 && errno == EAGAIN) return 0;
+    if (n < 0 && errno == ECANCELED) return -2;
+    return -1;
 }

@@ -165,6 +165,14 @@ public enum UnixSocket {
     public static func closeDescriptor(_ fd: Int32) { _ = Glibc.close(fd) }
 
     /// Waits up to `timeout` milliseconds for `fd` to be readable; false on timeout.
+    /// Waits until one of `fds` has something to read (or hung up), or `timeoutMilliseconds` pass
+    /// (-1: no limit); answers which did. An interrupted wait answers all false.
+    public static func waitReadable(_ fds: [Int32], timeoutMilliseconds: Int32 = -1) -> [Bool] {
+        var polls = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        guard poll(&polls, nfds_t(polls.count), timeoutMilliseconds) > 0 else { return fds.map { _ in false } }
+        return polls.map { $0.revents != 0 }
+    }
+
     /// Waits until one of `fds` can take more bytes, or `timeoutMilliseconds` pass.
     public static func waitWritable(_ fds: [Int32], timeoutMilliseconds: Int32) {
         var polls = fds.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }

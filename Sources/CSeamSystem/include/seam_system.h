@@ -43,4 +43,16 @@ enum {
 /// epoll_create1(EPOLL_CLOEXEC).
 int seam_epoll_create(void);
 
+/// A non-blocking, close-on-exec timerfd on CLOCK_REALTIME: it keeps counting through a
+/// suspend, and (armed with seam_timerfd_at) wakes early when the wall clock is set.
+int seam_timerfd_realtime(void);
+
+/// Arms `fd` to expire at Unix time `seconds` (absolute, TFD_TIMER_CANCEL_ON_SET); a time in
+/// the past expires at once. `seconds` < 0 disarms.
+int seam_timerfd_at(int fd, double seconds);
+
+/// Reads a timerfd: expirations (> 0), 0 when not expired yet, -2 when the wall clock was set
+/// (ECANCELED: recompute and re-arm), -1 on another error.
+long long seam_timerfd_read(int fd);
+
 #endif

@@ -1,0 +1,156 @@
+import SeamJSON
+import SeamProtocol
+import SeamSystem
+
+/// The ticker: subscribes to running sessions (sorted by when their step ends), waits on the
+/// wall clock for the earliest, and asks the broker to `Advance` each session that is due. The
+/// broker does the step arithmetic (org.seam.Timers), so a ticker that was down, or a machine
+/// that slept, catches up exactly: overdue sessions move to where they should be, and the
+/// lateness of each step end is logged. One thread, one connection, no state of its own beyond
+/// the subscription: a replacement picks up where a killed one left off.
+public final class Ticker {
+    public struct Options: Sendable {
+        /// The socket (nil: `$SEAM_FD`, `$SEAM_SOCKET`, the default path).
+        public var socketPath: String?
+        /// Seconds to keep trying to reach the broker before giving up (per outage).
+        public var reconnectTimeout: Double = 60
+        public init(socketPath: String? = nil) { self.socketPath = socketPath }
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    let options: Options
+    let log: @Sendable (String) -> Void
+    let timer: WallTimer
+    private var fd: Int32 = -1
+    private var decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
+    private var live = LiveResult()
+    /// Advance calls in flight: call id → session.
+    private var inFlight: [Int64: String] = [:]
+    private var busy: Set<String> = []
+    private var nextID: Int64 = 100
+    private var usedInherited = false
+    private static let subscriptionID: Int64 = 2
+
+    public init(options: Options, log: @escaping @Sendable (String) -> Void) throws(SystemError) {
+        self.options = options
+        self.log = log
+        timer = try WallTimer()
+    }
+
+    /// Runs until the broker cannot be reached for `reconnectTimeout` seconds.
+    public func run() throws(Failure) {
+        try connect()
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
+        defer { scratch.deallocate() }
+        while true {
+            let now = WallClock.now()
+            for session in TickerSchedule.due(live.rows, at: now, excluding: busy) { advance(session) }
+            do { try timer.arm(at: TickerSchedule.nextWake(live.rows, excluding: busy)) } catch {
+                throw Failure(description: "cannot arm the timer: \(error)")
+            }
+            let ready = UnixSocket.waitReadable([fd, timer.descriptor])
+            if ready[1], timer.acknowledge() == .clockChanged { log("the wall clock was set; recomputing") }
+            if ready[0] {
+                let result = (try? UnixSocket.read(fd, into: scratch)) ?? .closed
+                guard case .bytes(let n) = result else {
+                    if result == .wouldBlock { continue }
+                    log("the broker went away; reconnecting")
+                    try connect()
+                    continue
+                }
+                decoder.append(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
+                do {
+                    while let frame = try decoder.next() { handle(frame) }
+                } catch {
+                    log("unreadable stream from the broker (\(error)); reconnecting")
+                    try connect()
+                }
+            }
+        }
+    }
+
+    // MARK: - The connection
+
+    private func connect() throws(Failure) {
+        if fd >= 0 { Descriptors.close(fd) }
+        fd = -1
+        decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
+        live = LiveResult()
+        inFlight = [:]
+        busy = []
+        let deadline = WallClock.monotonic() + options.reconnectTimeout
+        var pause = 0.05
+        while true {
+            if let c = try openConnection() {
+                fd = c
+                break
+            }
+            guard WallClock.monotonic() < deadline else {
+                throw Failure(description: "no seamd answers on \(options.socketPath ?? Environment.socketPath); start it with `seamd`")
+            }
+            Threads.sleep(pause)
+            pause = min(pause * 2, 1)
+        }
+        send(Call(method: "org.seam.Store.Hello", parameters: ["version": 1, "role": "plugin", "name": "seam-ticker"], id: .integer(1)))
+        send(Call(method: "org.seam.Store.Subscribe", parameters: [
+            "entity": "Session", "predicate": #"state == "running""#, "sort": "stepEndsAt", "fields": ["stepEndsAt"],
+        ], more: true, id: .integer(Self.subscriptionID)))
+        log("connected; following running sessions")
+    }
+
+    private func openConnection() throws(Failure) -> Int32? {
+        if options.socketPath == nil, let text = Environment.value("SEAM_FD"), let inherited = Int32(text), inherited >= 0 {
+            // A socket seamd handed over cannot be opened again: when it breaks, seamd restarts us.
+            guard !usedInherited else { throw Failure(description: "the connection seamd handed over (fd \(inherited)) closed") }
+            usedInherited = true
+            return inherited
+        }
+        return try? UnixSocket.connect(path: options.socketPath ?? Environment.socketPath)
+    }
+
+    private func send(_ call: Call) {
+        // A failed write shows as end-of-file on the next read, which reconnects.
+        try? UnixSocket.writeAll(fd, call.frame())
+    }
+
+    private func advance(_ session: String) {
+        nextID += 1
+        inFlight[nextID] = session
+        busy.insert(session)
+        send(Call(method: "org.seam.Timers.Advance", parameters: ["session": .string(session)], id: .integer(nextID)))
+    }
+
+    private func handle(_ frame: ArraySlice<UInt8>) {
+        guard let json = try? JSON.decode(frame), let reply = try? Reply(json), case .integer(let id)? = reply.id else { return }
+        if id == Self.subscriptionID {
+            if let error = reply.error {
+                log("the subscription failed: \(error)")
+                return
+            }
+            guard let update = try? SubscriptionUpdate(reply.parameters) else { return }
+            do { try live.apply(update) } catch {
+                log("a diff did not fit (\(error)); subscribing afresh")
+                live = LiveResult()
+                send(Call(method: "org.seam.Store.Subscribe", parameters: [
+                    "entity": "Session", "predicate": #"state == "running""#, "sort": "stepEndsAt", "fields": ["stepEndsAt"],
+                ], more: true, id: .integer(Self.subscriptionID)))
+            }
+            return
+        }
+        guard let session = inFlight.removeValue(forKey: id) else { return }
+        busy.remove(session)
+        if let error = reply.error {
+            log("advancing \(session.prefix(8)) failed: \(error)")
+            return
+        }
+        for t in reply.parameters["transitions"]?.arrayValue ?? [] {
+            let late = (t["lateness"]?.doubleValue ?? 0) * 1000
+            log("session \(session.prefix(8)): step \((t["stepIndex"]?.int64Value ?? 0) + 1) of round \((t["round"]?.int64Value ?? 0) + 1) "
+                + "ended, \(late < 10 ? String(Int(late * 1000)) + " µs" : String(Int(late)) + " ms") late"
+                + (reply.parameters["state"]?.stringValue == "finished" ? "; finished" : ""))
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import SeamClient
+import SeamJSON
+import SeamProtocol
+import SeamTestSupport
+import XCTest
+
+/// seam-ticker as a real process beside a real seamd: steps end on time; a killed ticker's
+/// replacement catches up exactly.
+final class TickerTests: BrokerTestCase {
+    final class TickerProcess {
+        let process = Process()
+        let logFile: String
+
+        init(socket: String, directory: TemporaryDirectory) throws {
+            logFile = directory.file("ticker-\(UUID().uuidString.prefix(6)).log")
+            FileManager.default.createFile(atPath: logFile, contents: nil)
+            process.executableURL = URL(fileURLWithPath: Executables.path("seam-ticker"))
+            process.arguments = ["--socket", socket]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logFile))
+            try process.run()
+        }
+
+        var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
+
+        func kill() {
+            if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+
+        deinit { kill() }
+    }
+
+    func waitUntilFinished(_ c: SeamConnection, _ sessions: [String], within seconds: Double) throws -> [JSONObject] {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let rows = try sessions.map { try XCTUnwrap(c.row("Session", uuid: $0)) }
+            if rows.allSatisfy({ $0["state"]?.stringValue == "finished" }) { return rows }
+            if Date() > deadline { return rows }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    func seconds(_ json: JSON?) -> Double { json?.stringValue.flatMap(RFC3339.parse) ?? .nan }
+
+    func testStepsEndOnTimeAndAKilledTickerIsReplacedWithoutLoss() throws {
+        let c = try client()
+        var ticker = try TickerProcess(socket: broker.socketPath, directory: broker.directory)
+        let timer = try c.save([.insert(entity: "Timer", values: ["name": "Quick", "repeatCount": 2,
+                                                                  "steps": [["label": "a", "seconds": 1], ["label": "b", "seconds": 1]]])]).inserted[0]
+        let quick = try XCTUnwrap(try c.call("org.seam.Timers.Start", ["timer": .string(timer)])["session"]?.stringValue)
+        let flash = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
+        let rows = try waitUntilFinished(c, [quick, flash], within: 8)
+        XCTAssertEqual(rows.map { $0["state"]?.stringValue }, ["finished", "finished"], ticker.log)
+        XCTAssertEqual(seconds(rows[0]["finishedAt"]) - seconds(rows[0]["startedAt"]), 4, accuracy: 1e-3, "four 1 s steps")
+        XCTAssertEqual(seconds(rows[1]["finishedAt"]) - seconds(rows[1]["startedAt"]), 1, accuracy: 1e-3)
+
+        // Killed mid-run: sessions keep their wall-clock times; the next ticker catches up.
+        let running = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
+        ticker.kill()
+        let whileDown = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
+        Thread.sleep(forTimeInterval: 1.5)
+        XCTAssertEqual(try c.row("Session", uuid: whileDown)?["state"]?.stringValue, "running", "nobody advanced it")
+        ticker = try TickerProcess(socket: broker.socketPath, directory: broker.directory)
+        let caught = try waitUntilFinished(c, [running, whileDown], within: 5)
+        for row in caught {
+            XCTAssertEqual(row["state"]?.stringValue, "finished", ticker.log)
+            XCTAssertEqual(seconds(row["finishedAt"]) - seconds(row["startedAt"]), 1, accuracy: 1e-3, "finished when due, not when caught")
+        }
+        XCTAssertTrue(ticker.log.contains("ms late; finished"), ticker.log)
+    }
+
+    func testTheTickerWaitsForABrokerThatIsNotThereYet() throws {
+        let socket = broker.socketPath
+        broker.stop()
+        let ticker = try TickerProcess(socket: socket, directory: broker.directory)
+        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertTrue(ticker.process.isRunning, "it keeps trying")
+        broker = try broker.restarted()
+        let c = try client()
+        let s = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
+        XCTAssertEqual(try waitUntilFinished(c, [s], within: 6).first?["state"]?.stringValue, "finished", ticker.log)
+    }
+}
