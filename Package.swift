@@ -80,7 +80,7 @@ let package = Package(
             name: "seam-bench",
             dependencies: [
                 "SeamSchema", "SeamStore", "SeamQuery", "SeamContext", "SeamTimers", "SeamClient", "SeamJSON", "SeamProtocol", "SeamSystem", "CSQLite", "CJSONC",
-                "CLibPQ",
+                "CLibPQ", "SeamTicker",
             ]
         ),
 

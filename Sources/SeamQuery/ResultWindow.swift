@@ -45,25 +45,65 @@ public struct ResultWindow: Sendable {
     public var result: [[String: AttributeValue]] { rows.map { QueryDiff.project($0, fields) } }
 
     /// Applies the changes of one commit to this window's entity: each the row before (nil for an
-    /// insert) and after (nil for a delete), whole.
+    /// insert) and after (nil for a delete), whole; one change per row.
+    ///
+    /// Costs O(changes × log rows) comparisons plus one copy of the row array: the diff is built
+    /// from the changed rows alone (and the rows a limit pushed out), never by comparing whole
+    /// results. A changed row is moved when its sort keys changed, updated when a field did.
     public mutating func apply(_ changes: [(old: [String: AttributeValue]?, new: [String: AttributeValue]?)]) -> Outcome {
         var next = rows
         var complete = isComplete
+        // Per changed row: its kept values in the old window (nil when it was not there), and in
+        // the new one before any cut (nil when it does not match or lies beyond a cut window).
+        var touched: [(uuid: String, old: [String: AttributeValue]?, new: [String: AttributeValue]?)] = []
         for change in changes {
-            if let old = change.old, predicate.matches(old), let i = position(of: old, in: next) { next.remove(at: i) }
+            var before: [String: AttributeValue]?
+            if let old = change.old, predicate.matches(old), let i = position(of: old, in: next) { before = next.remove(at: i) }
+            var after: [String: AttributeValue]?
             if let new = change.new, predicate.matches(new) {
                 let projected = QueryDiff.project(new, kept)
                 let j = sorting.insertionIndex(of: projected, in: next)
                 // A limited window that lacks rows beyond its end cannot place a row there.
-                if complete || j < next.count { next.insert(projected, at: j) }
+                if complete || j < next.count {
+                    next.insert(projected, at: j)
+                    after = projected
+                }
             }
+            if before != nil || after != nil { touched.append((QueryDiff.uuid(change.new ?? change.old ?? [:]), before, after)) }
         }
+        var cut: ArraySlice<[String: AttributeValue]> = []
         if let limit, next.count > limit {
+            cut = next[limit...]
             next.removeLast(next.count - limit)
             complete = false
         }
         if !complete, let limit, next.count < limit { return .refetch }
-        let diff = QueryDiff.between(rows, next, fields: fields)
+        var diff = QueryDiff()
+        let changed = Set(touched.map(\.uuid))
+        for row in cut where !changed.contains(QueryDiff.uuid(row)) {
+            if let i = position(of: row, in: rows) { diff.deleted.append(QueryDiff.Deletion(uuid: QueryDiff.uuid(row), index: i)) }
+        }
+        for t in touched {
+            let from = t.old.flatMap { position(of: $0, in: rows) }
+            let to = t.new.flatMap { position(of: $0, in: next) }
+            switch (from, to) {
+            case (nil, nil): continue
+            case (let i?, nil): diff.deleted.append(QueryDiff.Deletion(uuid: t.uuid, index: i))
+            case (nil, let j?): diff.inserted.append(QueryDiff.Insertion(uuid: t.uuid, index: j, row: QueryDiff.project(next[j], fields)))
+            case (let i?, let j?):
+                let old = t.old!, new = next[j]
+                if sorting.keys.contains(where: { !QueryDiff.same(old[$0.attribute], new[$0.attribute]) }) {
+                    diff.moved.append(QueryDiff.Move(uuid: t.uuid, from: i, to: j))
+                }
+                let keys = fields.filter { !QueryDiff.same(old[$0], new[$0]) }
+                if !keys.isEmpty {
+                    diff.updated.append(QueryDiff.Update(uuid: t.uuid, index: j, changedKeys: keys, row: QueryDiff.project(new, fields)))
+                }
+            }
+        }
+        diff.deleted.sort { $0.index < $1.index }
+        diff.inserted.sort { $0.index < $1.index }
+        diff.moved.sort { $0.to < $1.to }
         rows = next
         isComplete = complete
         return .diff(diff)

@@ -14,6 +14,10 @@ public final class Ticker {
         public var socketPath: String?
         /// Seconds to keep trying to reach the broker before giving up (per outage).
         public var reconnectTimeout: Double = 60
+        /// Told the lateness (seconds) of every step end the broker reports (the benchmark's probe).
+        public var onTransition: (@Sendable (Double) -> Void)?
+        /// Log every step end (off for the benchmark's thousands).
+        public var logsTransitions = true
         public init(socketPath: String? = nil) { self.socketPath = socketPath }
     }
 
@@ -147,6 +151,8 @@ public final class Ticker {
             return
         }
         for t in reply.parameters["transitions"]?.arrayValue ?? [] {
+            options.onTransition?(t["lateness"]?.doubleValue ?? 0)
+            guard options.logsTransitions else { continue }
             let late = (t["lateness"]?.doubleValue ?? 0) * 1000
             log("session \(session.prefix(8)): step \((t["stepIndex"]?.int64Value ?? 0) + 1) of round \((t["round"]?.int64Value ?? 0) + 1) "
                 + "ended, \(late < 10 ? String(Int(late * 1000)) + " µs" : String(Int(late)) + " ms") late"

@@ -1,0 +1,107 @@
+import Foundation
+import SeamJSON
+import SeamProtocol
+import SeamSystem
+import SeamTicker
+
+/// The ticker under load (issue: the timer app): 10,000 running sessions whose steps end at
+/// staggered times, while another client keeps writing; the lateness of each step end as the
+/// broker commits it. And `seam ls` with 1,000 timers.
+enum TickerBenchmarks {
+    static let sessions = 10_000
+
+    static func run() throws {
+        let work = "/tmp/seam-bench-ticker-\(getpid())"
+        try? FileManager.default.removeItem(atPath: work)
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let (process, socket) = try ChannelBenchmarks.startSeamd(work + "/seamd", sync: false)
+        defer { BrokerBenchmarks.stop(process) }
+
+        // 10,000 one-step sessions of 6 to 12 s, created as fast as Flash goes: their ends spread out.
+        let maker = try RawSeam(socket)
+        _ = try maker.call("org.seam.Store.Hello", ["version": 1])
+        let created = Harness.now()
+        for start in stride(from: 0, to: sessions, by: 500) {
+            var batch: [UInt8] = []
+            for i in start..<min(start + 500, sessions) {
+                batch += RawSeam.frame("org.seam.Timers.Flash", ["seconds": .integer(Int64(6 + i % 7)), "name": .string("s\(i)")], id: Int64(i))
+            }
+            try UnixSocket.writeAll(maker.fd, batch)
+            for _ in start..<min(start + 500, sessions) {
+                let r = try maker.reply()
+                if let e = r.error { throw BenchError("Flash failed: \(e)") }
+            }
+        }
+        let creation = Double(Harness.now() - created) / 1e9
+
+        // The ticker, in this process, reporting each step end's lateness.
+        let latenesses = Samples()
+        var options = Ticker.Options(socketPath: socket)
+        options.logsTransitions = false
+        options.onTransition = { latenesses.add($0) }
+        let ticker = try Ticker(options: options) { _ in }
+        let box = UncheckedBox(ticker)
+        Thread.detachNewThread { try? box.value.run() }
+
+        // A write load beside it: timer edits, as fast as one client makes them, until every
+        // session has finished.
+        let writer = try RawSeam(socket)
+        _ = try writer.call("org.seam.Store.Hello", ["version": 1])
+        let timer = try writer.call("org.seam.Store.Save", ["inserts": [["entity": "Timer", "values": ["name": "load"]]]])
+            .parameters["changes"]?[0]?["uuid"] ?? .null
+        let counter = try RawSeam(socket)
+        var writes = 0
+        let loadStart = Harness.now()
+        while true {
+            _ = try writer.call("org.seam.Store.Save", ["updates": [["entity": "Timer", "uuid": timer, "values": ["sortOrder": .integer(Int64(writes))]]]],
+                                id: Int64(writes))
+            writes += 1
+            if writes % 200 == 0 {
+                let running = try counter.call("org.seam.Store.Count", ["entity": "Session", "predicate": #"state != "finished""#])
+                if running.parameters["count"]?.int64Value == 0 { break }
+                if Double(Harness.now() - loadStart) / 1e9 > 120 { throw BenchError("sessions still running after 120 s") }
+            }
+        }
+        let loadSeconds = Double(Harness.now() - loadStart) / 1e9
+        let lateness = latenesses.all
+
+        var table = BenchTable("The ticker: \(sessions.formatted()) running sessions (one step of 6 to 12 s each, started over about a second), beside a write load",
+                               columns: ["measure", "value"])
+        table.add(["step ends committed", "\(lateness.count.formatted()) (expected \(sessions.formatted()))"])
+        table.add(["lateness p50 (commit − due)", Harness.duration(Harness.percentile(lateness, 0.5))])
+        table.add(["lateness p99", Harness.duration(Harness.percentile(lateness, 0.99))])
+        table.add(["lateness max", Harness.duration(lateness.max() ?? .nan)])
+        table.add(["write load alongside", String(format: "%.0f saves/s", Double(writes) / loadSeconds)])
+        table.add(["creating the sessions (Flash, pipelined)", String(format: "%.2f s", creation)])
+
+        // seam ls with 1,000 timers.
+        var inserts: [JSON] = []
+        for i in 0..<1_000 { inserts.append(["entity": "Timer", "values": ["name": .string("timer \(i)"), "steps": [["label": "a", "seconds": 60]]]]) }
+        _ = try writer.call("org.seam.Store.Save", ["inserts": .array(inserts)])
+        var times: [Double] = []
+        for _ in 0..<15 {
+            let t = Harness.now()
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: Executables.sibling("seam"))
+            p.arguments = ["ls", "--socket", socket]
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+            guard p.terminationStatus == 0 else { throw BenchError("seam ls failed") }
+            times.append(Double(Harness.now() - t) / 1e9)
+        }
+        table.add(["seam ls with 1,000 timers, median wall time (process start to exit)", Harness.duration(Harness.median(times))])
+        table.print()
+        print("target: lateness p99 ≤ 2 ms")
+    }
+}
+
+/// Numbers collected from another thread.
+final class Samples: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [Double] = []
+    func add(_ v: Double) { lock.lock(); values.append(v); lock.unlock() }
+    var all: [Double] { lock.lock(); defer { lock.unlock() }; return values }
+}
