@@ -3,7 +3,8 @@ import SeamProtocol
 import SeamSystem
 
 /// The ticker: subscribes to running sessions (sorted by when their step ends), waits on the
-/// wall clock for the earliest, and asks the broker to `Advance` each session that is due. The
+/// wall clock for the earliest, and asks the broker to advance the sessions that are due (one
+/// `AdvanceMany` call, one save, for all that are due at once). The
 /// broker does the step arithmetic (org.seam.Timers), so a ticker that was down, or a machine
 /// that slept, catches up exactly: overdue sessions move to where they should be, and the
 /// lateness of each step end is logged. One thread, one connection, no state of its own beyond
@@ -31,8 +32,8 @@ public final class Ticker {
     private var fd: Int32 = -1
     private var decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
     private var live = LiveResult()
-    /// Advance calls in flight: call id → session.
-    private var inFlight: [Int64: String] = [:]
+    /// AdvanceMany calls in flight: call id → their sessions.
+    private var inFlight: [Int64: [String]] = [:]
     private var busy: Set<String> = []
     private var nextID: Int64 = 100
     private var usedInherited = false
@@ -51,7 +52,8 @@ public final class Ticker {
         defer { scratch.deallocate() }
         while true {
             let now = WallClock.now()
-            for session in TickerSchedule.due(live.rows, at: now, excluding: busy) { advance(session) }
+            let due = TickerSchedule.due(live.rows, at: now, excluding: busy)
+            if !due.isEmpty { advance(due) }
             do { try timer.arm(at: TickerSchedule.nextWake(live.rows, excluding: busy)) } catch {
                 throw Failure(description: "cannot arm the timer: \(error)")
             }
@@ -120,11 +122,15 @@ public final class Ticker {
         try? UnixSocket.writeAll(fd, call.frame())
     }
 
-    private func advance(_ session: String) {
-        nextID += 1
-        inFlight[nextID] = session
-        busy.insert(session)
-        send(Call(method: "org.seam.Timers.Advance", parameters: ["session": .string(session)], id: .integer(nextID)))
+    /// Asks the broker to advance every due session in one call (one save): under load the due
+    /// sessions that pile up while a call is in flight go together in the next.
+    private func advance(_ sessions: [String]) {
+        for batch in stride(from: 0, to: sessions.count, by: 1_000).map({ Array(sessions[$0..<min($0 + 1_000, sessions.count)]) }) {
+            nextID += 1
+            inFlight[nextID] = batch
+            busy.formUnion(batch)
+            send(Call(method: "org.seam.Timers.AdvanceMany", parameters: ["sessions": .array(batch.map(JSON.string))], id: .integer(nextID)))
+        }
     }
 
     private func handle(_ frame: ArraySlice<UInt8>) {
@@ -144,19 +150,22 @@ public final class Ticker {
             }
             return
         }
-        guard let session = inFlight.removeValue(forKey: id) else { return }
-        busy.remove(session)
+        guard let sessions = inFlight.removeValue(forKey: id) else { return }
+        busy.subtract(sessions)
         if let error = reply.error {
-            log("advancing \(session.prefix(8)) failed: \(error)")
+            log("advancing \(sessions.count) session(s) failed: \(error)")
             return
         }
-        for t in reply.parameters["transitions"]?.arrayValue ?? [] {
-            options.onTransition?(t["lateness"]?.doubleValue ?? 0)
-            guard options.logsTransitions else { continue }
-            let late = (t["lateness"]?.doubleValue ?? 0) * 1000
-            log("session \(session.prefix(8)): step \((t["stepIndex"]?.int64Value ?? 0) + 1) of round \((t["round"]?.int64Value ?? 0) + 1) "
-                + "ended, \(late < 10 ? String(Int(late * 1000)) + " µs" : String(Int(late)) + " ms") late"
-                + (reply.parameters["state"]?.stringValue == "finished" ? "; finished" : ""))
+        for advanced in reply.parameters["advanced"]?.arrayValue ?? [] {
+            let session = advanced["session"]?.stringValue ?? "?"
+            for t in advanced["transitions"]?.arrayValue ?? [] {
+                options.onTransition?(t["lateness"]?.doubleValue ?? 0)
+                guard options.logsTransitions else { continue }
+                let late = (t["lateness"]?.doubleValue ?? 0) * 1000
+                log("session \(session.prefix(8)): step \((t["stepIndex"]?.int64Value ?? 0) + 1) of round \((t["round"]?.int64Value ?? 0) + 1) "
+                    + "ended, \(late < 10 ? String(Int(late * 1000)) + " µs" : String(Int(late)) + " ms") late"
+                    + (advanced["state"]?.stringValue == "finished" ? "; finished" : ""))
+            }
         }
     }
 }

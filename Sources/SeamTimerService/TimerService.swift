@@ -46,6 +46,12 @@ public enum TimerService {
           sequence: ?int
         )
 
+        type Advanced (session: string, state: string, transitions: []Transition, nextDue: ?float)
+
+        # Advance for many sessions in one save (what the ticker sends when several steps are
+        # due at once). Sessions that are gone or not running are skipped.
+        method AdvanceMany(sessions: []string) -> (advanced: []Advanced, sequence: ?int)
+
         error NotFound (what: string, uuid: string, message: string)
         error AlreadyRunning (session: string, message: string)
         error WrongState (state: string, message: string)
@@ -62,6 +68,7 @@ public enum TimerService {
                 case "Pause", "Resume", "Reset", "Skip", "Stop": return .success(try lifecycle(member, p, call))
                 case "Clear": return .success(try clear(call))
                 case "Advance": return .success(try advance(p, call))
+                case "AdvanceMany": return .success(try advanceMany(p, call))
                 default: return .failure(.methodNotFound("\(name).\(member)"))
                 }
             } catch {
@@ -185,6 +192,33 @@ public enum TimerService {
         return ["deleted": .integer(Int64(finished.count)), "sequence": set.map { .integer($0.sequence) } ?? .null]
     }
 
+    static func transitionsJSON(_ transitions: [SessionClock.Transition]) -> JSON {
+        .array(transitions.map { t in
+            ["stepIndex": .integer(Int64(t.stepIndex)), "round": .integer(Int64(t.round)), "due": .double(t.due), "lateness": .double(t.lateness)]
+        })
+    }
+
+    static func advanceMany(_ p: JSONObject, _ call: ServiceCall) throws(VarlinkError) -> JSONObject {
+        guard let list = p["sessions"]?.arrayValue, list.count <= Limits.maxSaveOperations else { throw .invalidParameter("sessions") }
+        let now = call.now
+        var request = SaveRequest()
+        var advanced: [JSON] = []
+        for item in list {
+            guard let uuid = item.stringValue else { throw .invalidParameter("sessions") }
+            guard let session = try row("Session", uuid, call), var clock = try? SessionClock(session: session), clock.state == .running else {
+                continue
+            }
+            let transitions = clock.advance(to: now)
+            guard !transitions.isEmpty else { continue }
+            request.update("Session", uuid, clock.values)
+            advanced.append(["session": .string(uuid), "state": .string(clock.state.rawValue), "transitions": transitionsJSON(transitions),
+                             "nextDue": clock.nextDue.map(JSON.double) ?? .null])
+        }
+        guard !request.operations.isEmpty else { return ["advanced": .array([]), "sequence": .null] }
+        let set = try call.save(request)
+        return ["advanced": .array(advanced), "sequence": set.map { .integer($0.sequence) } ?? .null]
+    }
+
     static func advance(_ p: JSONObject, _ call: ServiceCall) throws(VarlinkError) -> JSONObject {
         let uuid = try uuidParameter(p, "session")
         guard let session = try row("Session", uuid, call) else { throw notFound("session", uuid) }
@@ -196,10 +230,7 @@ public enum TimerService {
             sequence = .integer(set.sequence)
         }
         return ["session": .string(uuid), "state": .string(clock.state.rawValue),
-                "transitions": .array(transitions.map { t in
-                    ["stepIndex": .integer(Int64(t.stepIndex)), "round": .integer(Int64(t.round)), "due": .double(t.due),
-                     "lateness": .double(t.lateness)]
-                }),
+                "transitions": transitionsJSON(transitions),
                 "nextDue": clock.nextDue.map(JSON.double) ?? .null, "sequence": sequence]
     }
 }

@@ -105,6 +105,19 @@ final class TimerServiceTests: BrokerTestCase {
         XCTAssertEqual(try c.row("Session", uuid: s)?["finishedAt"], .string(RFC3339.format(due)), "finished when it was due")
     }
 
+    func testAdvanceManySkipsWhatIsGoneOrNotDue() throws {
+        let c = try client()
+        let due = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
+        let later = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 600])["session"]?.stringValue)
+        Thread.sleep(forTimeInterval: 1.1)
+        let r = try c.call("org.seam.Timers.AdvanceMany", ["sessions": [.string(due), .string(later), .string(UUIDText.random())]])
+        XCTAssertEqual(r["advanced"]?.arrayValue?.compactMap { $0["session"]?.stringValue }, [due])
+        XCTAssertEqual(r["advanced"]?[0]?["state"]?.stringValue, "finished")
+        XCTAssertNotNil(r["sequence"]?.int64Value)
+        XCTAssertEqual(try c.call("org.seam.Timers.AdvanceMany", ["sessions": [.string(later)]])["sequence"], .null, "nothing due, no save")
+        XCTAssertThrowsError(try c.call("org.seam.Timers.AdvanceMany", ["sessions": "x"]))
+    }
+
     /// Two Starts of one timer at the same moment, from two connections: one session.
     func testConcurrentStartsGiveOneSession() throws {
         let c = try client()
