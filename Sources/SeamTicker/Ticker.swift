@@ -135,6 +135,8 @@ public final class Ticker {
 
     private func handle(_ frame: ArraySlice<UInt8>) {
         guard let json = try? JSON.decode(frame), let reply = try? Reply(json), case .integer(let id)? = reply.id else { return }
+        // seamd stopping: the connection closes next, and `run` reconnects.
+        if reply.error == VarlinkError.shuttingDown.name { return }
         if id == Self.subscriptionID {
             if let error = reply.error {
                 log("the subscription failed: \(error)")
