@@ -53,9 +53,9 @@ enum StoreCommands {
             let rows = try connect(args, hello: false).call("org.seam.Store.Fetch", p)["rows"]?.arrayValue ?? []
             if args.flag("json") { output(.array(rows)) } else { rows.forEach(output) }
         },
-        Command("subscribe", "ENTITY [--where PRED] [--sort KEYS] [--limit N] [--fields A,B] [--json]",
-                "follow a live query: its result, then what each commit changes (--json: JSON lines)", operands: 1...1,
-                options: ["where", "sort", "limit", "fields"], flags: ["json"]) { operands, args in
+        Command("subscribe", "ENTITY [--where PRED] [--sort KEYS] [--limit N] [--fields A,B] [--pretty]",
+                "follow a live query: JSON lines, the result then each diff (--pretty: for reading)", operands: 1...1,
+                options: ["where", "sort", "limit", "fields"], flags: ["json", "pretty"]) { operands, args in
             try await follow(operands[0], args)
         },
         Command("call", "METHOD [PARAMETERS-JSON]", "any varlink method, e.g. seam call org.seam.Store.Count '{\"entity\":\"Timer\"}'",
@@ -79,7 +79,7 @@ enum StoreCommands {
         for try await update in subscriber.subscribe(query) {
             try live.apply(update)
             defer { Terminal.flushOutput() }
-            if args.flag("json") {
+            if !args.flag("pretty") {
                 output(.object(update.json))
                 continue
             }

@@ -56,6 +56,31 @@ final class CLITests: BrokerTestCase {
         try seam("group", "rm", "pantry")
     }
 
+    /// Four `seam start` of one timer at the same moment: one session, three refusals.
+    func testConcurrentStartsFromTheCLIGiveOneSession() throws {
+        try seam("timer", "add", "Tea", "--step", "Steep=3m")
+        let processes = try (0..<4).map { _ -> (Process, Pipe) in
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: Executables.path("seam"))
+            p.arguments = ["start", "Tea"]
+            p.environment = ProcessInfo.processInfo.environment.merging(["SEAM_SOCKET": broker.socketPath]) { $1 }
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            return (p, err)
+        }
+        var statuses: [Int32] = []
+        for (p, err) in processes {
+            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            statuses.append(p.terminationStatus)
+            if p.terminationStatus != 0 { XCTAssertTrue(text.contains("already running"), text) }
+        }
+        XCTAssertEqual(statuses.filter { $0 == 0 }.count, 1, "\(statuses)")
+        XCTAssertEqual(try json(try seam("query", "Session", "--json")).arrayValue?.count, 1)
+    }
+
     func testMistakesGetOneLineAndANonZeroExit() throws {
         try seam("timer", "add", "Tea one", "--step", "a=1m")
         try seam("timer", "add", "Tea two", "--step", "a=1m")
