@@ -7,7 +7,7 @@ import SeamSchema
 /// new one. To apply (`apply(to:)`): remove the deleted and the moved rows; insert the inserted
 /// and the moved rows at their new positions, in ascending order of position; replace the
 /// updated rows. The rows that are neither deleted nor moved keep their relative order, so this
-/// rebuilds the new result exactly. Moves are as few as possible (the rows outside a longest
+/// rebuilds the new result exactly. `between` finds the fewest moves (the rows outside a longest
 /// increasing run of old positions).
 public struct QueryDiff: Sendable, Hashable {
     public struct Deletion: Sendable, Hashable {
