@@ -67,7 +67,14 @@ extension Context {
         case (let old?, nil):
             return RowChange(store: p.store, entity: p.entity.name, uuid: uuid, kind: .delete, changedKeys: names, old: old, new: nil)
         case (let old?, let new?):
-            let keys = names.filter { old[$0] != new[$0] }
+            // Byte for byte: "é" → "e\u{301}" is a change the store must write.
+            let keys = names.filter { name in
+                switch (old[name], new[name]) {
+                case (nil, nil): return false
+                case (let a?, let b?): return !a.isIdentical(to: b)
+                default: return true
+                }
+            }
             if keys.isEmpty { return nil }
             return RowChange(store: p.store, entity: p.entity.name, uuid: uuid, kind: .update, changedKeys: keys, old: old, new: new)
         }

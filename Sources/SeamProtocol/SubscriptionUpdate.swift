@@ -138,8 +138,10 @@ public struct LiveResult: Sendable, Equatable {
         case .result, .resync:
             rows = u.rows
         case .diff:
-            // By the indexes the diff carries: O(changes) array edits, not a pass over the rows.
+            // By the indexes the diff carries: O(changes) array edits in place, not a pass over the
+            // rows (after a Mismatch the rows are unusable: subscribe afresh).
             var next = rows
+            rows = []
             var carried: [String: JSONObject] = [:]
             let removals = (u.deleted.map { (index: $0.index, uuid: $0.uuid, moved: false) }
                 + u.moved.map { (index: $0.from, uuid: $0.uuid, moved: true) }).sorted { $0.index > $1.index }

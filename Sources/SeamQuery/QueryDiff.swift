@@ -106,10 +106,13 @@ public struct QueryDiff: Sendable, Hashable {
         }
     }
 
-    /// Value equality in which a NaN equals itself, so that an unchanged NaN is no update.
+    /// Whether a value is unchanged, as the store keeps it (`AttributeValue.isIdentical`).
     static func same(_ a: AttributeValue?, _ b: AttributeValue?) -> Bool {
-        if case .double(let x)? = a, case .double(let y)? = b { return x == y || (x.isNaN && y.isNaN) }
-        return a == b
+        switch (a, b) {
+        case (nil, nil): return true
+        case (let x?, let y?): return x.isIdentical(to: y)
+        default: return false
+        }
     }
 
     static func uuid(_ row: [String: AttributeValue]) -> String {

@@ -51,6 +51,60 @@ public struct ResultWindow: Sendable {
     /// from the changed rows alone (and the rows a limit pushed out), never by comparing whole
     /// results. A changed row is moved when its sort keys changed, updated when a field did.
     public mutating func apply(_ changes: [(old: [String: AttributeValue]?, new: [String: AttributeValue]?)]) -> Outcome {
+        // A cut window may need a refetch, diffed against the old rows: it works on a copy (of at
+        // most `limit` rows). A complete window is never refetched: it is edited in place, so a
+        // large result is not copied for every commit.
+        if !isComplete { return applyToCopy(changes) }
+        var touched: [(uuid: String, from: Int?, old: [String: AttributeValue]?, new: [String: AttributeValue]?)] = []
+        for change in changes {
+            var from: Int?
+            var old: [String: AttributeValue]?
+            if let o = change.old, predicate.matches(o), let i = position(of: o, in: rows) {
+                from = i
+                old = rows[i]
+            }
+            let new = change.new.flatMap { predicate.matches($0) ? QueryDiff.project($0, kept) : nil }
+            if from != nil || new != nil { touched.append((QueryDiff.uuid(change.new ?? change.old ?? [:]), from, old, new)) }
+        }
+        let oldCount = rows.count
+        var next = rows
+        rows = []  // `next` is now the only reference: the edits below happen in place
+        for i in touched.compactMap(\.from).sorted(by: >) { next.remove(at: i) }
+        for t in touched {
+            guard let new = t.new else { continue }
+            next.insert(new, at: sorting.insertionIndex(of: new, in: next))
+        }
+        var diff = QueryDiff()
+        if let limit, next.count > limit {
+            // Rows pushed out: the changed ones are simply not in the result; the others were at
+            // the end of the old result, in the same order, at the last positions no changed row held.
+            let cut = next[limit...]
+            let changedUUIDs = Set(touched.map(\.uuid))
+            let removedFrom = Set(touched.compactMap(\.from))
+            var position = oldCount - 1
+            for row in cut.reversed() where !changedUUIDs.contains(QueryDiff.uuid(row)) {
+                while removedFrom.contains(position) { position -= 1 }
+                diff.deleted.append(QueryDiff.Deletion(uuid: QueryDiff.uuid(row), index: position))
+                position -= 1
+            }
+            next.removeLast(next.count - limit)
+            isComplete = false
+        }
+        for t in touched {
+            let to = t.new.flatMap { position(of: $0, in: next) }
+            switch (t.from, to) {
+            case (nil, nil): continue
+            case (let i?, nil): diff.deleted.append(QueryDiff.Deletion(uuid: t.uuid, index: i))
+            case (nil, let j?): diff.inserted.append(QueryDiff.Insertion(uuid: t.uuid, index: j, row: QueryDiff.project(next[j], fields)))
+            case (let i?, let j?): record(&diff, t.uuid, from: i, old: t.old!, to: j, new: next[j])
+            }
+        }
+        rows = next
+        return .diff(Self.ordered(diff))
+    }
+
+    /// `apply` for a window cut by its limit, on a copy: a row that leaves it asks for a refetch.
+    private mutating func applyToCopy(_ changes: [(old: [String: AttributeValue]?, new: [String: AttributeValue]?)]) -> Outcome {
         var next = rows
         var complete = isComplete
         // Per changed row: its kept values in the old window (nil when it was not there), and in
@@ -90,23 +144,30 @@ public struct ResultWindow: Sendable {
             case (nil, nil): continue
             case (let i?, nil): diff.deleted.append(QueryDiff.Deletion(uuid: t.uuid, index: i))
             case (nil, let j?): diff.inserted.append(QueryDiff.Insertion(uuid: t.uuid, index: j, row: QueryDiff.project(next[j], fields)))
-            case (let i?, let j?):
-                let old = t.old!, new = next[j]
-                if sorting.keys.contains(where: { !QueryDiff.same(old[$0.attribute], new[$0.attribute]) }) {
-                    diff.moved.append(QueryDiff.Move(uuid: t.uuid, from: i, to: j))
-                }
-                let keys = fields.filter { !QueryDiff.same(old[$0], new[$0]) }
-                if !keys.isEmpty {
-                    diff.updated.append(QueryDiff.Update(uuid: t.uuid, index: j, changedKeys: keys, row: QueryDiff.project(new, fields)))
-                }
+            case (let i?, let j?): record(&diff, t.uuid, from: i, old: t.old!, to: j, new: next[j])
             }
         }
-        diff.deleted.sort { $0.index < $1.index }
-        diff.inserted.sort { $0.index < $1.index }
-        diff.moved.sort { $0.to < $1.to }
         rows = next
         isComplete = complete
-        return .diff(diff)
+        return .diff(Self.ordered(diff))
+    }
+
+    /// A row in both results: moved when its sort keys changed, updated when a field did.
+    private func record(_ diff: inout QueryDiff, _ uuid: String, from i: Int, old: [String: AttributeValue], to j: Int,
+                        new: [String: AttributeValue]) {
+        if sorting.keys.contains(where: { !QueryDiff.same(old[$0.attribute], new[$0.attribute]) }) {
+            diff.moved.append(QueryDiff.Move(uuid: uuid, from: i, to: j))
+        }
+        let keys = fields.filter { !QueryDiff.same(old[$0], new[$0]) }
+        if !keys.isEmpty { diff.updated.append(QueryDiff.Update(uuid: uuid, index: j, changedKeys: keys, row: QueryDiff.project(new, fields))) }
+    }
+
+    private static func ordered(_ diff: QueryDiff) -> QueryDiff {
+        var d = diff
+        d.deleted.sort { $0.index < $1.index }
+        d.inserted.sort { $0.index < $1.index }
+        d.moved.sort { $0.to < $1.to }
+        return d
     }
 
     /// Replaces the rows by a fresh result of the query; answers the diff from the old ones.

@@ -121,6 +121,22 @@ public enum UUIDText {
     }
 }
 
+extension AttributeValue {
+    /// Whether two values are the same as the store keeps them: text by its UTF-8 bytes (Swift's
+    /// `==` calls canonically equivalent strings equal, "é" and "e\u{301}", which SQLite keeps
+    /// and sorts apart), doubles by their bits (0.0 and -0.0 differ; a NaN equals itself).
+    public func isIdentical(to other: AttributeValue) -> Bool {
+        switch (self, other) {
+        case (.double(let x), .double(let y)), (.date(let x), .date(let y)):
+            return x.bitPattern == y.bitPattern || (x.isNaN && y.isNaN)
+        case (.string(let x), .string(let y)), (.uuid(let x), .uuid(let y)), (.json(let x), .json(let y)):
+            return x.utf8.elementsEqual(y.utf8)
+        default:
+            return self == other
+        }
+    }
+}
+
 public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 

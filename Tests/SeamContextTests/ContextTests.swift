@@ -22,6 +22,7 @@ final class ContextTests: ContextTestCase {
     func testHistoryKeepsCloudChangesAndCanBePurged() throws { try onFilesAndInMemory(checkHistoryKeepsCloudChangesAndCanBePurged) }
     func testSnapshotsPinReads() throws { try onFilesAndInMemory(checkSnapshotsPinReads) }
     func testTheSequenceSurvivesReopening() throws { try onFilesAndInMemory(checkTheSequenceSurvivesReopening) }
+    func testAnUpdateToCanonicallyEquivalentTextIsSaved() throws { try onFilesAndInMemory(checkAnUpdateToCanonicallyEquivalentTextIsSaved) }
 
     func checkInsertsAreRoutedByConfiguration() throws {
         let timer = try addTimer("Tea")
@@ -95,6 +96,16 @@ final class ContextTests: ContextTestCase {
         XCTAssertNil(ring.since(1), "change set 2 is gone: the reader must fetch afresh")
         XCTAssertEqual(ring.since(5)?.count, 0)
         XCTAssertEqual(ring.oldest, 3)
+    }
+
+    /// Canonically equivalent text is still a change: the store keeps and sorts bytes.
+    func checkAnUpdateToCanonicallyEquivalentTextIsSaved() throws {
+        let timer = try XCTUnwrap(context.save(SaveRequest([.insert(entity: "Timer", values: ["name": .string("caf\u{E9}")])])))
+            .changes[0].uuid
+        let set = try XCTUnwrap(context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("cafe\u{301}")])])),
+                                "Swift's == calls these equal; the save must not")
+        XCTAssertEqual(set.changes.first?.changedKeys, ["name"])
+        XCTAssertEqual(Array(try XCTUnwrap(context.row("Timer", timer)?["name"].stringValue).utf8), Array("cafe\u{301}".utf8))
     }
 
     func testTheRingIsBoundedByRowsToo() {

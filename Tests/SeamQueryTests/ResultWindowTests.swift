@@ -113,7 +113,11 @@ final class ResultWindowTests: XCTestCase {
                 switch window.apply(changes) {
                 case .diff(let d):
                     diffs += 1
+                    // Old indexes must name the rows they say (clients apply by index).
+                    for del in d.deleted { XCTAssertEqual(QueryDiffUUID.of(client[del.index]), del.uuid, "seed \(seed) round \(round): deletion index") }
+                    for m in d.moved { XCTAssertEqual(QueryDiffUUID.of(client[m.from]), m.uuid, "seed \(seed) round \(round): move index") }
                     d.apply(to: &client)
+                    for i in d.inserted { XCTAssertEqual(QueryDiffUUID.of(client[i.index]), i.uuid, "seed \(seed) round \(round): insertion index") }
                 case .refetch:
                     refetches += 1
                     window.replace(with: fresh(limit: limit)).apply(to: &client)
