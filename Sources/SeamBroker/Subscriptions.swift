@@ -129,14 +129,6 @@ final class Subscriptions {
         }
     }
 
-    /// Drops a channel whose first subscriber never arrived (its first reply failed).
-    func discardIfUnused(_ channel: Channel) {
-        guard channel.subscriptions.isEmpty, channels[channel.key] === channel else { return }
-        channels[channel.key] = nil
-        channelsByID[channel.id] = nil
-        indexes[channel.entity]?.unregister(channel.id)
-    }
-
     // MARK: - Commits
 
     /// The diff each affected channel gets from one committed change set, in the order the
@@ -207,29 +199,16 @@ final class Subscriptions {
         body { w in
             w.key("kind"); w.string("diff")
             w.key("sequence"); w.integer(sequence)
-            w.key("deleted")
-            w.beginArray()
-            for d in diff.deleted {
-                w.beginObject()
+            objects("deleted", diff.deleted, &w) { d, w in
                 w.key("uuid"); w.string(d.uuid)
                 w.key("index"); w.integer(Int64(d.index))
-                w.endObject()
             }
-            w.endArray()
-            w.key("inserted")
-            w.beginArray()
-            for i in diff.inserted {
-                w.beginObject()
+            objects("inserted", diff.inserted, &w) { i, w in
                 w.key("uuid"); w.string(i.uuid)
                 w.key("index"); w.integer(Int64(i.index))
                 w.key("row"); WireValues.writeRow(fields, i.row, into: &w)
-                w.endObject()
             }
-            w.endArray()
-            w.key("updated")
-            w.beginArray()
-            for u in diff.updated {
-                w.beginObject()
+            objects("updated", diff.updated, &w) { u, w in
                 w.key("uuid"); w.string(u.uuid)
                 w.key("index"); w.integer(Int64(u.index))
                 w.key("changedKeys")
@@ -237,20 +216,26 @@ final class Subscriptions {
                 for k in u.changedKeys { w.string(k) }
                 w.endArray()
                 w.key("row"); WireValues.writeRow(fields, u.row, into: &w)
-                w.endObject()
             }
-            w.endArray()
-            w.key("moved")
-            w.beginArray()
-            for m in diff.moved {
-                w.beginObject()
+            objects("moved", diff.moved, &w) { m, w in
                 w.key("uuid"); w.string(m.uuid)
                 w.key("from"); w.integer(Int64(m.from))
                 w.key("to"); w.integer(Int64(m.to))
-                w.endObject()
             }
-            w.endArray()
         }
+    }
+
+    /// `"key":[{…},…]`, one object per item, its members written by `members`.
+    private static func objects<T>(_ key: String, _ items: [T], _ w: inout JSONStreamWriter,
+                                   _ members: (T, inout JSONStreamWriter) -> Void) {
+        w.key(key)
+        w.beginArray()
+        for item in items {
+            w.beginObject()
+            members(item, &w)
+            w.endObject()
+        }
+        w.endArray()
     }
 
     static func endBody(sequence: Int64) -> ArraySlice<UInt8> {

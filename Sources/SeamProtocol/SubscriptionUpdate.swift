@@ -111,9 +111,6 @@ public struct SubscriptionUpdate: Sendable, Equatable {
         }
         return o
     }
-
-    /// Whether this update replaces the whole result.
-    public var replacesResult: Bool { kind == .result || kind == .resync }
 }
 
 /// A query result kept current by applying a subscription's updates: what a UI holds.

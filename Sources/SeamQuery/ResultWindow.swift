@@ -92,12 +92,7 @@ public struct ResultWindow: Sendable {
         }
         for t in touched {
             let to = t.new.flatMap { position(of: $0, in: next) }
-            switch (t.from, to) {
-            case (nil, nil): continue
-            case (let i?, nil): diff.deleted.append(QueryDiff.Deletion(uuid: t.uuid, index: i))
-            case (nil, let j?): diff.inserted.append(QueryDiff.Insertion(uuid: t.uuid, index: j, row: QueryDiff.project(next[j], fields)))
-            case (let i?, let j?): record(&diff, t.uuid, from: i, old: t.old!, to: j, new: next[j])
-            }
+            record(&diff, t.uuid, from: t.from, old: t.old, to: to, in: next)
         }
         rows = next
         return .diff(Self.ordered(diff))
@@ -140,26 +135,33 @@ public struct ResultWindow: Sendable {
         for t in touched {
             let from = t.old.flatMap { position(of: $0, in: rows) }
             let to = t.new.flatMap { position(of: $0, in: next) }
-            switch (from, to) {
-            case (nil, nil): continue
-            case (let i?, nil): diff.deleted.append(QueryDiff.Deletion(uuid: t.uuid, index: i))
-            case (nil, let j?): diff.inserted.append(QueryDiff.Insertion(uuid: t.uuid, index: j, row: QueryDiff.project(next[j], fields)))
-            case (let i?, let j?): record(&diff, t.uuid, from: i, old: t.old!, to: j, new: next[j])
-            }
+            record(&diff, t.uuid, from: from, old: t.old, to: to, in: next)
         }
         rows = next
         isComplete = complete
         return .diff(Self.ordered(diff))
     }
 
-    /// A row in both results: moved when its sort keys changed, updated when a field did.
-    private func record(_ diff: inout QueryDiff, _ uuid: String, from i: Int, old: [String: AttributeValue], to j: Int,
-                        new: [String: AttributeValue]) {
-        if sorting.keys.contains(where: { !QueryDiff.same(old[$0.attribute], new[$0.attribute]) }) {
-            diff.moved.append(QueryDiff.Move(uuid: uuid, from: i, to: j))
+    /// One changed row's part of the diff, from its place in the old result (`from`, with its old
+    /// values) and in the new one (`to`, in `next`): deleted, inserted, or — in both — moved when
+    /// its sort keys changed and updated when a field did.
+    private func record(_ diff: inout QueryDiff, _ uuid: String, from: Int?, old: [String: AttributeValue]?, to: Int?,
+                        in next: [[String: AttributeValue]]) {
+        switch (from, to) {
+        case (nil, nil):
+            return
+        case (let i?, nil):
+            diff.deleted.append(QueryDiff.Deletion(uuid: uuid, index: i))
+        case (nil, let j?):
+            diff.inserted.append(QueryDiff.Insertion(uuid: uuid, index: j, row: QueryDiff.project(next[j], fields)))
+        case (let i?, let j?):
+            let old = old ?? [:], new = next[j]
+            if sorting.keys.contains(where: { !QueryDiff.same(old[$0.attribute], new[$0.attribute]) }) {
+                diff.moved.append(QueryDiff.Move(uuid: uuid, from: i, to: j))
+            }
+            let keys = fields.filter { !QueryDiff.same(old[$0], new[$0]) }
+            if !keys.isEmpty { diff.updated.append(QueryDiff.Update(uuid: uuid, index: j, changedKeys: keys, row: QueryDiff.project(new, fields))) }
         }
-        let keys = fields.filter { !QueryDiff.same(old[$0], new[$0]) }
-        if !keys.isEmpty { diff.updated.append(QueryDiff.Update(uuid: uuid, index: j, changedKeys: keys, row: QueryDiff.project(new, fields))) }
     }
 
     private static func ordered(_ diff: QueryDiff) -> QueryDiff {

@@ -85,22 +85,11 @@ public enum UnixSocket {
 
     /// Reads what is available into `buffer` (appending), at most `max` bytes.
     public static func read(_ fd: Int32, into buffer: inout [UInt8], max: Int = 65536) throws(SystemError) -> ReadResult {
-        while true {
-            var n = 0
-            let e: Int32 = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max) { scratch in
-                n = Glibc.read(fd, scratch.baseAddress, max)
-                if n > 0 { buffer.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[0..<n])) }
-                return n < 0 ? errno : 0
-            }
-            if n > 0 { return .bytes(n) }
-            if n == 0 { return .closed }
-            switch e {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK: return .wouldBlock
-            case ECONNRESET: return .closed
-            default: throw SystemError("read", errno: e)
-            }
-        }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max, alignment: 1)
+        defer { scratch.deallocate() }
+        let result = try read(fd, into: scratch)
+        if case .bytes(let n) = result { buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<n])) }
+        return result
     }
 
     /// Reads what is available into `scratch`; `.bytes(n)` says how many of its first bytes are new.

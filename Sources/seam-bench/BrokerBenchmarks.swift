@@ -10,9 +10,7 @@ enum BrokerBenchmarks {
     static let roundTrips = 20_000
 
     static func run() throws {
-        let work = "/tmp/seam-bench-broker-\(getpid())"
-        try? FileManager.default.removeItem(atPath: work)
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let work = try Harness.scratchDirectory("broker")
         defer { try? FileManager.default.removeItem(atPath: work) }
         var table = BenchTable("seamd over a Unix socket, beside the floor and Redis (same run)",
                                columns: ["measure", "seamd", "raw ping-pong", "redis-server", "seamd / redis"])

@@ -13,9 +13,7 @@ enum ChannelBenchmarks {
     static let fanOutRounds = 50
 
     static func run() throws {
-        let work = "/tmp/seam-bench-channels-\(getpid())"
-        try? FileManager.default.removeItem(atPath: work)
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let work = try Harness.scratchDirectory("channels")
         if getuid() == 0 { _ = try? Process.run(URL(fileURLWithPath: "/bin/chmod"), arguments: ["755", work]).waitUntilExit() }
         defer { try? FileManager.default.removeItem(atPath: work) }
 

@@ -38,6 +38,15 @@ enum Harness {
         return 0
     }
 
+    /// A fresh, empty directory `/tmp/seam-bench-NAME-PID` (short: socket paths live in it);
+    /// remove it with `FileManager.default.removeItem` when done.
+    static func scratchDirectory(_ name: String) throws -> String {
+        let path = "/tmp/seam-bench-\(name)-\(getpid())"
+        try? FileManager.default.removeItem(atPath: path)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
     /// Formats seconds with a unit that suits their size.
     static func duration(_ s: Double) -> String {
         if s.isNaN { return "-" }

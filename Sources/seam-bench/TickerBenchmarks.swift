@@ -11,9 +11,7 @@ enum TickerBenchmarks {
     static let sessions = 10_000
 
     static func run() throws {
-        let work = "/tmp/seam-bench-ticker-\(getpid())"
-        try? FileManager.default.removeItem(atPath: work)
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let work = try Harness.scratchDirectory("ticker")
         defer { try? FileManager.default.removeItem(atPath: work) }
         let (process, socket) = try ChannelBenchmarks.startSeamd(work + "/seamd", sync: false)
         defer { BrokerBenchmarks.stop(process) }
