@@ -57,12 +57,16 @@ let package = Package(
             dependencies: ["SeamContext", "SeamProtocol", "SeamJSON", "SeamStore", "SeamSchema", "SeamSystem"]
         ),
         .target(name: "SeamClient", dependencies: ["SeamProtocol", "SeamJSON", "SeamSystem"]),
-        .executableTarget(name: "seam", dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamCommandLine", "SeamTimers", "SeamSchema", "SeamSystem"]),
+        .executableTarget(
+            name: "seam",
+            dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamCommandLine", "SeamTimers", "SeamSchema", "SeamSystem", "SeamWatch"]
+        ),
         .executableTarget(name: "seamd", dependencies: ["SeamBroker", "SeamTimers", "SeamTimerService", "SeamStore", "SeamSystem", "SeamCommandLine"]),
 
         // MARK: - The timer application's models
         .target(name: "SeamTimers", dependencies: ["SeamSchema"]),
         .target(name: "SeamTicker", dependencies: ["SeamJSON", "SeamProtocol", "SeamSystem"]),
+        .target(name: "SeamWatch", dependencies: ["SeamJSON", "SeamProtocol", "SeamSchema", "SeamTimers"]),
         .executableTarget(name: "seam-ticker", dependencies: ["SeamTicker", "SeamCommandLine"], path: "Plugins/seam-ticker"),
         .target(name: "SeamTimerService", dependencies: ["SeamBroker", "SeamContext", "SeamJSON", "SeamProtocol", "SeamSchema", "SeamTimers"]),
 
@@ -108,7 +112,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SeamTimerServiceTests",
-            dependencies: ["SeamTimerService", "SeamTicker", "SeamClient", "SeamProtocol", "SeamJSON", "SeamSchema", "SeamTestSupport"]
+            dependencies: ["SeamTimerService", "SeamTicker", "SeamWatch", "SeamBroker", "SeamSystem", "SeamClient", "SeamProtocol", "SeamJSON", "SeamSchema", "SeamTestSupport"]
         ),
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
         .testTarget(name: "SeamJSONTests", dependencies: ["SeamJSON"]),

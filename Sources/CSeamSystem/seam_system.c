@@ -4,7 +4,11 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <spawn.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -99,4 +103,110 @@ long long seam_timerfd_read(int fd) {
     if (n < 0 && errno == EAGAIN) return 0;
     if (n < 0 && errno == ECANCELED) return -2;
     return -1;
+}
+
+int seam_spawn(const char *path, char *const argv[], char *const envp[], const int *fds, int count, int flags,
+               const char *tty) {
+    if (count > 10) { errno = EINVAL; return -1; }
+    /* Copies numbered 10 and up (close-on-exec) cannot be clobbered by dup2 onto 0..9, and dup2
+       from a different number clears close-on-exec on the target, which dup2(x, x) would not. */
+    int copies[10];
+    for (int i = 0; i < count; i++) copies[i] = -1;
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attributes);
+    int rc = 0;
+    for (int i = 0; i < count && rc == 0; i++) {
+        if (tty != NULL && i <= 2) {
+            rc = posix_spawn_file_actions_addopen(&actions, i, tty, O_RDWR, 0);
+        } else if (fds[i] < 0) {
+            rc = posix_spawn_file_actions_addopen(&actions, i, "/dev/null", O_RDWR, 0);
+        } else {
+            copies[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
+            if (copies[i] < 0) { rc = errno; break; }
+            rc = posix_spawn_file_actions_adddup2(&actions, copies[i], i);
+        }
+    }
+    /* Nothing else: not even a descriptor this process inherited without close-on-exec (a test
+       runner's, say), which would keep its owner waiting on a daemon that never lets it go. */
+    if (rc == 0) rc = posix_spawn_file_actions_addclosefrom_np(&actions, count);
+    short spawnFlags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    if (flags & SEAM_SPAWN_SESSION) spawnFlags |= POSIX_SPAWN_SETSID;
+    else if (flags & SEAM_SPAWN_GROUP) spawnFlags |= POSIX_SPAWN_SETPGROUP;
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    if (rc == 0) rc = posix_spawnattr_setflags(&attributes, spawnFlags);
+    if (rc == 0) rc = posix_spawnattr_setsigmask(&attributes, &none);
+    if (rc == 0) rc = posix_spawnattr_setsigdefault(&attributes, &all);
+    if (rc == 0) rc = posix_spawnattr_setpgroup(&attributes, 0);
+    pid_t pid = -1;
+    if (rc == 0) rc = posix_spawn(&pid, path, &actions, &attributes, argv, envp);
+    for (int i = 0; i < count; i++) if (copies[i] >= 0) close(copies[i]);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    if (rc != 0) { errno = rc; return -1; }
+    return pid;
+}
+
+int seam_window_size(int fd, int *rows, int *columns) {
+    struct winsize size;
+    if (ioctl(fd, TIOCGWINSZ, &size) != 0) return -1;
+    *rows = size.ws_row;
+    *columns = size.ws_col;
+    return 0;
+}
+
+int seam_set_window_size(int fd, int rows, int columns) {
+    struct winsize size;
+    memset(&size, 0, sizeof size);
+    size.ws_row = (unsigned short)rows;
+    size.ws_col = (unsigned short)columns;
+    return ioctl(fd, TIOCSWINSZ, &size);
+}
+
+int seam_pipe(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}
+
+static int seam_signal_pipe_writer = -1;
+
+static void seam_signal_to_pipe(int signo) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)signo;
+    ssize_t ignored = write(seam_signal_pipe_writer, &byte, 1);
+    (void)ignored;
+    errno = saved;
+}
+
+int seam_signal_pipe(const int32_t *signals, int count) {
+    int fds[2];
+    if (seam_signal_pipe_writer >= 0) { errno = EBUSY; return -1; }
+    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK);
+    seam_signal_pipe_writer = fds[1];
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = seam_signal_to_pipe;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < count; i++) {
+        if (sigaction(signals[i], &action, NULL) != 0) return -1;
+    }
+    return fds[0];
+}
+
+int seam_open_pty(char *name, size_t size) {
+    int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0) return -1;
+    if (grantpt(master) != 0 || unlockpt(master) != 0 || ptsname_r(master, name, size) != 0) {
+        int saved = errno;
+        close(master);
+        errno = saved;
+        return -1;
+    }
+    return master;
 }

@@ -77,6 +77,14 @@ extension Broker {
         guard Interfaces.protocolVersions.contains(Int(version)) else {
             return .failure(.unsupportedVersion(Interfaces.protocolVersions))
         }
+        if c.supervisedAs != nil, var assigned = c.hello {
+            // seamd handed this connection to a process it started: the role is already known
+            // and is not the client's to change; Hello only settles the version.
+            assigned.version = Int(version)
+            c.hello = assigned
+            return .success(["version": .integer(version), "role": .string(assigned.role), "author": .string(assigned.author),
+                             "product": .string("\(Interfaces.product) \(Interfaces.version)"), "sequence": .integer(context.sequence)])
+        }
         let role = p["role"]?.stringValue ?? "cli"
         let name = p["name"]?.stringValue
         if let name, !Self.isValidName(name) {
@@ -323,7 +331,8 @@ extension Broker {
                 "pid": .integer(Int64(Environment.processID)), "uptime": .double(WallClock.monotonic() - startedAt),
                 "connections": .integer(Int64(connections.count)), "subscriptions": .integer(Int64(subscriptions.count)),
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
-                "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores)]
+                "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": rolesStatus(),
+                "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]
     }
 
     /// A context error as the varlink error a client receives.

@@ -18,6 +18,8 @@ public final class Broker {
         public var handshakeTimeout: Double = Limits.handshakeTimeout
         /// Interfaces the application adds beside org.seam.Store.
         public var interfaces: [ServiceInterface] = []
+        /// The processes to start and keep running (none unless the caller says).
+        public var supervision = SupervisorConfiguration(roles: [], problems: [])
         public init(dataDirectory: String, socketPath: String) {
             self.dataDirectory = dataDirectory
             self.socketPath = socketPath
@@ -35,6 +37,7 @@ public final class Broker {
     var connections: [Int32: Connection] = [:]
     let subscriptions = Subscriptions()
     var nextConnectionID = 0
+    var supervised: [SupervisedProcess] = []
     var stopping = false
     /// Where every read lands before its bytes join a connection's frame decoder (one thread: one buffer).
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
@@ -81,7 +84,8 @@ public final class Broker {
     public func run() throws(BrokerError) {
         do {
             try loop.watch(listener, .read) { [unowned self] _ in self.acceptAll() }
-            try loop.onSignals([Signals.terminate, Signals.interrupt]) { [unowned self] signo in
+            try loop.onSignals([Signals.terminate, Signals.interrupt, Signals.child]) { [unowned self] signo in
+                if signo == Signals.child { return self.reapRoles() }
                 self.log.info("signal \(signo): shutting down")
                 self.shutdown()
             }
@@ -90,6 +94,7 @@ public final class Broker {
         }
         log.info("serving \(configuration.dataDirectory) on \(ownsSocketFile ? configuration.socketPath : "fd \(listener)") "
                  + "(stores \(context.storeNames.joined(separator: ", ")), sequence \(context.sequence))")
+        startRoles()
         loop.run()
     }
 
@@ -130,22 +135,28 @@ public final class Broker {
             Descriptors.close(fd)
             return
         }
-        nextConnectionID += 1
-        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, now: WallClock.monotonic())
-        connections[fd] = connection
+        let connection = register(fd, peer: peer)
         connection.handshakeTimer = loop.after(configuration.handshakeTimeout) { [unowned self] in
             if connection.calls == 0, !connection.closed {
                 self.log.info("\(connection.label) sent nothing for \(self.configuration.handshakeTimeout) s; closing it")
                 self.close(connection)
             }
         }
+        log.debug("\(connection.label) connected")
+    }
+
+    /// A new connection on `fd`, watched by the loop.
+    func register(_ fd: Int32, peer: PeerCredentials) -> Connection {
+        nextConnectionID += 1
+        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, now: WallClock.monotonic())
+        connections[fd] = connection
         do {
             try loop.watch(fd, .read) { [unowned self] events in self.handle(connection, events) }
         } catch {
             log.error("cannot watch \(connection.label): \(error)")
             close(connection)
         }
-        log.debug("\(connection.label) connected")
+        return connection
     }
 
     private func handle(_ c: Connection, _ events: EventLoop.Events) {
@@ -280,6 +291,7 @@ public final class Broker {
             if waiting.isEmpty || left <= 0 { break }
             UnixSocket.waitWritable(waiting.map(\.fd), timeoutMilliseconds: Int32(max(1, left * 1000)))
         }
+        stopRoles(grace: 2)
         for c in Array(connections.values) { close(c) }
         log.info("stopped at save sequence \(context.sequence)")
         loop.stop()

@@ -14,6 +14,8 @@ final class Connection {
     /// Set by `Hello`; a connection without it is read-only.
     var hello: Hello?
     var calls = 0
+    /// The role this connection was handed to when seamd started the process (its `RoleSpec.name`).
+    var supervisedAs: String?
     var handshakeTimer: Int?
     var closed = false
     /// Whether the event loop is also watching for writability (only while output is queued).

@@ -75,6 +75,7 @@ public final class SeamConnection {
 
     /// Calls `method` and returns its reply's parameters; a varlink error is thrown.
     /// Reads are retried once on a fresh connection if the old one broke.
+    @discardableResult
     public func call(_ method: String, _ parameters: JSONObject = [:]) throws(ClientError) -> JSONObject {
         do {
             return try roundTrip(method, parameters)

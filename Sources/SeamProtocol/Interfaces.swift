@@ -82,7 +82,7 @@ public enum Interfaces {
           changes: []Change
         )
 
-        # The broker's state: version, process, connections, subscriptions, stores.
+        # The broker's state: version, process, connections, subscriptions, stores, roles.
         method Status() -> (
           product: string,
           version: string,
@@ -93,7 +93,23 @@ public enum Interfaces {
           channels: int,
           sequence: int,
           rss: int,
-          stores: []object
+          stores: []object,
+          roles: []Role,
+          configurationProblems: []string
+        )
+
+        # A process seamd supervises: state is running, waiting (to be restarted, in
+        # restartIn seconds) or stopped; lastError says how it last ended or failed to start.
+        type Role (
+          name: string,
+          role: string,
+          state: string,
+          command: []string,
+          restarts: int,
+          pid: ?int,
+          uptime: ?float,
+          restartIn: ?float,
+          lastError: ?string
         )
 
         type Deleted (uuid: string, index: int)

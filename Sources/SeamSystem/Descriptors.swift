@@ -1,3 +1,4 @@
+import CSeamSystem
 import Glibc
 
 /// Small helpers on plain file descriptors.
@@ -28,4 +29,15 @@ public enum Signals {
     public static let terminate = SIGTERM
     public static let interrupt = SIGINT
     public static let kill = SIGKILL
+    public static let child = SIGCHLD
+    public static let hangup = SIGHUP
+    public static let windowChange = SIGWINCH
+
+    /// Routes `signals` to a pipe, whichever thread they land on: read one byte per signal
+    /// (its number) from the descriptor returned. Once per process.
+    public static func pipe(_ signals: [Int32]) throws(SystemError) -> Int32 {
+        let fd = signals.withUnsafeBufferPointer { seam_signal_pipe($0.baseAddress, Int32($0.count)) }
+        guard fd >= 0 else { throw SystemError("sigaction", errno: errno) }
+        return fd
+    }
 }

@@ -161,6 +161,11 @@ public enum FileSystem {
         try syncDirectory(parentDirectory(path))
     }
 
+    /// Opens `path` for appending (created 0600 if missing), close-on-exec: for a log.
+    public static func openForAppending(_ path: String) throws(SystemError) -> Int32 {
+        try retrying("open", path) { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600) }
+    }
+
     /// The directory part of `path` (`.` for a bare name).
     public static func parentDirectory(_ path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }

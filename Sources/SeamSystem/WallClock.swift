@@ -17,3 +17,14 @@ extension WallClock {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }
+
+extension WallClock {
+    /// Seconds east of UTC of the local time zone at `t` (`TZ`, else /etc/localtime): for showing
+    /// times of day to a person.
+    public static func utcOffset(at t: Double) -> Int {
+        var seconds = time_t(t)
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else { return 0 }
+        return Int(parts.tm_gmtoff)
+    }
+}

@@ -17,7 +17,7 @@ enum BrokerBenchmarks {
 
         // seamd with some sessions to fetch.
         let socket = work + "/seamd.sock"
-        let seamd = try start(Executables.sibling("seamd"), ["--data-dir", work + "/data", "--socket", socket])
+        let seamd = try start(Executables.sibling("seamd"), ["--data-dir", work + "/data", "--socket", socket, "--no-roles"])
         defer { stop(seamd) }
         try waitForSocket(socket)
         let client = try SeamConnection.connect(path: socket)

@@ -76,7 +76,7 @@ enum ChannelBenchmarks {
         let socket = dir + "/s.sock"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let p = try BrokerBenchmarks.start(Executables.sibling("seamd"),
-                                           ["--data-dir", dir + "/data", "--socket", socket, "--durability", sync ? "full" : "normal"])
+                                           ["--data-dir", dir + "/data", "--socket", socket, "--no-roles", "--durability", sync ? "full" : "normal"])
         try BrokerBenchmarks.waitForSocket(socket)
         return (p, socket)
     }

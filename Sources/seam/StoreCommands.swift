@@ -6,7 +6,7 @@ import SeamProtocol
 /// Commands about the broker and its stores, for people and scripts.
 enum StoreCommands {
     static let all: [Command] = [
-        Command("status", "[--json]", "the broker: version, pid, connections, subscriptions, stores", flags: ["json"]) { _, args in
+        Command("status", "[--json]", "the broker: version, pid, connections, subscriptions, stores, roles", flags: ["json"]) { _, args in
             let s = try connect(args, hello: false).status()
             if args.flag("json") { return output(.object(s)) }
             print("\(s["product"]?.stringValue ?? "?") \(s["version"]?.stringValue ?? "") pid \(s["pid"]?.int64Value ?? 0), "
@@ -15,6 +15,17 @@ enum StoreCommands {
             for store in s["stores"]?.arrayValue ?? [] {
                 print("  \(store["name"]?.stringValue ?? "?"): \(store["path"]?.stringValue ?? "?") (\(store["size"]?.int64Value ?? 0) bytes)")
             }
+            let roles = s["roles"]?.arrayValue ?? []
+            if !roles.isEmpty {
+                print("roles:")
+                table([["  NAME", "STATE", "PID", "RESTARTS", "LAST ERROR"]] + roles.map { r in
+                    var state = r["state"]?.stringValue ?? "?"
+                    if let d = r["restartIn"]?.doubleValue { state += " (restart in \(Int(d.rounded(.up))) s)" }
+                    return ["  " + (r["name"]?.stringValue ?? "?"), state, r["pid"]?.int64Value.map { String($0) } ?? "-",
+                            String(r["restarts"]?.int64Value ?? 0), r["lastError"]?.stringValue ?? ""]
+                })
+            }
+            for problem in s["configurationProblems"]?.arrayValue ?? [] { print("configuration: \(problem.stringValue ?? "")") }
         },
         Command("schema", "[--json]", "models, versions, hashes, entities", flags: ["json"]) { _, args in
             let s = try connect(args, hello: false).call("org.seam.Store.Schema")

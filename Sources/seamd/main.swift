@@ -7,7 +7,7 @@ import SeamTimerService
 import SeamTimers
 
 let usage = """
-    usage: seamd [--data-dir DIR] [--socket PATH] [--durability normal|full] [--log-level LEVEL]
+    usage: seamd [--data-dir DIR] [--socket PATH] [--config FILE] [--no-roles] [--durability normal|full] [--log-level LEVEL]
 
     Serves the timer app's stores over the varlink protocol (org.seam.Store, org.seam.Timers), in the foreground,
     logging to stderr. Stops cleanly on SIGTERM or SIGINT.
@@ -16,6 +16,9 @@ let usage = """
       --socket PATH        the socket (default $SEAM_SOCKET, else $XDG_RUNTIME_DIR/seam/seamd.sock,
                            else /tmp/seam-$UID/seamd.sock); a socket passed by systemd
                            (LISTEN_FDS) is used instead when present
+      --config FILE        the roles to run (default $XDG_CONFIG_HOME/seam/seamd.json, else
+                           ~/.config/seam/seamd.json; missing: the ticker, found beside seamd)
+      --no-roles           start no role processes (they run elsewhere, or not at all)
       --durability MODE    normal (WAL, synchronous=NORMAL; the default) or full (synchronous=FULL)
       --log-level LEVEL    debug, info (default), warning or error
       --handshake-timeout S  seconds a new connection has to send its first call (default 10)
@@ -23,8 +26,8 @@ let usage = """
     """
 
 do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["data-dir", "socket", "durability", "log-level", "handshake-timeout"],
-                             flags: ["version"])
+    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["data-dir", "socket", "durability", "log-level", "handshake-timeout", "config"],
+                             flags: ["version", "no-roles"])
     if args.wantsHelp { print(usage); Terminal.exit(0) }
     if args.flag("version") { print("seamd 0.1.0"); Terminal.exit(0) }
     guard args.positional.isEmpty else { throw Arguments.UsageError("unexpected argument '\(args.positional[0])'\n\n" + usage) }
@@ -41,6 +44,10 @@ do {
     }
     configuration.listenDescriptor = Environment.socketActivationDescriptor
     configuration.interfaces = [TimerService.interface]
+    if !args.flag("no-roles") {
+        configuration.supervision = SupervisorConfiguration.load(
+            path: args.value("config") ?? FileSystem.join(Environment.configDirectory, "seamd.json"))
+    }
     if let t = args.value("handshake-timeout") {
         guard let seconds = Double(t), seconds > 0, seconds <= 3600 else {
             throw Arguments.UsageError("--handshake-timeout takes seconds, from 0 to 3600")

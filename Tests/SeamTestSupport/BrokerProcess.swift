@@ -6,7 +6,8 @@ public final class BrokerProcess {
     public let dataDirectory: String
     public let socketPath: String
     public let process: Process
-    private let stderrPipe = Pipe()
+    /// seamd's stderr: a file, so that it can be read at any time, as often as wanted.
+    private let logPath: String
 
     /// Starts seamd and waits until its socket answers.
     public convenience init(arguments extra: [String] = [], dataDirectory: String? = nil, environment: [String: String] = [:]) throws {
@@ -38,11 +39,15 @@ public final class BrokerProcess {
         self.environment = environment
         process = Process()
         process.executableURL = URL(fileURLWithPath: Executables.path("seamd"))
-        process.arguments = ["--data-dir", self.dataDirectory, "--socket", socketPath] + extra
+        // Roles (the ticker) only where a test asks for them with --config: the others drive sessions themselves.
+        let roles = extra.contains("--config") ? [] : ["--no-roles"]
+        process.arguments = ["--data-dir", self.dataDirectory, "--socket", socketPath] + roles + extra
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         process.environment = env
-        process.standardError = stderrPipe
+        logPath = directory.file("seamd-\(UUID().uuidString.prefix(6)).log")
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         let deadline = Date().addingTimeInterval(20)
@@ -57,9 +62,9 @@ public final class BrokerProcess {
         throw BrokerStartFailure(log: "seamd did not answer within 20 s")
     }
 
-    /// What seamd wrote to stderr so far (read after it exited).
+    /// What seamd wrote to stderr so far.
     public var log: String {
-        String(decoding: stderrPipe.fileHandleForReading.availableData, as: UTF8.self)
+        (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
     }
 
     /// Sends SIGTERM and waits for exit; returns the exit status.

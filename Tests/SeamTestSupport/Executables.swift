@@ -23,8 +23,14 @@ public enum Executables {
     /// Runs `name` with `arguments` to completion and returns its exit status and output.
     @discardableResult
     public static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+        try runTool(path(name), arguments, environment: environment)
+    }
+
+    /// Runs the program at `executable` (a system tool, say) to completion.
+    @discardableResult
+    public static func runTool(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: path(name))
+        p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }

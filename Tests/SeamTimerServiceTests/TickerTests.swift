@@ -14,7 +14,7 @@ final class TickerTests: BrokerTestCase {
 
         init(socket: String, directory: TemporaryDirectory) throws {
             logFile = directory.file("ticker-\(UUID().uuidString.prefix(6)).log")
-            FileManager.default.createFile(atPath: logFile, contents: nil)
+            _ = FileManager.default.createFile(atPath: logFile, contents: nil)
             process.executableURL = URL(fileURLWithPath: Executables.path("seam-ticker"))
             process.arguments = ["--socket", socket]
             process.standardOutput = FileHandle.nullDevice

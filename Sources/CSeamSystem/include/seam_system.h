@@ -55,4 +55,33 @@ int seam_timerfd_at(int fd, double seconds);
 /// (ECANCELED: recompute and re-arm), -1 on another error.
 long long seam_timerfd_read(int fd);
 
+/// Starts `path` with `argv` and `envp` (NULL-terminated). The child's descriptor i, for i below
+/// `count` (at most 10), is a copy of `fds[i]`, or /dev/null where `fds[i]` is -1; nothing else
+/// is inherited (every other descriptor Seam opens is close-on-exec). Signals are unblocked and
+/// at their defaults. `flags`: SEAM_SPAWN_SESSION (setsid), SEAM_SPAWN_GROUP (own process group).
+/// `tty`, when not NULL, is opened as descriptors 0, 1 and 2 after setsid, so that it becomes the
+/// child's controlling terminal. Returns the pid, or -1 with errno set.
+int seam_spawn(const char *path, char *const argv[], char *const envp[], const int *fds, int count, int flags,
+               const char *tty);
+
+enum { SEAM_SPAWN_SESSION = 1, SEAM_SPAWN_GROUP = 2 };
+
+/// pipe2(2) with O_CLOEXEC (needs _GNU_SOURCE).
+int seam_pipe(int fds[2]);
+
+/// Routes `signals` (for the whole process, whatever thread they land on) to a pipe: each
+/// arrival writes its number as one byte. Returns the pipe's read end (blocking, close-on-exec),
+/// or -1 with errno. For programs with threads of their own, where a signalfd cannot be relied on.
+int seam_signal_pipe(const int32_t *signals, int count);
+
+/// Opens a new pseudo-terminal: returns its master side (close-on-exec, not our controlling
+/// terminal) and writes the path of its slave side into `name`; -1 with errno on failure.
+int seam_open_pty(char *name, size_t size);
+
+/// A terminal's size (TIOCGWINSZ): 0, or -1 with errno.
+int seam_window_size(int fd, int *rows, int *columns);
+
+/// Sets a terminal's size (TIOCSWINSZ; the foreground group gets SIGWINCH): 0, or -1 with errno.
+int seam_set_window_size(int fd, int rows, int columns);
+
 #endif

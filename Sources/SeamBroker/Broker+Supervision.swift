@@ -1,0 +1,252 @@
+import SeamJSON
+import SeamProtocol
+import SeamSystem
+
+/// One supervised process and what seamd knows of it.
+final class SupervisedProcess {
+    enum State: String {
+        case running, waiting, stopped
+    }
+
+    let spec: RoleSpec
+    var state = State.waiting
+    var pid: Int32?
+    var startedAt = 0.0
+    var restarts = 0
+    var lastError: String?
+    var restartTimer: Int?
+    var restartAt: Double?
+    var backoff = Backoff()
+    /// The read end of the pipe its stdout and stderr go to, and the part of a line not yet logged.
+    var output: Int32 = -1
+    var partialLine: [UInt8] = []
+    var lastLine: String?
+    var connection: Connection?
+
+    init(spec: RoleSpec) { self.spec = spec }
+}
+
+/// Supervision: seamd starts its role processes, hands each a connected socket on fd 3
+/// (`SEAM_FD=3`) whose connection already holds the role, logs their output under their
+/// name, and restarts them with backoff when they die. One thread: the event loop's.
+extension Broker {
+    func startRoles() {
+        for problem in configuration.supervision.problems { log.error(problem) }
+        supervised = configuration.supervision.roles.map(SupervisedProcess.init)
+        for p in supervised { start(p) }
+        if !supervised.isEmpty { reapPeriodically() }
+    }
+
+    /// SIGCHLD reaches the signalfd only while no other thread leaves it unblocked; a slow sweep
+    /// makes sure no death goes unnoticed for longer than a second anyway.
+    private func reapPeriodically() {
+        loop.after(1) { [weak self] in
+            guard let self, !self.stopping else { return }
+            self.reapRoles()
+            self.reapPeriodically()
+        }
+    }
+
+    private func start(_ p: SupervisedProcess) {
+        p.restartTimer = nil
+        p.restartAt = nil
+        guard !stopping else { return }
+        let program = p.spec.command[0]
+        guard let path = Processes.find(program) else {
+            fail(p, "program not found: \(program) (looked beside seamd and on PATH)")
+            return
+        }
+        let ends: (Int32, Int32)
+        let pipe: (read: Int32, write: Int32)
+        do {
+            ends = try UnixSocket.pair()
+            do { pipe = try Pipes.make() } catch {
+                Descriptors.close(ends.0)
+                Descriptors.close(ends.1)
+                throw error
+            }
+        } catch {
+            fail(p, "cannot make its socket: \(error)")
+            return
+        }
+        var environment = Processes.environment
+        for key in ["LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "NOTIFY_SOCKET"] { environment[key] = nil }
+        for (k, v) in p.spec.environment { environment[k] = v }
+        environment["SEAM_FD"] = "3"
+        environment["SEAM_ROLE"] = p.spec.name
+        environment["SEAM_SOCKET"] = configuration.socketPath
+        let pid: Int32
+        do {
+            // Its own process group: a Ctrl-C meant for seamd reaches seamd, which stops it in order.
+            pid = try Processes.spawn(path, arguments: Array(p.spec.command.dropFirst()), environment: environment,
+                                      descriptors: [-1, pipe.write, pipe.write, ends.1], placement: .init(ownGroup: true))
+        } catch {
+            for fd in [ends.0, ends.1, pipe.read, pipe.write] { Descriptors.close(fd) }
+            fail(p, "cannot start \(path): \(error.message)")
+            return
+        }
+        Descriptors.close(ends.1)
+        Descriptors.close(pipe.write)
+        p.pid = pid
+        p.state = .running
+        p.startedAt = WallClock.monotonic()
+        p.output = pipe.read
+        p.partialLine = []
+        UnixSocket.setNonBlocking(ends.0, true)
+        UnixSocket.setNonBlocking(pipe.read, true)
+        do {
+            var peer = try UnixSocket.peerCredentials(ends.0)
+            peer.pid = pid
+            let c = register(ends.0, peer: peer)
+            c.supervisedAs = p.spec.name
+            c.hello = Connection.Hello(version: Interfaces.protocolVersions.max() ?? 1, role: p.spec.role, name: p.spec.pluginName,
+                                       author: p.spec.author)
+            p.connection = c
+            try loop.watch(pipe.read, .read) { [unowned self, unowned p] _ in self.readOutput(of: p) }
+        } catch {
+            log.error("\(p.spec.name): cannot watch its output: \(error)")
+        }
+        log.info("started \(p.spec.name) (pid \(pid)): \(([path] + p.spec.command.dropFirst()).joined(separator: " "))")
+    }
+
+    /// A start that failed before the process ran counts as a crash at once: backoff, not a busy loop.
+    private func fail(_ p: SupervisedProcess, _ message: String) {
+        p.lastError = message
+        let delay = scheduleRestart(p, uptime: 0)
+        log.error("\(p.spec.name): \(message); trying again in \(Self.seconds(delay))")
+    }
+
+    /// Returns the delay chosen.
+    @discardableResult
+    private func scheduleRestart(_ p: SupervisedProcess, uptime: Double) -> Double {
+        guard !stopping else {
+            p.state = .stopped
+            return 0
+        }
+        let delay = p.backoff.delay(afterRunning: uptime)
+        p.state = .waiting
+        p.restartAt = WallClock.monotonic() + delay
+        p.restartTimer = loop.after(delay) { [unowned self, unowned p] in
+            p.restarts += 1
+            self.start(p)
+        }
+        return delay
+    }
+
+    /// Logs a role's output line by line under its name; the last line is kept for `seam status`.
+    /// True when it read something (there may be more).
+    @discardableResult
+    private func readOutput(of p: SupervisedProcess) -> Bool {
+        guard p.output >= 0 else { return false }
+        let result = (try? UnixSocket.read(p.output, into: &p.partialLine, max: 4096)) ?? .closed
+        switch result {
+        case .wouldBlock:
+            return false
+        case .closed:
+            if !p.partialLine.isEmpty { logLine(p, p.partialLine) }
+            p.partialLine = []
+            loop.forget(p.output)
+            Descriptors.close(p.output)
+            p.output = -1
+            // The pipe closes when the process ends: collect it now rather than at the next SIGCHLD.
+            reapRoles()
+            return false
+        case .bytes:
+            while let newline = p.partialLine.firstIndex(of: 10) {
+                logLine(p, p.partialLine[..<newline])
+                p.partialLine.removeSubrange(...newline)
+            }
+            // A line without an end, however long, is logged in pieces rather than held forever.
+            if p.partialLine.count > 8192 {
+                logLine(p, p.partialLine[...])
+                p.partialLine = []
+            }
+            return true
+        }
+    }
+
+    private func logLine<C: Collection<UInt8>>(_ p: SupervisedProcess, _ bytes: C) {
+        let line = String(decoding: bytes, as: UTF8.self)
+        guard !line.isEmpty else { return }
+        p.lastLine = line
+        log.info("\(p.spec.name): \(line)")
+    }
+
+    /// Collects every child that ended (SIGCHLD) and schedules its restart.
+    func reapRoles() {
+        for (pid, exit) in Processes.reap() {
+            guard let p = supervised.first(where: { $0.pid == pid }) else { continue }
+            while readOutput(of: p) {}
+            let uptime = WallClock.monotonic() - p.startedAt
+            p.pid = nil
+            if let c = p.connection { close(c) }
+            p.connection = nil
+            if stopping {
+                p.state = .stopped
+                continue
+            }
+            p.lastError = "\(exit)" + (p.lastLine.map { ": \($0)" } ?? "")
+            let delay = scheduleRestart(p, uptime: uptime)
+            log.warning("\(p.spec.name) (pid \(pid)) \(exit) after \(Self.seconds(uptime)); restarting in \(Self.seconds(delay))")
+        }
+    }
+
+    /// Asks every role to stop (SIGTERM), gives them `grace` seconds all told, then kills the rest.
+    func stopRoles(grace: Double) {
+        for p in supervised {
+            if let t = p.restartTimer { loop.cancel(t) }
+            p.restartTimer = nil
+            p.restartAt = nil
+            if let pid = p.pid { Processes.signal(pid, Signals.terminate) }
+        }
+        let deadline = WallClock.monotonic() + grace
+        for p in supervised {
+            guard let pid = p.pid else {
+                p.state = .stopped
+                continue
+            }
+            if Processes.wait(pid, timeout: max(0, deadline - WallClock.monotonic())) == nil {
+                log.warning("\(p.spec.name) (pid \(pid)) did not stop within \(grace) s; killing it")
+                Processes.signal(pid, Signals.kill)
+                _ = Processes.wait(pid)
+            }
+            while readOutput(of: p) {}
+            if p.output >= 0 {
+                loop.forget(p.output)
+                Descriptors.close(p.output)
+                p.output = -1
+            }
+            p.pid = nil
+            p.state = .stopped
+        }
+    }
+
+    func rolesStatus() -> JSON {
+        let now = WallClock.monotonic()
+        return .array(supervised.map { p in
+            var o: JSONObject = ["name": .string(p.spec.name), "role": .string(p.spec.role), "state": .string(p.state.rawValue),
+                                 "command": .array(p.spec.command.map(JSON.string)), "restarts": .integer(Int64(p.restarts))]
+            o["pid"] = p.pid.map { .integer(Int64($0)) } ?? .null
+            o["uptime"] = p.pid == nil ? .null : .double(now - p.startedAt)
+            o["restartIn"] = p.restartAt.map { .double(max(0, $0 - now)) } ?? .null
+            o["lastError"] = p.lastError.map(JSON.string) ?? .null
+            return .object(o)
+        })
+    }
+
+    static func seconds(_ s: Double) -> String {
+        s < 10 ? "\(Double(Int(s * 10)) / 10) s" : "\(Int(s)) s"
+    }
+}
+
+extension SupervisorConfiguration {
+    /// The file at `path`: the defaults when it does not exist; its problems otherwise.
+    public static func load(path: String) -> SupervisorConfiguration {
+        guard FileSystem.exists(path) else { return .defaults }
+        do {
+            return parse(try FileSystem.read(path), path: path)
+        } catch {
+            return SupervisorConfiguration(roles: builtIn, problems: ["cannot read \(path): \(error.message); using the defaults"])
+        }
+    }
+}

@@ -1,0 +1,174 @@
+import SeamJSON
+
+/// One process seamd keeps running: a built-in role (the ticker now; the migration and sync
+/// workers later) or a plugin a person listed in `seamd.json`.
+public struct RoleSpec: Sendable, Equatable {
+    /// `ticker`, or `plugin:NAME`: how logs and `seam status` name it.
+    public var name: String
+    /// The role its connection holds: `ticker`, or `plugin`.
+    public var role: String
+    /// A plugin's name (nil for a built-in role).
+    public var pluginName: String?
+    /// The program (a bare name is looked for beside seamd, then on `$PATH`) and its arguments.
+    public var command: [String]
+    /// Added to the environment seamd passes on.
+    public var environment: [String: String]
+
+    /// What the broker records as the author of its saves (design.md: never claimed by the client).
+    public var author: String { pluginName.map { "plugin:\($0)" } ?? role }
+
+    public init(role: String, pluginName: String? = nil, command: [String], environment: [String: String] = [:]) {
+        self.role = role
+        self.pluginName = pluginName
+        self.name = pluginName.map { "plugin:\($0)" } ?? role
+        self.command = command
+        self.environment = environment
+    }
+}
+
+/// What `$XDG_CONFIG_HOME/seam/seamd.json` asks seamd to run. Pure: it reads bytes and says what
+/// is wrong with them, entry by entry, so one bad entry never stops the others.
+///
+///     {"roles": {"ticker": {"enabled": true, "command": ["seam-ticker"]}},
+///      "plugins": [{"name": "logger", "command": ["python3", "logger.py"], "environment": {"K": "V"}}]}
+///
+/// Every key is optional; a missing file means the defaults (every built-in role, as shipped).
+public struct SupervisorConfiguration: Sendable, Equatable {
+    public var roles: [RoleSpec]
+    /// What was wrong with the file, one line each (logged at start, shown by `seam status`).
+    public var problems: [String]
+
+    /// The built-in roles and the programs that play them.
+    public static let builtIn: [RoleSpec] = [RoleSpec(role: "ticker", command: ["seam-ticker"])]
+
+    public static let defaults = SupervisorConfiguration(roles: builtIn, problems: [])
+
+    public init(roles: [RoleSpec], problems: [String]) {
+        self.roles = roles
+        self.problems = problems
+    }
+
+    /// Reads a configuration file's bytes; `path` names it in the problems.
+    public static func parse(_ bytes: [UInt8], path: String) -> SupervisorConfiguration {
+        let top: JSONObject
+        do {
+            guard let object = try JSON.decode(bytes, limits: JSONLimits(maxDepth: 16)).objectValue else {
+                return SupervisorConfiguration(roles: builtIn, problems: ["\(path) is not a JSON object; using the defaults"])
+            }
+            top = object
+        } catch {
+            return SupervisorConfiguration(roles: builtIn, problems: ["\(path) is not valid JSON (\(error)); using the defaults"])
+        }
+        var problems: [String] = []
+        for key in top.keys where key != "roles" && key != "plugins" {
+            problems.append("\(path): unknown key '\(key)' ignored (the keys are 'roles' and 'plugins')")
+        }
+        var roles: [RoleSpec] = []
+        let configured = top["roles"]?.objectValue ?? [:]
+        if let r = top["roles"], r.objectValue == nil { problems.append("\(path): 'roles' is not an object; using the defaults") }
+        for key in configured.keys where !builtIn.contains(where: { $0.role == key }) {
+            problems.append("\(path): unknown role '\(key)' ignored (the roles are \(builtIn.map(\.role).joined(separator: ", ")))")
+        }
+        for var spec in builtIn {
+            guard let entry = configured[spec.role] else {
+                roles.append(spec)
+                continue
+            }
+            let context = "\(path): roles.\(spec.role)"
+            guard let object = entry.objectValue else {
+                problems.append("\(context) is not an object; using the default")
+                roles.append(spec)
+                continue
+            }
+            if let e = object["enabled"], e.boolValue == nil { problems.append("\(context).enabled is not true or false") }
+            if object["enabled"]?.boolValue == false { continue }
+            if let c = object["command"] {
+                guard let command = Self.command(c) else {
+                    problems.append("\(context).command is not a non-empty array of strings; using the default")
+                    roles.append(spec)
+                    continue
+                }
+                spec.command = command
+            }
+            if let env = object["environment"] {
+                guard let e = Self.environment(env) else {
+                    problems.append("\(context).environment is not an object of strings; ignored")
+                    roles.append(spec)
+                    continue
+                }
+                spec.environment = e
+            }
+            roles.append(spec)
+        }
+        if let p = top["plugins"], p.arrayValue == nil { problems.append("\(path): 'plugins' is not an array; no plugins started") }
+        var names: Set<String> = []
+        for (i, entry) in (top["plugins"]?.arrayValue ?? []).enumerated() {
+            let context = "\(path): plugins[\(i)]"
+            guard let object = entry.objectValue else {
+                problems.append("\(context) is not an object; skipped")
+                continue
+            }
+            guard let name = object["name"]?.stringValue, Broker.isValidName(name) else {
+                problems.append("\(context) needs a name of 1 to 64 letters, digits, '-', '_' or '.'; skipped")
+                continue
+            }
+            guard names.insert(name).inserted else {
+                problems.append("\(context): a second plugin named '\(name)'; skipped")
+                continue
+            }
+            guard let c = object["command"], let command = Self.command(c) else {
+                problems.append("\(context) ('\(name)') needs a command: a non-empty array of strings; skipped")
+                continue
+            }
+            var environment: [String: String] = [:]
+            if let env = object["environment"] {
+                guard let e = Self.environment(env) else {
+                    problems.append("\(context) ('\(name)'): environment is not an object of strings; skipped")
+                    continue
+                }
+                environment = e
+            }
+            if object["enabled"]?.boolValue == false { continue }
+            roles.append(RoleSpec(role: "plugin", pluginName: name, command: command, environment: environment))
+        }
+        return SupervisorConfiguration(roles: roles, problems: problems)
+    }
+
+    private static func command(_ json: JSON) -> [String]? {
+        guard let items = json.arrayValue, !items.isEmpty else { return nil }
+        let strings = items.compactMap(\.stringValue)
+        guard strings.count == items.count, !strings[0].isEmpty else { return nil }
+        return strings
+    }
+
+    private static func environment(_ json: JSON) -> [String: String]? {
+        guard let object = json.objectValue else { return nil }
+        var out: [String: String] = [:]
+        for (k, v) in object {
+            guard let s = v.stringValue, !k.isEmpty, !k.contains("=") else { return nil }
+            out[k] = s
+        }
+        return out
+    }
+}
+
+/// When to restart a process that died: 1 s, doubling to 60 s, back to 1 s once it has run
+/// healthily for a minute. Pure, so the policy is tested without waiting.
+public struct Backoff: Sendable, Equatable {
+    public static let first = 1.0
+    public static let limit = 60.0
+    /// Seconds of running that count as healthy.
+    public static let healthy = 60.0
+
+    public private(set) var next = Backoff.first
+
+    public init() {}
+
+    /// The delay before the next start of a process that ran for `uptime` seconds and died.
+    public mutating func delay(afterRunning uptime: Double) -> Double {
+        if uptime >= Self.healthy { next = Self.first }
+        let d = next
+        next = min(next * 2, Self.limit)
+        return d
+    }
+}

@@ -1,0 +1,168 @@
+import SeamClient
+import SeamCommandLine
+import SeamJSON
+import SeamSystem
+
+/// Commands that run seamd itself: in the background (`up`, `down`) or under systemd.
+enum ServiceCommands {
+    static let all: [Command] = [
+        Command("up", "[--data-dir DIR]", "start seamd in the background (log in $XDG_STATE_HOME/seam/) and wait until it answers",
+                options: ["data-dir"]) { _, args in try up(args) },
+        Command("down", "", "stop the seamd that answers on the socket, and wait until it has gone") { _, args in try down(args) },
+        Command("install-units", "[--dir DIR] [--force]", "write systemd user units for seamd (a service and a socket) and say how to enable them",
+                options: ["dir"], flags: ["force"]) { _, args in try installUnits(args) },
+    ]
+
+    /// Seconds `up` and `down` wait for seamd.
+    static let patience = 20.0
+
+    /// The pid of the seamd that answers on `socket`, if one does.
+    static func answeringPID(_ socket: String) -> Int32? {
+        guard let c = try? SeamConnection.connect(path: socket), let s = try? c.status(), let pid = s["pid"]?.int64Value else { return nil }
+        return Int32(pid)
+    }
+
+    static func up(_ args: Arguments) throws {
+        let socket = args.value("socket") ?? Environment.socketPath
+        if let pid = answeringPID(socket) {
+            print("seamd already runs (pid \(pid)) on \(socket)")
+            return
+        }
+        if FileSystem.exists(socket) {
+            // Nobody answers on it: what a seamd that was killed leaves behind.
+            do { try FileSystem.remove(socket) } catch { throw CLIError("cannot remove the stale socket \(socket): \(error.message)") }
+            print("removed a stale socket that no seamd answers on: \(socket)")
+        }
+        guard let seamd = Processes.find("seamd") else {
+            throw CLIError("cannot find seamd beside seam or on PATH; build it (swift build -c release) or put it on PATH")
+        }
+        let logDirectory = Environment.stateDirectory
+        let logPath = FileSystem.join(logDirectory, "seamd.log")
+        let log: Int32
+        do {
+            try FileSystem.makeDirectory(logDirectory, mode: 0o700)
+            log = try FileSystem.openForAppending(logPath)
+        } catch {
+            throw CLIError("cannot open the log \(logPath): \(error.message)")
+        }
+        defer { Descriptors.close(log) }
+        let logStart = FileSystem.size(logPath) ?? 0
+        var environment = Processes.environment
+        environment["SEAM_SOCKET"] = socket
+        var arguments = ["--socket", socket]
+        if let d = args.value("data-dir") { arguments += ["--data-dir", d] }
+        let started = WallClock.monotonic()
+        let pid: Int32
+        do {
+            pid = try Processes.spawn(seamd, arguments: arguments, environment: environment, descriptors: [-1, log, log],
+                                      placement: .init(newSession: true))
+        } catch {
+            throw CLIError("cannot start \(seamd): \(error.message)")
+        }
+        while WallClock.monotonic() - started < patience {
+            if let exit = Processes.wait(pid, timeout: 0) {
+                throw CLIError("seamd \(exit) before it answered: \(lastLines(of: logPath, after: logStart)) (log: \(logPath))")
+            }
+            if answeringPID(socket) != nil {
+                let ms = Int((WallClock.monotonic() - started) * 1000)
+                print("seamd is up (pid \(pid)) on \(socket), answering after \(ms) ms; log: \(logPath)")
+                return
+            }
+            Threads.sleep(0.01)
+        }
+        throw CLIError("seamd (pid \(pid)) started but did not answer on \(socket) within \(Int(patience)) s; see \(logPath)")
+    }
+
+    static func down(_ args: Arguments) throws {
+        let socket = args.value("socket") ?? Environment.socketPath
+        guard let pid = answeringPID(socket) else {
+            print("seamd is not running (nothing answers on \(socket))")
+            return
+        }
+        guard Processes.signal(pid, Signals.terminate) else { throw CLIError("cannot signal seamd (pid \(pid))") }
+        let started = WallClock.monotonic()
+        while WallClock.monotonic() - started < patience {
+            if !Processes.isAlive(pid) {
+                print("seamd (pid \(pid)) stopped")
+                return
+            }
+            Threads.sleep(0.01)
+        }
+        throw CLIError("seamd (pid \(pid)) is still running \(Int(patience)) s after SIGTERM; see its log")
+    }
+
+    /// The last non-empty lines of what seamd wrote to its log since `offset`, for an error message.
+    static func lastLines(of path: String, after offset: Int64) -> String {
+        guard let bytes = try? FileSystem.read(path) else { return "(no log)" }
+        let text = String(decoding: bytes.dropFirst(Int(min(offset, Int64(bytes.count)))), as: UTF8.self)
+        let lines = text.split(separator: "\n").suffix(3)
+        return lines.isEmpty ? "(nothing logged)" : lines.joined(separator: " | ")
+    }
+
+    static func installUnits(_ args: Arguments) throws {
+        let directory = args.value("dir")
+            ?? FileSystem.join(Environment.value("XDG_CONFIG_HOME") ?? FileSystem.join(Environment.home, ".config"), "systemd/user")
+        guard let found = Processes.find("seamd") else {
+            throw CLIError("cannot find seamd beside seam or on PATH; build it (swift build -c release) first")
+        }
+        let seamd = found.hasPrefix("/") ? found : FileSystem.join(Environment.value("PWD") ?? ".", found)
+        let units = [("seamd.socket", socketUnit), ("seamd.service", serviceUnit(seamd))]
+        for (name, text) in units {
+            let path = FileSystem.join(directory, name)
+            if let existing = try? FileSystem.read(path), existing != Array(text.utf8), !args.flag("force") {
+                throw CLIError("\(path) exists and differs; keep it, or write over it with --force")
+            }
+        }
+        do {
+            try FileSystem.makeDirectory(directory, mode: 0o755)
+            for (name, text) in units { try FileSystem.writeAtomically(Array(text.utf8), to: FileSystem.join(directory, name), mode: 0o644) }
+        } catch {
+            throw CLIError("cannot write the units into \(directory): \(error.message)")
+        }
+        print("""
+            wrote \(FileSystem.join(directory, "seamd.socket")) and \(FileSystem.join(directory, "seamd.service")) (seamd: \(seamd))
+            enable them with:
+              systemctl --user daemon-reload
+              systemctl --user enable --now seamd.socket
+            systemd then listens on $XDG_RUNTIME_DIR/seam/seamd.sock and starts seamd at the first connection.
+            """)
+        if Environment.value("SEAM_SOCKET") != nil {
+            print("note: SEAM_SOCKET is set here; the socket unit listens on the default path, so unset it (or edit ListenStream).")
+        }
+    }
+
+    static let socketUnit = """
+        [Unit]
+        Description=Seam store broker socket (seamd starts at the first connection)
+        Documentation=man:seamd(1)
+
+        [Socket]
+        ListenStream=%t/seam/seamd.sock
+        SocketMode=0600
+        DirectoryMode=0700
+
+        [Install]
+        WantedBy=sockets.target
+
+        """
+
+    static func serviceUnit(_ seamd: String) -> String {
+        """
+        [Unit]
+        Description=Seam store broker (seamd) and its roles
+        Documentation=man:seamd(1)
+        Requires=seamd.socket
+        After=seamd.socket
+
+        [Service]
+        Type=simple
+        ExecStart=\(seamd)
+        Restart=on-failure
+        RestartSec=1
+
+        [Install]
+        WantedBy=default.target
+
+        """
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import SeamClient
+import SeamJSON
+import SeamSystem
+import SeamTestSupport
+import XCTest
+
+/// Seam as a service, over real processes: seamd supervising its roles, `seam up`/`seam down`,
+/// `seam install-units`, and `seam watch` on a real pseudo-terminal.
+final class ServiceTests: XCTestCase {
+    let directory = TemporaryDirectory("service")
+
+    /// A seamd that runs the roles `config` lists (the defaults when nil: the ticker).
+    func supervisingBroker(config: String? = nil) throws -> BrokerProcess {
+        let path = directory.file("seamd.json")
+        if let config { try Data(config.utf8).write(to: URL(fileURLWithPath: path)) }
+        return try BrokerProcess(arguments: ["--config", path])
+    }
+
+    func roles(_ broker: BrokerProcess) throws -> [JSON] {
+        try SeamConnection.connect(path: broker.socketPath).status()["roles"]?.arrayValue ?? []
+    }
+
+    /// Polls `condition` until it holds or `seconds` pass.
+    func eventually(_ seconds: Double, _ what: String, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while try !condition() {
+            if Date() > deadline { return XCTFail("not within \(seconds) s: \(what)") }
+            usleep(20_000)
+        }
+    }
+
+    // MARK: - Supervision
+
+    func testTheTickerIsSupervisedAndComesBackWhenKilled() throws {
+        let broker = try supervisingBroker()
+        defer { broker.stop() }
+        var ticker: JSON?
+        try eventually(10, "the ticker runs") {
+            ticker = try roles(broker).first { $0["name"]?.stringValue == "ticker" && $0["state"]?.stringValue == "running" }
+            return ticker != nil
+        }
+        let first = try XCTUnwrap(ticker?["pid"]?.int64Value)
+
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        let flash = try c.call("org.seam.Timers.Flash", ["seconds": 1, "name": "One"])
+        let session = try XCTUnwrap(flash["session"]?.stringValue)
+        try eventually(5, "the supervised ticker finishes a one-second session") {
+            try c.row("Session", uuid: session)?["state"]?.stringValue == "finished"
+        }
+        XCTAssertTrue(broker.log.contains("ticker: seam-ticker: session \(session.prefix(8))"), "its stderr is logged under its name")
+
+        kill(Int32(first), SIGKILL)
+        try eventually(10, "a new ticker") {
+            let t = try roles(broker).first { $0["name"]?.stringValue == "ticker" }
+            return t?["state"]?.stringValue == "running" && t?["pid"]?.int64Value != first
+        }
+        let t = try XCTUnwrap(try roles(broker).first)
+        XCTAssertEqual(t["restarts"]?.int64Value, 1)
+        XCTAssertTrue(t["lastError"]?.stringValue?.hasPrefix("killed by signal 9") ?? false, "\(t)")
+        let again = try c.call("org.seam.Timers.Flash", ["seconds": 1, "name": "Two"])["session"]?.stringValue
+        try eventually(5, "the new ticker works") { try c.row("Session", uuid: again ?? "")?["state"]?.stringValue == "finished" }
+
+        let seam = try Executables.run("seam", ["status"], environment: ["SEAM_SOCKET": broker.socketPath])
+        XCTAssertTrue(seam.stdout.contains("ticker  running"), seam.stdout)
+        XCTAssertTrue(seam.stdout.contains("killed by signal 9"), seam.stdout)
+
+        // Stopping seamd stops its roles.
+        let pid = try XCTUnwrap(t["pid"]?.int64Value)
+        XCTAssertEqual(broker.stop(), 0)
+        XCTAssertFalse(Processes.isAlive(Int32(pid)), "the ticker stopped with seamd")
+    }
+
+    /// A file that is not JSON: reported, and the defaults run. A missing program and a plugin that
+    /// crashes at once, forever: reported, retried with backoff (no busy loop), the ticker unharmed.
+    func testBadConfigurationAndCrashingRolesAreVisibleAndContained() throws {
+        var broker = try supervisingBroker(config: "{ this is not json")
+        var status = try SeamConnection.connect(path: broker.socketPath).status()
+        XCTAssertTrue(status["configurationProblems"]?.arrayValue?.first?.stringValue?.contains("is not valid JSON") ?? false, "\(status)")
+        XCTAssertEqual(try roles(broker).map { $0["name"]?.stringValue }, ["ticker"])
+        broker.stop()
+        XCTAssertTrue(broker.log.contains("is not valid JSON"), broker.log)
+
+        broker = try supervisingBroker(config: #"""
+            {"plugins": [{"name": "ghost", "command": ["/nonexistent/seam-ghost"]},
+                         {"name": "crasher", "command": ["/bin/sh", "-c", "echo cannot go on >&2; exit 3"]},
+                         {"name": "probe", "command": ["/usr/bin/python3", "-c", "\#(Self.probe)"]}]}
+            """#)
+        defer { broker.stop() }
+        Thread.sleep(forTimeInterval: 3.5)
+        let all = try roles(broker)
+        XCTAssertEqual(all.map { $0["name"]?.stringValue }, ["ticker", "plugin:ghost", "plugin:crasher", "plugin:probe"])
+        guard all.count == 4 else { return XCTFail(broker.log) }
+        XCTAssertEqual(all[3]["state"]?.stringValue, "running")
+        XCTAssertEqual(all[0]["state"]?.stringValue, "running")
+        XCTAssertEqual(all[0]["restarts"]?.int64Value, 0)
+        XCTAssertEqual(all[1]["lastError"]?.stringValue, "program not found: /nonexistent/seam-ghost (looked beside seamd and on PATH)")
+        XCTAssertEqual(all[2]["lastError"]?.stringValue, "exited with status 3: cannot go on")
+        for r in all[1...2] {
+            // Starts at 0, 1, 3 s (then 7, 15, …): at most three in 3.5 s.
+            XCTAssertLessThanOrEqual(r["restarts"]?.int64Value ?? 99, 2, "backoff, not a busy loop: \(r)")
+            XCTAssertGreaterThanOrEqual(r["restarts"]?.int64Value ?? 0, 1)
+        }
+        status = try SeamConnection.connect(path: broker.socketPath).status()
+        XCTAssertEqual(status["roles"]?.arrayValue?.count, 4)
+        // The probe claimed to be 'cli' on the socket seamd handed it: the broker knows better.
+        XCTAssertTrue(broker.log.contains(#"plugin:probe: {"parameters":{"version":1,"role":"plugin","author":"plugin:probe""#), broker.log)
+        let shown = try Executables.run("seam", ["status"], environment: ["SEAM_SOCKET": broker.socketPath]).stdout
+        XCTAssertTrue(shown.contains("plugin:crasher") && shown.contains("exited with status 3: cannot go on"), shown)
+        XCTAssertTrue(broker.log.contains("plugin:crasher: cannot go on"), broker.log)
+    }
+
+    /// A plugin in Python that says Hello on the socket it inherited (SEAM_FD), claiming to be a
+    /// plain CLI, prints the reply, and stays.
+    static let probe = #"import os, socket, sys, time; s = socket.socket(fileno=int(os.environ['SEAM_FD'])); s.sendall(b'{\"method\":\"org.seam.Store.Hello\",\"parameters\":{\"version\":1,\"role\":\"cli\"}}\\0'); print(s.recv(4096).rstrip(b'\\0').decode(), flush=True); time.sleep(60)"#
+
+    // MARK: - seam up / down
+
+    func testUpAndDown() throws {
+        let socket = "/tmp/seam-up-\(getpid())-\(UUID().uuidString.prefix(6)).sock"
+        let env = ["SEAM_SOCKET": socket, "SEAM_DATA_DIR": directory.file("data"), "XDG_STATE_HOME": directory.file("state"),
+                   "XDG_CONFIG_HOME": directory.file("config")]
+        var started: Int32?
+        defer {
+            if let started, Processes.isAlive(started) { kill(started, SIGKILL) }
+            try? FileManager.default.removeItem(atPath: socket)
+        }
+        func seam(_ args: String...) throws -> Executables.Result { try Executables.run("seam", args, environment: env) }
+
+        XCTAssertEqual(try seam("down").stdout, "seamd is not running (nothing answers on \(socket))\n")
+        var r = try seam("up")
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.hasPrefix("seamd is up (pid "), r.stdout)
+        started = Int32(r.stdout.split(separator: " ")[4].dropLast(1))
+        XCTAssertNotNil(started)
+        XCTAssertTrue(try seam("status").stdout.contains("ticker  running"), "the ticker came up with it")
+        r = try seam("up")
+        XCTAssertEqual(r.stdout, "seamd already runs (pid \(started ?? 0)) on \(socket)\n", "a second up does nothing")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: directory.file("state/seam/seamd.log")))
+
+        r = try seam("down")
+        XCTAssertEqual(r.stdout, "seamd (pid \(started ?? 0)) stopped\n", r.stderr)
+        XCTAssertFalse(Processes.isAlive(started ?? 0))
+        let log = try String(contentsOfFile: directory.file("state/seam/seamd.log"), encoding: .utf8)
+        XCTAssertTrue(log.contains("serving") && log.contains("started ticker") && log.contains("stopped at save sequence"), log)
+
+        // A socket file left by a seamd that died: removed, and seamd starts.
+        let dead = try UnixSocket.listen(path: socket)
+        Descriptors.close(dead)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: socket))
+        r = try seam("up")
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.hasPrefix("removed a stale socket that no seamd answers on: \(socket)\nseamd is up"), r.stdout)
+        started = Int32(r.stdout.split(separator: "\n")[1].split(separator: " ")[4].dropLast(1))
+        XCTAssertEqual(try seam("down").status, 0)
+    }
+
+    func testInstallUnits() throws {
+        let units = directory.file("units")
+        var r = try Executables.run("seam", ["install-units", "--dir", units])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.contains("systemctl --user enable --now seamd.socket"), r.stdout)
+        let socket = try String(contentsOfFile: units + "/seamd.socket", encoding: .utf8)
+        let service = try String(contentsOfFile: units + "/seamd.service", encoding: .utf8)
+        XCTAssertTrue(socket.contains("ListenStream=%t/seam/seamd.sock\nSocketMode=0600\n"), socket)
+        let exec = try XCTUnwrap(service.split(separator: "\n").first { $0.hasPrefix("ExecStart=") }).dropFirst("ExecStart=".count)
+        XCTAssertTrue(exec.hasPrefix("/") && exec.hasSuffix("/seamd") && FileManager.default.isExecutableFile(atPath: String(exec)), String(exec))
+        XCTAssertEqual(try Executables.run("seam", ["install-units", "--dir", units]).status, 0, "the same units again: fine")
+        try Data("# mine\n".utf8).write(to: URL(fileURLWithPath: units + "/seamd.service"))
+        r = try Executables.run("seam", ["install-units", "--dir", units])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("exists and differs") && r.stderr.contains("--force"), r.stderr)
+        XCTAssertEqual(try Executables.run("seam", ["install-units", "--dir", units, "--force"]).status, 0)
+        XCTAssertEqual(try String(contentsOfFile: units + "/seamd.service", encoding: .utf8), service)
+    }
+}

@@ -1,0 +1,295 @@
+# bash completion for seam(1), the command-line client of seamd.
+#
+# Install: source this file from ~/.bashrc, or copy it to
+# ~/.local/share/bash-completion/completions/seam (or /usr/share/bash-completion/completions/seam).
+# Needs nothing but bash; it does not rely on the bash-completion package.
+#
+# Timer, group and session names are asked of seamd (`seam timer ls --json` and the like) as you
+# type; when seamd is not running they are simply not offered.
+
+# The commands, their second words, and the options each takes besides --socket and --help.
+_seam_commands="timer group store start flash pause resume reset stop skip clear ls watch up down install-units status schema query subscribe call"
+
+_seam_subcommands() {
+    case $1 in
+        timer) echo "add ls show edit rm" ;;
+        group) echo "add ls rename rm" ;;
+        store) echo "info" ;;
+    esac
+}
+
+_seam_options() {
+    case $1 in
+        "timer add") echo "--step --repeat --icon --colour --group --json" ;;
+        "timer edit") echo "--name --step --repeat --icon --colour --group --no-group --json" ;;
+        "timer ls" | "timer show" | "group add" | "group ls" | ls | status | schema | "store info") echo "--json" ;;
+        flash) echo "--name" ;;
+        watch) echo "--plain" ;;
+        up) echo "--data-dir" ;;
+        install-units) echo "--dir --force" ;;
+        query) echo "--where --sort --limit --fields --json" ;;
+        subscribe) echo "--where --sort --limit --fields --json --pretty" ;;
+    esac
+}
+
+# Options that take a value (the next word, or after "=").
+_seam_takes_value() {
+    case $1 in
+        --socket | --step | --repeat | --icon | --colour | --group | --name | --where | --sort | --limit | --fields | --dir | --data-dir)
+            return 0 ;;
+    esac
+    return 1
+}
+
+_seam_entities="Timer UserGroup Session SyncToken SyncRecord"
+
+_seam_methods="org.seam.Store.Hello org.seam.Store.Schema org.seam.Store.Fetch org.seam.Store.Count org.seam.Store.Save
+org.seam.Store.Status org.seam.Store.Subscribe org.seam.Store.Unsubscribe org.seam.Timers.Start org.seam.Timers.Flash
+org.seam.Timers.Pause org.seam.Timers.Resume org.seam.Timers.Reset org.seam.Timers.Skip org.seam.Timers.Stop
+org.seam.Timers.Clear org.seam.Timers.Advance org.seam.Timers.AdvanceMany org.varlink.service.GetInfo
+org.varlink.service.GetInterfaceDescription"
+
+# _seam_reassemble: puts back together the words that readline split at "=" or ":" (which are in
+# COMP_WORDBREAKS), so that `--socket=/tmp/s` and `--step Boil=1:30` are one word each. Sets
+# _seam_words (the words), _seam_cword (the index of the word under the cursor) and
+# _seam_cur (that word, up to its end).
+_seam_reassemble() {
+    _seam_words=()
+    _seam_cword=0
+    local line=${COMP_LINE-} pos=0 i word glued n=-1
+    [[ -z $line ]] && line="${COMP_WORDS[*]}"
+    for ((i = 0; i < ${#COMP_WORDS[@]}; i++)); do
+        word=${COMP_WORDS[i]}
+        glued=1
+        while [[ $pos -lt ${#line} && ${line:pos:1} == [[:space:]] ]]; do
+            glued=0
+            ((pos++))
+        done
+        if [[ ${line:pos:${#word}} != "$word" ]]; then
+            glued=0 # the line and the words disagree (an expansion, say): do not join
+        else
+            ((pos += ${#word}))
+        fi
+        if [[ $i -gt 0 && $glued -eq 1 && $n -ge 0 ]]; then
+            _seam_words[n]+=$word
+        else
+            ((n++))
+            _seam_words[n]=$word
+        fi
+        [[ $i -eq $COMP_CWORD ]] && _seam_cword=$n
+    done
+    # The cursor after a space at the end of the line: a new, empty word.
+    if [[ $COMP_CWORD -ge ${#COMP_WORDS[@]} ]]; then
+        ((n++))
+        _seam_words[n]=""
+        _seam_cword=$n
+    fi
+    _seam_cur=${_seam_words[_seam_cword]}
+}
+
+# _seam_dequote TEXT: TEXT as the shell will pass it, roughly (what a person has typed so far).
+_seam_dequote() {
+    local s=$1 out="" c
+    case $s in
+        \'*) printf '%s' "${s#\'}"; return ;;
+        \"*) s=${s#\"} ;;
+    esac
+    while [[ -n $s ]]; do
+        c=${s:0:1}
+        if [[ $c == \\ && ${#s} -gt 1 ]]; then
+            out+=${s:1:1}
+            s=${s:2}
+        else
+            out+=$c
+            s=${s:1}
+        fi
+    done
+    printf '%s' "$out"
+}
+
+# _seam_names WORDS…: the "name" values in the JSON that `seam WORDS… --json` prints, one a line,
+# each once; nothing at all when seamd does not answer (within two seconds).
+_seam_names() {
+    local seam=${_seam_words[0]/#\~/$HOME} socket="" i w
+    for ((i = 1; i < ${#_seam_words[@]}; i++)); do
+        w=${_seam_words[i]}
+        case $w in
+            --socket=*) socket=${w#--socket=} ;;
+            --socket) [[ $((i + 1)) -lt $_seam_cword ]] && socket=${_seam_words[i + 1]} ;;
+        esac
+    done
+    socket=${socket/#\~/$HOME}
+    local -a run=("$seam" "$@" --json)
+    [[ -n $socket ]] && run+=(--socket "$socket")
+    command -v timeout >/dev/null 2>&1 && run=(timeout 2 "${run[@]}")
+    "${run[@]}" 2>/dev/null </dev/null | awk '
+        BEGIN { FS = "\"name\":\"" }
+        {
+            for (i = 2; i <= NF; i++) {
+                s = $i; out = ""
+                while (s != "") {
+                    c = substr(s, 1, 1)
+                    if (c == "\"") break
+                    if (c == "\\") {
+                        c = substr(s, 2, 1)
+                        if (c == "n" || c == "t" || c == "r") c = " "
+                        s = substr(s, 3)
+                    } else {
+                        s = substr(s, 2)
+                    }
+                    out = out c
+                }
+                if (out != "" && !(out in seen)) { seen[out] = 1; print out }
+            }
+        }'
+}
+
+# _seam_reply PREFIX: adds to COMPREPLY the lines of standard input that start with PREFIX,
+# quoted for the shell unless the word being completed opened a quote (readline closes it).
+_seam_reply() {
+    local prefix=$1 quoted=0 item
+    [[ $_seam_cur == [\'\"]* ]] && quoted=1
+    while IFS= read -r item; do
+        [[ -n $item && $item == "$prefix"* ]] || continue
+        if [[ $quoted -eq 1 ]]; then
+            COMPREPLY+=("$item")
+        else
+            COMPREPLY+=("$(printf '%q' "$item")")
+        fi
+    done
+}
+
+# _seam_words_reply WORDS: COMPREPLY gets those of the (plain) WORDS that start with the current word.
+_seam_words_reply() {
+    local w
+    for w in $1; do
+        [[ $w == "$_seam_cur"* ]] && COMPREPLY+=("$w")
+    done
+}
+
+# _seam_files VALUE [-d]: file (or, with -d, directory) names completing VALUE, the text after
+# "=" in --option=VALUE or the whole current word. Readline quotes them and gives directories a
+# "/" (compopt -o filenames).
+_seam_files() {
+    local value=$1 kind=${2:--f} item
+    local IFS=$'\n'
+    for item in $(compgen "$kind" -- "$value"); do
+        COMPREPLY+=("$item")
+    done
+    compopt -o filenames 2>/dev/null
+    return 0
+}
+
+# _seam_value OPTION VALUE: completes the value of OPTION.
+_seam_value() {
+    local value
+    value=$(_seam_dequote "$2")
+    case $1 in
+        --socket) _seam_files "$value" -f ;;
+        --dir | --data-dir) _seam_files "$value" -d ;;
+        --group) _seam_reply "$value" < <(_seam_names group ls) ;;
+    esac
+}
+
+_seam() {
+    COMPREPLY=()
+    local _seam_words _seam_cword _seam_cur
+    _seam_reassemble
+
+    # The command: the leading words that are not options (as seam itself reads them).
+    local i w first=0 command="" operands=0 prev_option=""
+    local -a leading=()
+    for ((i = 1; i < _seam_cword; i++)); do
+        w=${_seam_words[i]}
+        [[ $w == -* ]] && break
+        leading+=("$w")
+    done
+    first=${#leading[@]}
+    case ${leading[0]-} in
+        timer | group | store) [[ $first -ge 2 ]] && command="${leading[0]} ${leading[1]}" ;;
+        "") ;;
+        *) command=${leading[0]} ;;
+    esac
+
+    # After the command words: the operands so far, and whether the word before the cursor is an
+    # option that wants a value.
+    local nwords=1
+    [[ $command == *" "* ]] && nwords=2
+    local after_options=0
+    for ((i = 1 + nwords; i < _seam_cword; i++)); do
+        w=${_seam_words[i]}
+        if [[ $after_options -eq 0 && $w == -- ]]; then
+            after_options=1
+        elif [[ $after_options -eq 0 && $w == --*=* ]]; then
+            :
+        elif [[ $after_options -eq 0 && $w == -* ]]; then
+            if _seam_takes_value "$w"; then
+                if [[ $((i + 1)) -eq $_seam_cword ]]; then
+                    prev_option=$w
+                else
+                    ((i++))
+                fi
+            fi
+        else
+            ((operands++))
+        fi
+    done
+
+    # An option's value.
+    if [[ -n $prev_option ]]; then
+        _seam_value "$prev_option" "$_seam_cur"
+        return 0
+    fi
+    if [[ $after_options -eq 0 && $_seam_cur == --*=* ]]; then
+        _seam_value "${_seam_cur%%=*}" "${_seam_cur#*=}"
+        return 0
+    fi
+
+    # The command words.
+    if [[ -z $command ]]; then
+        if [[ $_seam_cur == -* ]]; then
+            _seam_words_reply "--help"
+        elif [[ $first -eq 0 ]]; then
+            _seam_words_reply "$_seam_commands"
+        elif [[ $first -eq 1 ]]; then
+            _seam_words_reply "$(_seam_subcommands "${leading[0]}")"
+        fi
+        return 0
+    fi
+
+    # Options.
+    if [[ $after_options -eq 0 && $_seam_cur == -* ]]; then
+        _seam_words_reply "$(_seam_options "$command") --socket --help"
+        return 0
+    fi
+
+    # Operands.
+    local typed
+    typed=$(_seam_dequote "$_seam_cur")
+    [[ $operands -eq 0 ]] || return 0
+    case $command in
+        start | "timer show" | "timer edit" | "timer rm")
+            _seam_reply "$typed" < <(_seam_names timer ls) ;;
+        pause | resume | reset | stop | skip)
+            # Timers, and the sessions that have no timer (flash timers): `seam ls` lists both.
+            _seam_reply "$typed" < <(_seam_names ls) ;;
+        "group rename" | "group rm")
+            _seam_reply "$typed" < <(_seam_names group ls) ;;
+        query | subscribe)
+            _seam_words_reply "$_seam_entities" ;;
+        call)
+            _seam_words_reply "$_seam_methods" ;;
+    esac
+
+    # Readline completes only the text after the last "=" or ":" of a word (they break words):
+    # leave that much out of names that contain one.
+    if [[ $_seam_cur == *[:=]* && $_seam_cur != [\'\"]* ]]; then
+        local strip=${_seam_cur%"${_seam_cur##*[:=]}"}
+        for i in "${!COMPREPLY[@]}"; do
+            COMPREPLY[i]=${COMPREPLY[i]#"$strip"}
+        done
+    fi
+    return 0
+}
+
+complete -F _seam seam
