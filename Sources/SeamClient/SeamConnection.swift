@@ -24,7 +24,7 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch kind {
         case .cannotConnect(let path, let e):
-            return "no seamd answers on \(path) (\(e.message)); start it with `seamd` (from a checkout: scripts/run)"
+            return "no seamd answers on \(path) (\(e.message)); start it with `seam up` (or `seamd` in the foreground; from a checkout: scripts/run)"
         case .remote(let e): return e.description
         case .disconnected: return "the connection to seamd broke (did it stop?)"
         case .malformed(let why): return "seamd sent a malformed reply: \(why)"

@@ -105,7 +105,7 @@ final class CLITests: BrokerTestCase {
         // No broker: say how to start one.
         let r = try Executables.run("seam", ["ls"], environment: ["SEAM_SOCKET": "/tmp/seam-no-such-dir/seamd.sock"])
         XCTAssertEqual(r.status, 1)
-        XCTAssertTrue(r.stderr.contains("start it with `seamd`"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("start it with `seam up`"), r.stderr)
         XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "one line")
     }
 }
