@@ -18,6 +18,7 @@ extension Broker {
             default: result = .failure(.methodNotFound(call.method))
             }
         case "org.seam.Store":
+            if let denied = deniedRead(c, call) { return Reply(denied, id: call.id).frame() }
             switch call.member {
             case "Hello": result = hello(call.parameters, c)
             case "Schema": result = .success(schemaInfo())
@@ -34,7 +35,8 @@ extension Broker {
                 result = .failure(.interfaceNotFound(call.interface))
                 break
             }
-            let serviceCall = ServiceCall(context: context, author: c.hello?.author) { [unowned self] request, author throws(ContextError) in
+            let serviceCall = ServiceCall(context: context, author: c.hello?.author,
+                                          check: { [unowned self] request in self.deniedWrite(c, request) }) { [unowned self] request, author throws(ContextError) in
                 let set = try self.context.save(request, author: author)
                 if let set { self.publish(set) }
                 return set
@@ -45,6 +47,33 @@ extension Broker {
         case .success(let parameters): return Reply(parameters: parameters, id: call.id).frame()
         case .failure(let error): return Reply(error, id: call.id).frame()
         }
+    }
+
+    // MARK: - Capabilities
+
+    /// A Fetch, Count or Subscribe of an entity the connection did not declare it reads.
+    func deniedRead(_ c: Connection, _ call: Call) -> VarlinkError? {
+        guard ["Fetch", "Count", "Subscribe"].contains(call.member), let hello = c.hello,
+              let entity = call.parameters["entity"]?.stringValue, !hello.capabilities.mayRead(entity) else { return nil }
+        return .permissionDenied("\(hello.author) may read \(Capabilities.describe(hello.capabilities.reads)) (declared in its Hello), "
+                                 + "not \(entity); declare it in capabilities.reads")
+    }
+
+    /// A save that touches an entity the connection may not write.
+    func deniedWrite(_ c: Connection, _ request: SaveRequest) -> VarlinkError? {
+        guard let hello = c.hello else { return nil }
+        for op in request.operations {
+            let entity: String
+            switch op {
+            case .insert(let e, _), .update(let e, _, _), .delete(let e, _): entity = e
+            }
+            guard !hello.capabilities.mayWrite(entity) else { continue }
+            let may = Capabilities.describe(hello.capabilities.writes)
+            return .permissionDenied("\(hello.author) may write \(may)"
+                                     + (hello.declared ? " (declared in its Hello)" : " (a plugin writes only what its Hello declares)")
+                                     + ", not \(entity); declare it in capabilities.writes")
+        }
+        return nil
     }
 
     // MARK: - org.varlink.service
@@ -77,10 +106,22 @@ extension Broker {
         guard Interfaces.protocolVersions.contains(Int(version)) else {
             return .failure(.unsupportedVersion(Interfaces.protocolVersions))
         }
+        var declared: Capabilities?
+        if let json = p["capabilities"], !json.isNull {
+            switch Capabilities.parse(json, known: { self.context.schema.entity($0) != nil }) {
+            case .success(let caps): declared = caps
+            case .failure(let e): return .failure(e)
+            }
+        }
         if c.supervisedAs != nil, var assigned = c.hello {
             // seamd handed this connection to a process it started: the role is already known
-            // and is not the client's to change; Hello only settles the version.
+            // and is not the client's to change; Hello settles the version and may narrow what
+            // it touches.
             assigned.version = Int(version)
+            if let declared {
+                assigned.capabilities = declared
+                assigned.declared = true
+            }
             c.hello = assigned
             return .success(["version": .integer(version), "role": .string(assigned.role), "author": .string(assigned.author),
                              "product": .string("\(Interfaces.product) \(Interfaces.version)"), "sequence": .integer(context.sequence)])
@@ -102,7 +143,8 @@ extension Broker {
         default:
             return .failure(.invalidRequest("unknown role '\(role)': use 'cli' or 'plugin'", field: "role"))
         }
-        c.hello = Connection.Hello(version: Int(version), role: role, name: name, author: author)
+        c.hello = Connection.Hello(version: Int(version), role: role, name: name, author: author,
+                                   capabilities: declared ?? (role == "plugin" ? .readOnly : .everything), declared: declared != nil)
         log.debug("\(c.label) said hello")
         return .success(["version": .integer(version), "role": .string(role), "author": .string(author),
                          "product": .string("\(Interfaces.product) \(Interfaces.version)"), "sequence": .integer(context.sequence)])
@@ -307,6 +349,7 @@ extension Broker {
         guard request.operations.count <= Limits.maxSaveOperations else {
             return .failure(.invalidRequest("a save holds at most \(Limits.maxSaveOperations) operations"))
         }
+        if let denied = deniedWrite(c, request) { return .failure(denied) }
         do {
             guard let set = try context.save(request, author: hello.author) else {
                 return .success(["sequence": .null, "changes": .array([])])
@@ -332,7 +375,20 @@ extension Broker {
                 "connections": .integer(Int64(connections.count)), "subscriptions": .integer(Int64(subscriptions.count)),
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
                 "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": rolesStatus(),
+                "plugins": pluginsStatus(),
                 "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]
+    }
+
+    /// The plugins connected now, with what they may read and write (null: every entity).
+    func pluginsStatus() -> JSON {
+        let plugins = connections.values.filter { $0.hello?.role == "plugin" }.sorted { $0.id < $1.id }
+        return .array(plugins.map { c in
+            var o: JSONObject = ["name": .string(c.hello?.name ?? ""), "author": .string(c.hello?.author ?? ""),
+                                 "pid": .integer(Int64(c.peer.pid)), "supervised": .bool(c.supervisedAs != nil),
+                                 "declared": .bool(c.hello?.declared ?? false)]
+            for (k, v) in (c.hello?.capabilities ?? .everything).json { o[k] = v }
+            return .object(o)
+        })
     }
 
     /// A context error as the varlink error a client receives.

@@ -32,6 +32,10 @@ final class Connection {
         var name: String?
         /// What the broker records as the author of this connection's saves.
         var author: String
+        /// What it may read and write.
+        var capabilities = Capabilities.everything
+        /// Whether the client declared them (else they are its role's defaults).
+        var declared = false
     }
 
     init(fd: Int32, id: Int, peer: PeerCredentials, now: Double) {

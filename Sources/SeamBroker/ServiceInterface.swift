@@ -29,6 +29,8 @@ public struct ServiceCall {
     public let context: Context
     /// The author of this connection's saves, or nil for a read-only connection (no Hello).
     public let author: String?
+    /// Whether the connection may make this save (its capabilities); an error if not.
+    let check: (SaveRequest) -> VarlinkError?
     let saver: (SaveRequest, String) throws(ContextError) -> ChangeSet?
 
     /// Unix seconds now.
@@ -39,6 +41,7 @@ public struct ServiceCall {
         guard let author else {
             throw .permissionDenied("this connection is read-only: call org.seam.Store.Hello before saving")
         }
+        if let denied = check(request) { throw denied }
         do { return try saver(request, author) } catch { throw Broker.varlink(error) }
     }
 }

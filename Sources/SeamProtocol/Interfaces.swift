@@ -41,10 +41,15 @@ public enum Interfaces {
         # lowercase strings, dates RFC 3339 UTC strings, json attributes JSON values.
         interface org.seam.Store
 
+        # What a client reads and writes: entity names. Writing an entity includes reading it.
+        type Capabilities (reads: ?[]string, writes: ?[]string)
+
         # Negotiates the protocol version and declares who the client is. A client that never
         # says Hello may read but not write. The broker sets the author of a client's saves
-        # from the connection: "cli", or "plugin:NAME".
-        method Hello(version: int, role: ?string, name: ?string) -> (
+        # from the connection: "cli", or "plugin:NAME". A client that declares capabilities
+        # is held to them (PermissionDenied outside them); a plugin that declares none may
+        # read every entity and write none.
+        method Hello(version: int, role: ?string, name: ?string, capabilities: ?Capabilities) -> (
           version: int,
           role: string,
           author: string,
@@ -95,7 +100,19 @@ public enum Interfaces {
           rss: int,
           stores: []object,
           roles: []Role,
+          plugins: []Plugin,
           configurationProblems: []string
+        )
+
+        # A connected plugin and what it may read and write (null: every entity).
+        type Plugin (
+          name: string,
+          author: string,
+          pid: int,
+          supervised: bool,
+          declared: bool,
+          reads: ?[]string,
+          writes: ?[]string
         )
 
         # A process seamd supervises: state is running, waiting (to be restarted, in

@@ -100,7 +100,9 @@ public final class Ticker {
             Threads.sleep(pause)
             pause = min(pause * 2, 1)
         }
-        send(Call(method: "org.seam.Store.Hello", parameters: ["version": 1, "role": "plugin", "name": "seam-ticker"], id: .integer(1)))
+        send(Call(method: "org.seam.Store.Hello", parameters: [
+            "version": 1, "role": "plugin", "name": "seam-ticker", "capabilities": ["reads": ["Session"], "writes": ["Session"]],
+        ], id: .integer(1)))
         send(Call(method: "org.seam.Store.Subscribe", parameters: [
             "entity": "Session", "predicate": #"state == "running""#, "sort": "stepEndsAt", "fields": ["stepEndsAt"],
         ], more: true, id: .integer(Self.subscriptionID)))

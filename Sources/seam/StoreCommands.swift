@@ -25,6 +25,18 @@ enum StoreCommands {
                             String(r["restarts"]?.int64Value ?? 0), r["lastError"]?.stringValue ?? ""]
                 })
             }
+            let plugins = s["plugins"]?.arrayValue ?? []
+            if !plugins.isEmpty {
+                func list(_ j: JSON?) -> String {
+                    guard let items = j?.arrayValue else { return "every entity" }
+                    return items.isEmpty ? "nothing" : items.compactMap(\.stringValue).joined(separator: ",")
+                }
+                print("plugins:")
+                table([["  NAME", "PID", "READS", "WRITES", "SUPERVISED"]] + plugins.map { p in
+                    ["  " + (p["name"]?.stringValue ?? "?"), String(p["pid"]?.int64Value ?? 0), list(p["reads"]), list(p["writes"]),
+                     p["supervised"]?.boolValue == true ? "yes" : "no"]
+                })
+            }
             for problem in s["configurationProblems"]?.arrayValue ?? [] { print("configuration: \(problem.stringValue ?? "")") }
         },
         Command("schema", "[--json]", "models, versions, hashes, entities", flags: ["json"]) { _, args in

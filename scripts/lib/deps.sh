@@ -2,6 +2,9 @@
 # Sourced by scripts/test, scripts/bench and scripts/run.
 
 SEAM_DEBIAN_PACKAGES=(libsqlite3-dev libjson-c-dev libpq-dev pkg-config sqlite3 python3)
+# What the tests add: a C compiler and valgrind for the C SDK, groff for the man pages, venv
+# for the PyPI varlink client of the interop test.
+SEAM_TEST_PACKAGES=(gcc make valgrind groff-base python3-venv)
 
 # seam_install_packages PKG…: installs those of the Debian packages that are missing.
 seam_install_packages() {
@@ -27,5 +30,16 @@ seam_install_deps() {
             echo "Swift 6 is needed: install a toolchain from swift.org and put it on PATH" >&2
             return 1
         fi
+    fi
+}
+
+# seam_varlink_venv: a virtual environment in .build/venv with the `varlink` package from PyPI
+# (a generic varlink client, for the interop test). Made once.
+seam_varlink_venv() {
+    if [[ ! -x .build/venv/bin/python ]] || ! .build/venv/bin/python -c "import varlink" 2>/dev/null; then
+        echo "==> a virtual environment with the varlink package from PyPI (.build/venv)"
+        mkdir -p .build
+        python3 -m venv .build/venv
+        .build/venv/bin/pip install -q varlink
     fi
 }
