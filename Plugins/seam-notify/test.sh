@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# End-to-end check of seam-notify against a real broker.
+#
+#   Plugins/seam-notify/test.sh SEAMD SEAM SEAM-TICKER
+#
+# Builds seam-notify with make unless $SEAM_NOTIFY names a binary. Exits 0 when every check
+# passes. What it checks:
+#   1. seamd --no-roles, seam-ticker and seam-notify beside it (socket by path): a session
+#      that finished before seam-notify started is not announced; `seam flash 1s --name Tea`
+#      is, once, through --run with $1, $SEAM_SESSION_NAME and $SEAM_SESSION_UUID.
+#   2. SIGTERM: seam-notify exits 0.
+#   3. Without --run and without notify-send on PATH: "finished: NAME (UUID)" on stdout;
+#      when seamd stops, seam-notify exits 1.
+#   4. seamd supervising seam-notify as a plugin (seamd.json): the socket handed over in
+#      SEAM_FD works, and seamd's SIGTERM stops it.
+set -euo pipefail
+
+if [[ $# -ne 3 ]]; then
+    echo "usage: $0 SEAMD SEAM SEAM-TICKER" >&2
+    exit 2
+fi
+seamd=$(realpath "$1")
+seam=$(realpath "$2")
+ticker=$(realpath "$3")
+here=$(cd "$(dirname "$0")" && pwd)
+for program in "$seamd" "$seam" "$ticker"; do
+    [[ -x $program ]] || { echo "not an executable: $program" >&2; exit 2; }
+done
+if [[ -n ${SEAM_NOTIFY:-} ]]; then
+    notify=$(realpath "$SEAM_NOTIFY")
+else
+    make -s -C "$here" >/dev/null
+    notify=$here/build/seam-notify
+fi
+
+tmp=$(mktemp -d /tmp/seam-notify-test.XXXXXX)
+pids=()
+cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    wait 2>/dev/null || true
+    if [[ -n ${SEAM_TEST_KEEP:-} ]]; then
+        echo "kept $tmp"
+    else
+        rm -rf "$tmp"
+    fi
+}
+trap cleanup EXIT
+
+failed=0
+fail() {
+    echo "FAIL $*"
+    failed=1
+}
+show_logs() {
+    local f
+    for f in "$tmp"/*.log "$tmp"/*.err "$tmp"/*.out; do
+        [[ -s $f ]] && { echo "--- $f"; tail -20 "$f"; }
+    done
+    return 0
+}
+
+# Waits up to $1 seconds for the command after it to succeed.
+wait_for() {
+    local seconds=$1
+    shift
+    local i
+    for ((i = 0; i < seconds * 10; i++)); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+socket=$tmp/s.sock
+export SEAM_SOCKET=$socket
+unset SEAM_FD XDG_RUNTIME_DIR
+
+start_seamd() {  # extra arguments for seamd
+    "$seamd" --data-dir "$tmp/data" --socket "$socket" "$@" >>"$tmp/seamd.log" 2>&1 &
+    seamd_pid=$!
+    pids+=("$seamd_pid")
+    wait_for 15 "$seam" status >/dev/null 2>&1 || { fail "seamd did not answer"; show_logs; exit 1; }
+}
+
+finished_named() {  # is there a finished session named $1?
+    "$seam" query Session --where "state == \"finished\" AND name == \"$1\"" 2>/dev/null | grep -q '"uuid"'
+}
+
+# ---- 1. beside seamd --no-roles ----------------------------------------------------------
+start_seamd --no-roles
+"$ticker" --socket "$socket" >>"$tmp/ticker.log" 2>&1 &
+ticker_pid=$!
+pids+=("$ticker_pid")
+
+"$seam" flash 1s --name Old >/dev/null
+wait_for 15 finished_named Old || fail "the ticker did not finish Old"
+
+announced=$tmp/announced
+# shellcheck disable=SC2016  # expanded by seam-notify's shell, not this one
+run_command='printf "%s|%s|%s\n" "$SEAM_SESSION_NAME" "$1" "$SEAM_SESSION_UUID" >> '"'$announced'"
+"$notify" --socket "$socket" --run "$run_command" >"$tmp/notify1.out" 2>"$tmp/notify1.err" &
+notify_pid=$!
+pids+=("$notify_pid")
+wait_for 15 grep -q "watching" "$tmp/notify1.err" || fail "seam-notify did not start watching"
+
+"$seam" flash 1s --name Tea >/dev/null
+if wait_for 15 grep -q '^Tea|' "$announced" 2>/dev/null; then
+    sleep 0.5  # anything announced twice would be there by now
+    tea_uuid=$("$seam" query Session --where 'name == "Tea"' --fields name |
+        sed -n 's/.*"uuid":"\([0-9a-f-]*\)".*/\1/p')
+    if [[ $(cat "$announced") == "Tea|Tea|$tea_uuid" ]]; then
+        echo "ok   a session that finishes runs --run once, with its name and uuid"
+    else
+        fail "announced: $(cat "$announced") (want Tea|Tea|$tea_uuid)"
+    fi
+else
+    fail "Tea was not announced"
+fi
+grep -q Old "$announced" 2>/dev/null && fail "Old, finished before seam-notify started, was announced"
+
+# ---- 2. SIGTERM --------------------------------------------------------------------------
+kill -TERM "$notify_pid"
+status=0
+wait "$notify_pid" || status=$?
+if [[ $status -eq 0 ]]; then
+    echo "ok   SIGTERM: exit 0"
+else
+    fail "SIGTERM: exit $status, want 0"
+fi
+
+# ---- 3. printing, then the broker goes away -----------------------------------------------
+env PATH=/nonexistent "$notify" >"$tmp/notify2.out" 2>"$tmp/notify2.err" &
+notify_pid=$!
+pids+=("$notify_pid")
+wait_for 15 grep -q "watching" "$tmp/notify2.err" || fail "seam-notify (printing) did not start watching"
+"$seam" flash 1s --name Bread >/dev/null
+if wait_for 15 grep -qE '^finished: Bread \([0-9a-f-]{36}\)$' "$tmp/notify2.out"; then
+    echo "ok   without --run or notify-send: a line on stdout"
+else
+    fail "no 'finished: Bread (UUID)' line: $(cat "$tmp/notify2.out")"
+fi
+kill -TERM "$seamd_pid"
+wait "$seamd_pid" || true
+status=0
+wait "$notify_pid" || status=$?
+if [[ $status -eq 1 ]] && grep -q "ShuttingDown\|lost the broker" "$tmp/notify2.err"; then
+    echo "ok   the broker stops: exit 1"
+else
+    fail "after seamd stopped: exit $status, want 1; $(cat "$tmp/notify2.err")"
+fi
+
+# ---- 4. supervised by seamd (SEAM_FD) --------------------------------------------------------
+kill -TERM "$ticker_pid" 2>/dev/null || true  # seamd starts its own now
+wait "$ticker_pid" 2>/dev/null || true
+supervised=$tmp/supervised
+# shellcheck disable=SC2016
+supervised_command='echo "$SEAM_SESSION_NAME" >> '"'$supervised'"
+python3 - "$tmp/seamd.json" "$ticker" "$notify" "$supervised_command" <<'EOF'
+import json, sys
+path, ticker, notify, command = sys.argv[1:]
+json.dump({"roles": {"ticker": {"command": [ticker]}},
+           "plugins": [{"name": "seam-notify", "command": [notify, "--run", command]}]},
+          open(path, "w"))
+EOF
+start_seamd --config "$tmp/seamd.json"
+wait_for 15 grep -q "watching" "$tmp/seamd.log" || fail "the supervised seam-notify did not start watching"
+"$seam" flash 1s --name Soup >/dev/null
+if wait_for 15 grep -qx Soup "$supervised" 2>/dev/null; then
+    echo "ok   supervised by seamd, through SEAM_FD"
+else
+    fail "the supervised seam-notify did not announce Soup"
+fi
+kill -TERM "$seamd_pid"
+wait "$seamd_pid" || true
+
+if [[ $failed -ne 0 ]]; then
+    show_logs
+    exit 1
+fi
+echo "seam-notify: all checks passed"
