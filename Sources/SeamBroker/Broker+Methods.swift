@@ -55,8 +55,9 @@ extension Broker {
     func deniedRead(_ c: Connection, _ call: Call) -> VarlinkError? {
         guard ["Fetch", "Count", "Subscribe"].contains(call.member), let hello = c.hello,
               let entity = call.parameters["entity"]?.stringValue, !hello.capabilities.mayRead(entity) else { return nil }
-        return .permissionDenied("\(hello.author) may read \(Capabilities.describe(hello.capabilities.reads)) (declared in its Hello), "
-                                 + "not \(entity); declare it in capabilities.reads")
+        return .permissionDenied("\(hello.author) may read \(Capabilities.describe(hello.capabilities.reads))"
+                                 + (hello.declared ? " (declared in its Hello)" : " (a plugin reads only what its Hello declares)")
+                                 + ", not \(entity); declare it in capabilities.reads")
     }
 
     /// A save that touches an entity the connection may not write.
@@ -144,7 +145,7 @@ extension Broker {
             return .failure(.invalidRequest("unknown role '\(role)': use 'cli' or 'plugin'", field: "role"))
         }
         c.hello = Connection.Hello(version: Int(version), role: role, name: name, author: author,
-                                   capabilities: declared ?? (role == "plugin" ? .readOnly : .everything), declared: declared != nil)
+                                   capabilities: declared ?? (role == "plugin" ? .nothing : .everything), declared: declared != nil)
         log.debug("\(c.label) said hello")
         return .success(["version": .integer(version), "role": .string(role), "author": .string(author),
                          "product": .string("\(Interfaces.product) \(Interfaces.version)"), "sequence": .integer(context.sequence)])

@@ -99,8 +99,9 @@ extension Broker {
             peer.pid = pid
             let c = register(ends.0, peer: peer)
             c.supervisedAs = p.spec.name
+            // A built-in role may touch everything; a plugin, what its Hello declares.
             c.hello = Connection.Hello(version: Interfaces.protocolVersions.max() ?? 1, role: p.spec.role, name: p.spec.pluginName,
-                                       author: p.spec.author)
+                                       author: p.spec.author, capabilities: p.spec.role == "plugin" ? .nothing : .everything)
             p.connection = c
             try loop.watch(pipe.read, .read) { [unowned self, unowned p] _ in self.readOutput(of: p) }
         } catch {

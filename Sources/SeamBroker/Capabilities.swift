@@ -7,7 +7,7 @@ import SeamProtocol
 /// | client | reads | writes |
 /// |---|---|---|
 /// | `cli`, and the roles seamd starts (`ticker`, …) | every entity | every entity |
-/// | a plugin that declared nothing | every entity | nothing |
+/// | a plugin that declared nothing | nothing | nothing |
 /// | a client that declared `{"reads": […], "writes": […]}` | those, and what it writes | those |
 struct Capabilities: Equatable, Sendable {
     /// Nil: every entity.
@@ -16,7 +16,7 @@ struct Capabilities: Equatable, Sendable {
     var writes: Set<String>?
 
     static let everything = Capabilities(reads: nil, writes: nil)
-    static let readOnly = Capabilities(reads: nil, writes: [])
+    static let nothing = Capabilities(reads: [], writes: [])
 
     func mayRead(_ entity: String) -> Bool {
         (reads?.contains(entity) ?? true) || mayWrite(entity)

@@ -48,7 +48,7 @@ public enum Interfaces {
         # says Hello may read but not write. The broker sets the author of a client's saves
         # from the connection: "cli", or "plugin:NAME". A client that declares capabilities
         # is held to them (PermissionDenied outside them); a plugin that declares none may
-        # read every entity and write none.
+        # read and write nothing.
         method Hello(version: int, role: ?string, name: ?string, capabilities: ?Capabilities) -> (
           version: int,
           role: string,
