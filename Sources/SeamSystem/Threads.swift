@@ -9,10 +9,15 @@ public enum Threads {
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
 
-    /// Runs `body` on a new detached thread.
+    /// Runs `body` on a new detached thread. The thread starts with every signal blocked, so
+    /// that signals reach the thread that waits for them (seamd's signalfd, a handler on main).
     public static func detach(_ body: @escaping @Sendable () -> Void) throws(SystemError) {
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
         var thread = pthread_t()
+        var all = sigset_t(), previous = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
         let rc = pthread_create(&thread, nil, { raw in
             let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
             box.body()
