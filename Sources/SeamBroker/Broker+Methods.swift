@@ -37,9 +37,7 @@ extension Broker {
             }
             let serviceCall = ServiceCall(context: context, author: c.hello?.author,
                                           check: { [unowned self] request in self.deniedWrite(c, request) }) { [unowned self] request, author throws(ContextError) in
-                let set = try self.context.save(request, author: author)
-                if let set { self.publish(set) }
-                return set
+                try self.commit(request, author: author)
             }
             result = service.handler(call.member, call.parameters, serviceCall)
         }
@@ -53,11 +51,26 @@ extension Broker {
 
     /// A Fetch, Count or Subscribe of an entity the connection did not declare it reads.
     func deniedRead(_ c: Connection, _ call: Call) -> VarlinkError? {
-        guard ["Fetch", "Count", "Subscribe"].contains(call.member), let hello = c.hello,
-              let entity = call.parameters["entity"]?.stringValue, !hello.capabilities.mayRead(entity) else { return nil }
+        guard let hello = c.hello, hello.capabilities.reads != nil else { return nil }
+        switch call.member {
+        case "Fetch", "Count", "Subscribe": break
+        default: return nil
+        }
+        guard let entity = call.parameters["entity"]?.stringValue, !hello.capabilities.mayRead(entity) else { return nil }
         return .permissionDenied("\(hello.author) may read \(Capabilities.describe(hello.capabilities.reads))"
                                  + (hello.declared ? " (declared in its Hello)" : " (a plugin reads only what its Hello declares)")
                                  + ", not \(entity); declare it in capabilities.reads")
+    }
+
+    /// After a Hello that changed what the connection may read: its subscriptions on entities it
+    /// may no longer read end, each with PermissionDenied (its last reply).
+    func endSubscriptionsOutsideCapabilities(_ c: Connection) {
+        guard let hello = c.hello else { return }
+        for s in c.subscriptions.values.sorted(by: { $0.id < $1.id }) where !hello.capabilities.mayRead(s.channel.entity) {
+            subscriptions.remove(s)
+            queue(frame: Reply(.permissionDenied("\(hello.author) may no longer read \(s.channel.entity) (its last Hello); "
+                                                 + "subscription \(s.id) ended"), id: s.callID).frame(), to: c)
+        }
     }
 
     /// A save that touches an entity the connection may not write.
@@ -124,6 +137,7 @@ extension Broker {
                 assigned.declared = true
             }
             c.hello = assigned
+            endSubscriptionsOutsideCapabilities(c)
             return .success(["version": .integer(version), "role": .string(assigned.role), "author": .string(assigned.author),
                              "product": .string("\(Interfaces.product) \(Interfaces.version)"), "sequence": .integer(context.sequence)])
         }
@@ -146,6 +160,7 @@ extension Broker {
         }
         c.hello = Connection.Hello(version: Int(version), role: role, name: name, author: author,
                                    capabilities: declared ?? (role == "plugin" ? .nothing : .everything), declared: declared != nil)
+        endSubscriptionsOutsideCapabilities(c)
         log.debug("\(c.label) said hello")
         return .success(["version": .integer(version), "role": .string(role), "author": .string(author),
                          "product": .string("\(Interfaces.product) \(Interfaces.version)"), "sequence": .integer(context.sequence)])
@@ -278,13 +293,23 @@ extension Broker {
         case .success(let x): e = x
         case .failure(let err): return Reply(err, id: id).frame()
         }
-        let row: (attributes: [Attribute], values: [AttributeValue])?
-        do { row = try context.rowValues(e.name, u) } catch { return Reply(Self.varlink(error), id: id).frame() }
+        var encoded = rowCache.row(e.name, u)
+        if encoded == nil {
+            let row: (attributes: [Attribute], values: [AttributeValue])?
+            do { row = try context.rowValues(e.name, u) } catch { return Reply(Self.varlink(error), id: id).frame() }
+            if let row {
+                var w = JSONStreamWriter(capacity: 256)
+                WireValues.writeRow(row.attributes, row.values, into: &w)
+                let bytes = w.finish()
+                rowCache.store(bytes, e.name, u)
+                encoded = bytes
+            }
+        }
         let sequence = context.sequence
-        return Reply.frame(id: id) { w in
+        return Reply.frame(id: id, capacity: 96 + (encoded?.count ?? 0)) { w in
             w.key("rows")
             w.beginArray()
-            if let row { WireValues.writeRow(row.attributes, row.values, into: &w) }
+            if let encoded { w.encoded(encoded[...]) }
             w.endArray()
             w.key("sequence")
             w.integer(sequence)
@@ -352,10 +377,9 @@ extension Broker {
         }
         if let denied = deniedWrite(c, request) { return .failure(denied) }
         do {
-            guard let set = try context.save(request, author: hello.author) else {
+            guard let set = try commit(request, author: hello.author) else {
                 return .success(["sequence": .null, "changes": .array([])])
             }
-            publish(set)
             let changes: [JSON] = set.changes.map { ch in
                 .object(["store": .string(ch.store), "entity": .string(ch.entity), "uuid": .string(ch.uuid),
                          "kind": .string(ch.kind.rawValue), "changedKeys": .array(ch.changedKeys.map(JSON.string))])
@@ -363,6 +387,21 @@ extension Broker {
             return .success(["sequence": .integer(set.sequence), "changes": .array(changes)])
         } catch {
             return .failure(Self.varlink(error))
+        }
+    }
+
+    /// Every save goes through here: the context commits, subscribers hear of it, cached rows it
+    /// touched are forgotten. A save that fails forgets every cached row (a two-file save may
+    /// have committed one file before failing).
+    @discardableResult
+    func commit(_ request: SaveRequest, author: String) throws(ContextError) -> ChangeSet? {
+        do {
+            guard let set = try context.save(request, author: author) else { return nil }
+            publish(set)
+            return set
+        } catch {
+            rowCache.removeAll()
+            throw error
         }
     }
 

@@ -90,6 +90,7 @@ extension Broker {
     /// every subscriber of the channel; then each connection is flushed once. Never waits: a
     /// connection that has not read what is queued stops receiving diffs and is owed a resync.
     func publish(_ set: ChangeSet) {
+        rowCache.evict(set)
         var touched: [ObjectIdentifier: Connection] = [:]
         for (channel, diff) in subscriptions.diffs(for: set, context: context) {
             let body = Subscriptions.diffBody(sequence: set.sequence, diff, fields: channel.window.fields)

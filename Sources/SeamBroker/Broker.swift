@@ -38,6 +38,8 @@ public final class Broker {
     let subscriptions = Subscriptions()
     var nextConnectionID = 0
     var supervised: [SupervisedProcess] = []
+    /// Rows by uuid as the wire encodes them; exact, because every save evicts what it touched.
+    var rowCache = RowCache()
     var stopping = false
     /// Where every read lands before its bytes join a connection's frame decoder (one thread: one buffer).
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)

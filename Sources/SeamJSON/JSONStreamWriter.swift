@@ -71,6 +71,14 @@ public struct JSONStreamWriter: ~Copyable {
         encoded.withUnsafeBufferPointer { writer.append($0) }
     }
 
+    /// Appends one whole value already encoded (by `JSON.encoded()` or another stream writer):
+    /// a row kept encoded, say. The bytes are trusted to be one valid JSON value.
+    public mutating func encoded(_ value: ArraySlice<UInt8>) {
+        precondition(!value.isEmpty, "an encoded value is at least one byte")
+        separate()
+        value.withUnsafeBufferPointer { writer.append($0) }
+    }
+
     /// Appends one raw byte after the document (a frame's NUL terminator).
     public mutating func appendTerminator(_ byte: UInt8) {
         precondition(depth == 0, "the document is not finished")

@@ -2,7 +2,15 @@ import SeamJSON
 
 /// A varlink call, with Seam's one extension: an `id` that every reply to it echoes.
 public struct Call: Sendable {
-    public var method: String
+    /// The fully qualified method; `interface` and `member` are its two parts, split once here
+    /// (the broker looks at them on every call).
+    public var method: String {
+        didSet { (interface, member) = Self.split(method) }
+    }
+    /// The interface part of `method` (`org.seam.Store` of `org.seam.Store.Fetch`).
+    public private(set) var interface: String
+    /// The member part of `method` (`Fetch`).
+    public private(set) var member: String
     public var parameters: JSONObject
     /// The caller accepts several replies (`continues: true` on all but the last).
     public var more: Bool
@@ -13,22 +21,18 @@ public struct Call: Sendable {
 
     public init(method: String, parameters: JSONObject = [:], more: Bool = false, oneway: Bool = false, id: JSON? = nil) {
         self.method = method
+        (interface, member) = Self.split(method)
         self.parameters = parameters
         self.more = more
         self.oneway = oneway
         self.id = id
     }
 
-    /// The interface part of `method` (`org.seam.Store` of `org.seam.Store.Fetch`).
-    public var interface: String {
-        guard let dot = method.lastIndex(of: ".") else { return "" }
-        return String(method[..<dot])
-    }
-
-    /// The member part of `method` (`Fetch`).
-    public var member: String {
-        guard let dot = method.lastIndex(of: ".") else { return method }
-        return String(method[method.index(after: dot)...])
+    /// `("org.seam.Store", "Fetch")` of `org.seam.Store.Fetch`; `("", name)` without a dot.
+    static func split(_ method: String) -> (String, String) {
+        let utf8 = method.utf8
+        guard let dot = utf8.lastIndex(of: UInt8(ascii: ".")) else { return ("", method) }
+        return (String(method[..<dot]), String(method[utf8.index(after: dot)...]))
     }
 
     /// Reads a call from a decoded frame; the error is the reply to send.
@@ -36,6 +40,7 @@ public struct Call: Sendable {
         guard case .object(let o) = json else { throw .invalidParameter("the message is not a JSON object") }
         guard let method = o["method"]?.stringValue, !method.isEmpty else { throw .invalidParameter("method") }
         self.method = method
+        (interface, member) = Self.split(method)
         switch o["parameters"] {
         case nil, .null?: parameters = [:]
         case .object(let p)?: parameters = p

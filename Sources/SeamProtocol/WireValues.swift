@@ -62,6 +62,14 @@ public enum WireValues {
     }
 
     /// A wire value read as attribute type `type`, or a message saying why it cannot be.
+    static func dateInRange(_ d: Double) -> Result<AttributeValue, WireValueError> {
+        guard RFC3339.range.contains(d) else {
+            return .failure(WireValueError("a date is between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z (Unix seconds "
+                                           + "-62135596800 to 253402300799.999999)"))
+        }
+        return .success(.date(d))
+    }
+
     public static func decode(_ json: JSON, as type: AttributeType) -> Result<AttributeValue, WireValueError> {
         switch (type, json) {
         case (_, .null): return .success(.null)
@@ -73,9 +81,9 @@ public enum WireValues {
         case (.bool, .bool(let b)): return .success(.bool(b))
         case (.date, .string(let s)):
             guard let d = RFC3339.parse(s) else { return .failure(WireValueError("'\(s.prefix(40))' is not an RFC 3339 date")) }
-            return .success(.date(d))
-        case (.date, .integer(let i)): return .success(.date(Double(i)))
-        case (.date, .double(let d)): return .success(.date(d))
+            return dateInRange(d)
+        case (.date, .integer(let i)): return dateInRange(Double(i))
+        case (.date, .double(let d)): return dateInRange(d)
         case (.binary, .string(let s)):
             guard let b = Base64.decode(s) else { return .failure(WireValueError("not base64")) }
             return .success(.binary(b))
@@ -120,9 +128,15 @@ extension JSON {
 
 /// RFC 3339 timestamps in UTC, without Foundation.
 public enum RFC3339 {
+    /// The dates a timestamp can write: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z.
+    public static let range: ClosedRange<Double> = -62_135_596_800 ... 253_402_300_799.999_999
+
     /// `2026-11-30T22:16:10.250000Z` (microseconds). Written byte by byte: dates are in every row.
+    /// A value outside `range` (only a file written behind the broker's back holds one) is
+    /// written as the nearest end of it, never trapped on.
     public static func format(_ seconds: Double) -> String {
-        let micros = Int64((seconds * 1_000_000).rounded())
+        let clamped = seconds.isNaN ? 0 : min(max(seconds, range.lowerBound), range.upperBound)
+        let micros = Int64((clamped * 1_000_000).rounded())
         var secs = micros / 1_000_000
         var frac = micros % 1_000_000
         if frac < 0 { frac += 1_000_000; secs -= 1 }

@@ -1,0 +1,44 @@
+import SeamContext
+
+/// Rows as their wire encoding, by entity and uuid, for `Fetch` by uuid — the hottest read.
+///
+/// seamd is the only process that writes its stores in service, and every save passes through
+/// `Broker.publish`, which evicts each row the commit touched (link-rule cascades included:
+/// they are in the change set). So a cached row is always the row in the store, and a fetch by
+/// uuid that hits costs a dictionary lookup instead of a read transaction. Bounded in bytes:
+/// when full, it starts over.
+struct RowCache {
+    private var rows: [String: [String: [UInt8]]] = [:]
+    private(set) var bytes = 0
+    private(set) var count = 0
+    let maxBytes: Int
+
+    init(maxBytes: Int = 8 << 20) { self.maxBytes = maxBytes }
+
+    func row(_ entity: String, _ uuid: String) -> [UInt8]? { rows[entity]?[uuid] }
+
+    mutating func store(_ encoded: [UInt8], _ entity: String, _ uuid: String) {
+        if bytes + encoded.count > maxBytes { removeAll() }
+        if let old = rows[entity, default: [:]].updateValue(encoded, forKey: uuid) {
+            bytes -= old.count
+        } else {
+            count += 1
+        }
+        bytes += encoded.count
+    }
+
+    /// Forgets every row `set` inserted, updated or deleted.
+    mutating func evict(_ set: ChangeSet) {
+        for change in set.changes {
+            guard let old = rows[change.entity]?.removeValue(forKey: change.uuid) else { continue }
+            bytes -= old.count
+            count -= 1
+        }
+    }
+
+    mutating func removeAll() {
+        rows = [:]
+        bytes = 0
+        count = 0
+    }
+}
