@@ -226,6 +226,19 @@ public final class Broker {
     func send(_ reply: Reply, to c: Connection) { send(frame: reply.frame(), to: c) }
 
     func send(frame: [UInt8], to c: Connection) {
+        // The common case — nothing queued before it — writes the reply straight from its own
+        // bytes; only what the socket does not take is copied to the outbox.
+        if c.pendingOutput == 0, !c.closed {
+            let written: Int
+            do { written = try UnixSocket.write(c.fd, frame, from: 0) } catch {
+                log.debug("\(c.label): \(error)")
+                close(c)
+                return
+            }
+            if written == frame.count { return }
+            if queue(frame: Array(frame[written...]), to: c) { flush(c) }
+            return
+        }
         if queue(frame: frame, to: c) { flush(c) }
     }
 
