@@ -47,6 +47,8 @@ public final class Context {
     public internal(set) var sequence: Int64
     public internal(set) var ring: ChangeRing
     var readers: [String: Database] = [:]
+    /// One per store file: checkpoints happen off the thread that saves.
+    let checkpointers: [Checkpointer]
     /// Entity name → its attribute names, in order (shared by every change set).
     var attributeNames: [String: [String]] = [:]
     /// Parsed predicates by their text: parsing is the costly part of a repeated fetch.
@@ -66,6 +68,14 @@ public final class Context {
         var handles: [String: StoreHandle] = [:]
         for (name, db) in opened { handles[name] = StoreHandle(name: name, db: db) }
         stores = handles
+        var started: [Checkpointer] = []
+        do {
+            for name in opened.keys.sorted() { started.append(try Checkpointer(opened[name]!, durability: options.durability)) }
+        } catch {
+            for c in started { c.stop() }
+            throw ContextError(.database(error))
+        }
+        checkpointers = started
         var routes: [String: (Entity, String)] = [:]
         for (name, _) in opened {
             for model in schema.models { for e in model.current.entities(in: name) { routes[e.name] = (e, name) } }
@@ -81,6 +91,8 @@ public final class Context {
             throw ContextError(.database(error))
         }
     }
+
+    deinit { for c in checkpointers { c.stop() } }
 
     /// The single in-memory `Default` store holding every entity: for tests and previews.
     /// Snapshots are not available there (see `withSnapshot`).
@@ -100,6 +112,7 @@ public final class Context {
             try StoreMetadata(configuration: name, format: StoreMetadata.currentFormat, models: records).write(to: db)
             try db.execute("COMMIT")
             stores = [name: StoreHandle(name: name, db: db)]
+            checkpointers = []
         } catch {
             throw ContextError(.database(error))
         }
