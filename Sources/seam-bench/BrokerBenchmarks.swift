@@ -43,17 +43,21 @@ enum BrokerBenchmarks {
             seamTimes.append(Double(Harness.now() - t) / 1e9)
         }
 
-        // The same fetches from a raw client, as minimal as the Redis one: the request bytes made
-        // beforehand, the reply read up to its NUL and checked to hold a row, nothing decoded.
-        let rawTimes = try rawFetches(socket: socket, uuids: uuids)
+        // The same fetches from a raw client, as minimal as the Redis one (the request bytes made
+        // beforehand, the reply read up to its NUL and checked to hold a row, nothing decoded),
+        // taking turns with Redis GET over a Unix socket in blocks of 1,000, so that the machine's
+        // drift during the run falls on both alike.
+        let redis = try? RedisBench(work: work)
+        defer { redis?.stop() }
+        var rawTimes: [Double] = [], redisTimes: [Double] = []
+        let block = 1_000
+        for turn in 0..<(roundTrips / block) {
+            rawTimes += try rawFetches(socket: socket, uuids: uuids, count: block, from: turn * block)
+            if let redis { redisTimes += try redis.getLatencies(count: block) }
+        }
 
         // The floor: a ping-pong with an echoing child process.
         let floorTimes = try pingPong(work: work)
-
-        // Redis GET over a Unix socket.
-        let redis = try? RedisBench(work: work)
-        let redisTimes = try redis?.getLatencies(count: roundTrips) ?? []
-        defer { redis?.stop() }
 
         func p(_ xs: [Double], _ q: Double) -> String { xs.isEmpty ? "n/a" : Harness.duration(Harness.percentile(xs, q)) }
         func r(_ a: [Double], _ b: [Double], _ q: Double) -> String {
@@ -113,7 +117,7 @@ enum BrokerBenchmarks {
     }
 
     /// Fetch-by-uuid round trips with prepared request bytes; each reply must hold its row.
-    static func rawFetches(socket: String, uuids: [String]) throws -> [Double] {
+    static func rawFetches(socket: String, uuids: [String], count: Int = roundTrips, from first: Int = 0) throws -> [Double] {
         let fd = try UnixSocket.connect(path: socket)
         defer { close(fd) }
         let requests = uuids.map { u in
@@ -122,7 +126,7 @@ enum BrokerBenchmarks {
         let hit = Array(#"{"parameters":{"rows":[{"#.utf8)
         var buffer = [UInt8](repeating: 0, count: 65536)
         var times: [Double] = []
-        for i in 0..<roundTrips {
+        for i in first..<(first + count) {
             let t = Harness.now()
             try UnixSocket.writeAll(fd, requests[i % requests.count])
             var got = 0
