@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Numbers: the grammar of RFC 8259 §6, integers into `Int64`, the rest into `Double`.
 extension JSONParser {
     /// Parses the number at `position` (a `-` or a digit).
@@ -77,8 +81,16 @@ extension JSONParser {
             }
             return negative ? -value : value
         }
-        let text = String(decoding: UnsafeBufferPointer(start: base + start, count: position - start), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else {
+        // The slow path, correctly rounded by the C library: the literal is copied, with the NUL
+        // strtod needs, into a buffer on the stack (no String made for the common 17-digit case).
+        let length = position - start
+        let value = withUnsafeTemporaryAllocation(of: CChar.self, capacity: length + 1) { buffer -> Double in
+            for k in 0..<length { buffer[k] = CChar(bitPattern: base[start + k]) }
+            buffer[length] = 0
+            return strtod(buffer.baseAddress!, nil)
+        }
+        guard value.isFinite else {
+            let text = String(decoding: UnsafeBufferPointer(start: base + start, count: length), as: UTF8.self)
             throw JSONError(.numberOutOfRange, at: start, "\(text) is too large for a 64-bit floating-point number")
         }
         return value
