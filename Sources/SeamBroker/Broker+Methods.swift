@@ -243,8 +243,12 @@ extension Broker {
         case nil, .null?: break
         case .array(let a)?:
             var fields: [String] = []
+            let known = context.schema.entity(r.entity)?.entity
             for f in a {
                 guard let s = f.stringValue else { return .failure(.invalidParameter("fields")) }
+                guard known?.attribute(s) != nil else {
+                    return .failure(.invalidRequest("\(r.entity) has no attribute '\(s)'", field: "fields"))
+                }
                 fields.append(s)
             }
             r.attributes = fields
@@ -288,10 +292,34 @@ extension Broker {
     /// `Fetch(entity, uuid)`: the one row with that uuid (or none), by the primary key.
     private func fetchOne(_ p: JSONObject, _ uuid: JSON, id: JSON?) -> [UInt8] {
         guard let u = uuid.stringValue else { return Reply(.invalidParameter("uuid"), id: id).frame() }
+        for key in ["predicate", "parameters", "sort", "limit", "offset"] where p[key] != nil && p[key] != .null {
+            return Reply(.invalidRequest("a Fetch by uuid takes no \(key): the uuid names the one row", field: key), id: id).frame()
+        }
         let e: Entity
         switch entity(p) {
         case .success(let x): e = x
         case .failure(let err): return Reply(err, id: id).frame()
+        }
+        if let fields = p["fields"], fields != .null {
+            // Some attributes only (checked as any Fetch checks them): from the store, not the
+            // cache, which holds whole rows.
+            let r: FetchRequest
+            switch request(p) {
+            case .success(let x): r = x
+            case .failure(let err): return Reply(err, id: id).frame()
+            }
+            let order = [Entity.identity] + (r.attributes ?? []).filter { $0 != Entity.identity }
+            let row: (attributes: [Attribute], values: [AttributeValue])?
+            do { row = try context.rowValues(e.name, u) } catch { return Reply(Self.varlink(error), id: id).frame() }
+            let sequence = context.sequence
+            return Reply.frame(id: id) { w in
+                w.key("rows")
+                w.beginArray()
+                if let row { WireValues.writeRow(order, Dictionary(uniqueKeysWithValues: zip(row.attributes.map(\.name), row.values)), into: &w) }
+                w.endArray()
+                w.key("sequence")
+                w.integer(sequence)
+            }
         }
         var encoded = rowCache.row(e.name, u)
         if encoded == nil {
