@@ -24,6 +24,11 @@ public final class Checkpointer: Sendable {
     /// WAL frames after which the writer checkpoints inline after all (eight times `threshold`).
     public var limit: Int { threshold * 8 }
     private let framesInWAL = Atomic<Int>(0)
+    /// Set by the writer when the WAL passes `threshold`, cleared by the thread as it starts a
+    /// checkpoint: the semaphore is posted once per request, not once per commit.
+    private let requested = Atomic<Bool>(false)
+    /// The thread sleeps on it between checkpoints: an idle store costs no wakeups.
+    private let wakeup = Semaphore()
     private let stopping = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
     private let completed = Atomic<Int>(0)
@@ -43,6 +48,7 @@ public final class Checkpointer: Sendable {
         sqlite3_wal_hook(db.handle, { context, connection, _, frames in
             let me = Unmanaged<Checkpointer>.fromOpaque(context!).takeUnretainedValue()
             me.framesInWAL.store(Int(frames), ordering: .relaxed)
+            if Int(frames) >= me.threshold, !me.requested.exchange(true, ordering: .acquiringAndReleasing) { me.wakeup.post() }
             // A writer that never pauses never lets a checkpoint finish before it appends again,
             // and the WAL could only grow. Past the limit it checkpoints itself, as SQLite would.
             if Int(frames) >= me.limit { sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) }
@@ -64,8 +70,10 @@ public final class Checkpointer: Sendable {
     public var lastFailureCode: Int32 { lastFailure.load(ordering: .relaxed) }
 
     private func loop(_ db: Database) {
-        while !stopping.load(ordering: .relaxed) {
-            Threads.sleep(0.002)
+        while true {
+            wakeup.wait()
+            if stopping.load(ordering: .acquiring) { break }
+            requested.store(false, ordering: .releasing)
             guard framesInWAL.load(ordering: .relaxed) >= threshold else { continue }
             var log: Int32 = 0, done: Int32 = 0
             let rc = sqlite3_wal_checkpoint_v2(db.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
@@ -85,7 +93,8 @@ public final class Checkpointer: Sendable {
     /// Stops the thread (after a checkpoint in progress ends) and gives the writer its own
     /// checkpoints back. The owner must call it: the thread keeps the checkpointer alive.
     public func stop() {
-        guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        wakeup.post()
         while !stopped.load(ordering: .acquiring) { Threads.sleep(0.001) }
         restoreWriter()
     }

@@ -37,3 +37,24 @@ public enum Threads {
         while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
     }
 }
+
+/// A counting semaphore (POSIX `sem_t`): a thread sleeps in `wait` until another `post`s. Both
+/// are safe from any thread; `post` is even safe from a signal handler.
+public final class Semaphore: @unchecked Sendable {
+    private let semaphore: UnsafeMutablePointer<sem_t>
+
+    public init(_ value: UInt32 = 0) {
+        semaphore = .allocate(capacity: 1)
+        sem_init(semaphore, 0, value)
+    }
+
+    public func post() { sem_post(semaphore) }
+
+    /// Sleeps until the count is above zero, then takes one.
+    public func wait() { while sem_wait(semaphore) != 0 && errno == EINTR {} }
+
+    deinit {
+        sem_destroy(semaphore)
+        semaphore.deallocate()
+    }
+}
