@@ -436,7 +436,12 @@ extension Broker {
     func status() -> JSONObject {
         let stores: [JSON] = context.storeNames.map { name in
             let path = StoreLayout(directory: configuration.dataDirectory).store(name)
-            return .object(["name": .string(name), "path": .string(path), "size": .integer(FileSystem.size(path) ?? 0)])
+            var o: JSONObject = ["name": .string(name), "path": .string(path), "size": .integer(FileSystem.size(path) ?? 0)]
+            if let c = context.checkpointing(name) {
+                o["checkpoints"] = .integer(Int64(c.checkpoints))
+                o["checkpointError"] = c.lastFailure.map(JSON.string) ?? .null
+            }
+            return .object(o)
         }
         return ["product": .string(Interfaces.product), "version": .string(Interfaces.version),
                 "pid": .integer(Int64(Environment.processID)), "uptime": .double(WallClock.monotonic() - startedAt),

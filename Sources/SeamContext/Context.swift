@@ -140,6 +140,12 @@ public final class Context {
     /// The configuration names of the open stores.
     public var storeNames: [String] { stores.keys.sorted() }
 
+    /// Per store file: checkpoints done off the saving thread, and the last failure if any.
+    public func checkpointing(_ store: String) -> (checkpoints: Int, lastFailure: String?)? {
+        guard let i = storeNames.firstIndex(of: store), checkpointers.indices.contains(i) else { return nil }
+        return (checkpointers[i].checkpoints, checkpointers[i].lastFailureMessage)
+    }
+
     /// The configuration (store) that holds `entity`.
     public func store(of entity: String) throws(ContextError) -> String { try route(entity).store }
 

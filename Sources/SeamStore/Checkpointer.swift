@@ -65,6 +65,12 @@ public final class Checkpointer: Sendable {
     /// Checkpoints completed so far.
     public var checkpoints: Int { completed.load(ordering: .relaxed) }
 
+    /// What the last failed checkpoint said (nil: none has failed), for `Status`.
+    public var lastFailureMessage: String? {
+        let code = lastFailureCode
+        return code == 0 ? nil : "\(String(cString: sqlite3_errstr(code))) (SQLite code \(code))"
+    }
+
     /// The SQLite result code of the last checkpoint that failed other than busy (0: none has).
     /// A failed one (disk full, an I/O error) leaves the pages in the WAL; a later round tries again.
     public var lastFailureCode: Int32 { lastFailure.load(ordering: .relaxed) }

@@ -13,7 +13,8 @@ enum StoreCommands {
                   + "\(s["connections"]?.int64Value ?? 0) connection(s), \(s["subscriptions"]?.int64Value ?? 0) subscription(s) "
                   + "on \(s["channels"]?.int64Value ?? 0) channel(s), sequence \(s["sequence"]?.int64Value ?? 0)")
             for store in s["stores"]?.arrayValue ?? [] {
-                print("  \(store["name"]?.stringValue ?? "?"): \(store["path"]?.stringValue ?? "?") (\(store["size"]?.int64Value ?? 0) bytes)")
+                print("  \(store["name"]?.stringValue ?? "?"): \(store["path"]?.stringValue ?? "?") (\(store["size"]?.int64Value ?? 0) bytes)"
+                      + (store["checkpointError"]?.stringValue.map { "; the last WAL checkpoint failed: \($0)" } ?? ""))
             }
             let roles = s["roles"]?.arrayValue ?? []
             if !roles.isEmpty {

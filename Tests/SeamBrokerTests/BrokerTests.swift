@@ -69,6 +69,10 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(status["sequence"]?.int64Value, 2)
         XCTAssertGreaterThanOrEqual(status["connections"]?.int64Value ?? 0, 1)
         XCTAssertEqual(status["stores"]?.arrayValue?.compactMap { $0["name"]?.stringValue }, ["Cloud", "Local"])
+        for store in status["stores"]?.arrayValue ?? [] {
+            XCTAssertNotNil(store["checkpoints"]?.int64Value, "\(store)")
+            XCTAssertEqual(store["checkpointError"], .null)
+        }
         let schema = try c.call("org.seam.Store.Schema")
         XCTAssertEqual(schema["models"]?.arrayValue?.compactMap { $0["name"]?.stringValue }, ["Timers", "SyncMetadata"])
     }
