@@ -80,9 +80,11 @@ public final class EventLoop {
         var fds = [Int32](repeating: 0, count: 128)
         var events = [UInt32](repeating: 0, count: 128)
         while running {
+            // No allocation per turn: a deadline is pending whenever seamd supervises roles.
             let now = WallClock.monotonic()
-            let soonest = deadlines.map(\.at).min()
-            let timeout = soonest.map { Int32(max(0, min(1000, ($0 - now) * 1000 + 1))) } ?? 1000
+            var soonest = Double.infinity
+            for d in deadlines where d.at < soonest { soonest = d.at }
+            let timeout = soonest.isFinite ? Int32(max(0, min(1000, (soonest - now) * 1000 + 1))) : 1000
             let n = seam_epoll_wait(epoll, &fds, &events, 128, timeout)
             if n > 0 {
                 for i in 0..<Int(n) {
@@ -93,8 +95,8 @@ public final class EventLoop {
                 }
             }
             let after = WallClock.monotonic()
-            let due = deadlines.filter { $0.at <= after }
-            if !due.isEmpty {
+            if deadlines.contains(where: { $0.at <= after }) {
+                let due = deadlines.filter { $0.at <= after }
                 deadlines.removeAll { $0.at <= after }
                 for d in due { d.action() }
             }

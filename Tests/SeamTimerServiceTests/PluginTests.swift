@@ -9,19 +9,7 @@ import XCTest
 final class PluginTests: XCTestCase {
     let directory = TemporaryDirectory("plugins")
 
-    func broker(config: String) throws -> BrokerProcess {
-        let path = directory.file("seamd.json")
-        try Data(config.utf8).write(to: URL(fileURLWithPath: path))
-        return try BrokerProcess(arguments: ["--config", path])
-    }
-
-    func eventually(_ seconds: Double, _ what: String, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while try !condition() {
-            if Date() > deadline { return XCTFail("not within \(seconds) s: \(what)") }
-            usleep(20_000)
-        }
-    }
+    func broker(config: String) throws -> BrokerProcess { try BrokerProcess.supervising(config: config, in: directory) }
 
     /// The Python example plugin, supervised: it follows a query given on its command line and
     /// writes JSON lines; `seam status` lists it with what it declared.

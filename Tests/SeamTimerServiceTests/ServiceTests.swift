@@ -12,22 +12,11 @@ final class ServiceTests: XCTestCase {
 
     /// A seamd that runs the roles `config` lists (the defaults when nil: the ticker).
     func supervisingBroker(config: String? = nil) throws -> BrokerProcess {
-        let path = directory.file("seamd.json")
-        if let config { try Data(config.utf8).write(to: URL(fileURLWithPath: path)) }
-        return try BrokerProcess(arguments: ["--config", path])
+        try BrokerProcess.supervising(config: config, in: directory)
     }
 
     func roles(_ broker: BrokerProcess) throws -> [JSON] {
         try SeamConnection.connect(path: broker.socketPath).status()["roles"]?.arrayValue ?? []
-    }
-
-    /// Polls `condition` until it holds or `seconds` pass.
-    func eventually(_ seconds: Double, _ what: String, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while try !condition() {
-            if Date() > deadline { return XCTFail("not within \(seconds) s: \(what)") }
-            usleep(20_000)
-        }
     }
 
     // MARK: - Supervision

@@ -283,7 +283,22 @@ static int expect_reply_fails(const char *bytes, size_t n, int want)
     return r;
 }
 
-#define EXPECT_FAILS(literal, want) expect_reply_fails(literal, sizeof(literal) - 1, want)
+/* A canned reply: bytes that may hold NULs, so with their length. */
+struct canned_reply {
+    const char *bytes;
+    size_t len;
+};
+#define REPLY(literal) { literal, sizeof(literal) - 1 }
+
+/* Each reply, served alone, must make the client fail with `want`; stops at the first that does not. */
+static int expect_all_fail(const struct canned_reply *replies, size_t n, int want)
+{
+    int r = PASS;
+    for (size_t i = 0; i < n && r == PASS; i++)
+        r = expect_reply_fails(replies[i].bytes, replies[i].len, want);
+    return r;
+}
+#define EXPECT_ALL_FAIL(replies, want) expect_all_fail(replies, sizeof(replies) / sizeof(replies[0]), want)
 
 /* ---- tests against fake servers ----------------------------------------------------------- */
 
@@ -649,72 +664,53 @@ static int test_invalid_utf8(void)
 {
     /* A byte that is never UTF-8, an overlong '/', a surrogate, a sequence cut short by the
      * string's end, a code point above U+10FFFF, a lone continuation byte. */
-    int r = PASS;
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":{\"s\":\"a\xff" "b\"},\"id\":1}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":{\"s\":\"\xc0\xaf\"},\"id\":1}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":{\"s\":\"\xed\xa0\x80\"},\"id\":1}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":{\"s\":\"\xe2\x82\"},\"id\":1}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":{\"s\":\"\xf4\x90\x80\x80\"},\"id\":1}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":{\"\x80\":1},\"id\":1}\0", SEAM_E_MALFORMED);
-    return r;
+    static const struct canned_reply replies[] = {
+        REPLY("{\"parameters\":{\"s\":\"a\xff" "b\"},\"id\":1}\0"),
+        REPLY("{\"parameters\":{\"s\":\"\xc0\xaf\"},\"id\":1}\0"),
+        REPLY("{\"parameters\":{\"s\":\"\xed\xa0\x80\"},\"id\":1}\0"),
+        REPLY("{\"parameters\":{\"s\":\"\xe2\x82\"},\"id\":1}\0"),
+        REPLY("{\"parameters\":{\"s\":\"\xf4\x90\x80\x80\"},\"id\":1}\0"),
+        REPLY("{\"parameters\":{\"\x80\":1},\"id\":1}\0"),
+    };
+    return EXPECT_ALL_FAIL(replies, SEAM_E_MALFORMED);
 }
 
 static int test_malformed_json(void)
 {
-    int r = PASS;
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":{,\"id\":1}\0", SEAM_E_MALFORMED);
-    if (r == PASS)  /* cut short, but with its NUL */
-        r = EXPECT_FAILS("{\"parameters\":{},\"id\":1\0", SEAM_E_MALFORMED);
-    if (r == PASS)  /* a second value after the object */
-        r = EXPECT_FAILS("{\"parameters\":{},\"id\":1} {}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("not json at all\0", SEAM_E_MALFORMED);
-    return r;
+    static const struct canned_reply replies[] = {
+        REPLY("{\"parameters\":{,\"id\":1}\0"),
+        REPLY("{\"parameters\":{},\"id\":1\0"), /* cut short, but with its NUL */
+        REPLY("{\"parameters\":{},\"id\":1} {}\0"), /* a second value after the object */
+        REPLY("\0"),
+        REPLY("not json at all\0"),
+    };
+    return EXPECT_ALL_FAIL(replies, SEAM_E_MALFORMED);
 }
 
 static int test_not_an_object(void)
 {
-    int r = PASS;
-    if (r == PASS)
-        r = EXPECT_FAILS("[{\"parameters\":{},\"id\":1}]\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("\"parameters\"\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("42\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("null\0", SEAM_E_MALFORMED);
-    return r;
+    static const struct canned_reply replies[] = {
+        REPLY("[{\"parameters\":{},\"id\":1}]\0"),
+        REPLY("\"parameters\"\0"),
+        REPLY("42\0"),
+        REPLY("null\0"),
+    };
+    return EXPECT_ALL_FAIL(replies, SEAM_E_MALFORMED);
 }
 
 static int test_bad_fields(void)
 {
-    int r = PASS;
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":[1,2],\"id\":1}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":\"x\",\"id\":1}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":null,\"id\":1}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"error\":5,\"parameters\":{},\"id\":1}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":{},\"continues\":\"yes\",\"id\":1}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":{},\"id\":1.5}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"parameters\":{},\"id\":[1]}\0", SEAM_E_MALFORMED);
-    if (r == PASS)
-        r = EXPECT_FAILS("{\"id\":1}\0", SEAM_E_MALFORMED);
-    return r;
+    static const struct canned_reply replies[] = {
+        REPLY("{\"parameters\":[1,2],\"id\":1}\0"),
+        REPLY("{\"parameters\":\"x\",\"id\":1}\0"),
+        REPLY("{\"parameters\":null,\"id\":1}\0"),
+        REPLY("{\"error\":5,\"parameters\":{},\"id\":1}\0"),
+        REPLY("{\"parameters\":{},\"continues\":\"yes\",\"id\":1}\0"),
+        REPLY("{\"parameters\":{},\"id\":1.5}\0"),
+        REPLY("{\"parameters\":{},\"id\":[1]}\0"),
+        REPLY("{\"id\":1}\0"),
+    };
+    return EXPECT_ALL_FAIL(replies, SEAM_E_MALFORMED);
 }
 
 /* A reply without its NUL, then the end of the stream. */
