@@ -82,16 +82,21 @@ public struct SupervisorConfiguration: Sendable, Equatable {
             }
             if let e = object["enabled"], e.boolValue == nil { problems.append("\(context).enabled is not true or false") }
             if object["enabled"]?.boolValue == false { continue }
-            // A bad value is reported and the default kept; the rest of the entry still counts.
             if let c = object["command"] {
-                if let command = Self.command(c) { spec.command = command } else {
+                guard let command = Self.command(c) else {
                     problems.append("\(context).command is not a non-empty array of strings; using the default")
+                    roles.append(spec)
+                    continue
                 }
+                spec.command = command
             }
             if let env = object["environment"] {
-                if let e = Self.environment(env) { spec.environment = e } else {
+                guard let e = Self.environment(env) else {
                     problems.append("\(context).environment is not an object of strings; ignored")
+                    roles.append(spec)
+                    continue
                 }
+                spec.environment = e
             }
             roles.append(spec)
         }
