@@ -137,7 +137,7 @@ extension PredicateNode: CustomStringConvertible {
 
 extension PredicateNode.Comparison: CustomStringConvertible {
     public var description: String {
-        let name = Keyword(attribute) == nil ? attribute : "#" + attribute
+        let name = Keyword.written(attribute: attribute)
         let op = self.op.rawValue + (caseInsensitive ? "[c]" : "")
         switch operand {
         case .value(let v): return "\(name) \(op) \(v)"

@@ -25,7 +25,7 @@ public struct Sorting: Sendable, Hashable, CustomStringConvertible {
 
         /// The key in text form, e.g. `-name[c]`.
         public var description: String {
-            let name = Keyword(attribute) == nil ? attribute : "#" + attribute
+            let name = Keyword.written(attribute: attribute)
             return (descending ? "-" : "") + name + (caseInsensitive ? "[c]" : "")
         }
     }

@@ -85,4 +85,10 @@ enum Keyword: String, CaseIterable, Sendable {
     static func isUnsupported(_ word: String) -> Bool {
         (3...8).contains(word.utf8.count) && unsupported.contains(ASCII.lowercased(word))
     }
+
+    /// How an attribute is written in canonical text: with a `#` when its name would otherwise
+    /// read as a keyword or as one of the NSPredicate words the parser refuses.
+    static func written(attribute: String) -> String {
+        Keyword(attribute) == nil && !isUnsupported(attribute) ? attribute : "#" + attribute
+    }
 }
