@@ -70,6 +70,9 @@ let package = Package(
         .executableTarget(name: "seam-ticker", dependencies: ["SeamTicker", "SeamCommandLine"], path: "Plugins/seam-ticker"),
         .target(name: "SeamTimerService", dependencies: ["SeamBroker", "SeamContext", "SeamJSON", "SeamProtocol", "SeamSchema", "SeamTimers"]),
 
+        // MARK: - Sync
+        .target(name: "SeamPostgres", dependencies: ["CLibPQ"]),
+
         // MARK: - Command-line plumbing
         .target(name: "SeamCommandLine"),
 
@@ -77,7 +80,7 @@ let package = Package(
         .executableTarget(name: "seam-fixture", dependencies: ["SeamStore", "SeamTimers", "SeamCommandLine"]),
         .executableTarget(
             name: "seam-migrate",
-            dependencies: ["SeamStore", "SeamTimers", "SeamSystem", "SeamCommandLine"],
+            dependencies: ["SeamStore", "SeamTimers", "SeamSystem", "SeamCommandLine", "SeamClient", "SeamJSON"],
             path: "Plugins/seam-migrate"
         ),
         .executableTarget(
@@ -99,7 +102,7 @@ let package = Package(
         .testTarget(name: "SeamTimersTests", dependencies: ["SeamTimers", "SeamSchema", "SeamTestSupport"]),
         .testTarget(
             name: "SeamStoreTests",
-            dependencies: ["SeamStore", "SeamSchema", "SeamTimers", "SeamSystem", "SeamTestSupport"]
+            dependencies: ["SeamStore", "SeamSchema", "SeamTimers", "SeamSystem", "SeamTestSupport", "SeamClient", "SeamJSON"]
         ),
         .testTarget(
             name: "SeamContextTests",

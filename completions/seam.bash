@@ -8,7 +8,7 @@
 # type; when seamd is not running they are simply not offered.
 
 # The commands, their second words, and the options each takes besides --socket and --help.
-_seam_commands="timer group store start flash pause resume reset stop skip clear ls watch up down install-units status schema query subscribe call"
+_seam_commands="timer group store start flash pause resume reset stop skip clear ls watch up down install-units status schema migrate query subscribe call"
 
 _seam_subcommands() {
     case $1 in
@@ -23,9 +23,11 @@ _seam_options() {
         "timer add") echo "--step --repeat --icon --colour --group --json" ;;
         "timer edit") echo "--name --step --repeat --icon --colour --group --no-group --json" ;;
         "timer ls" | "timer show" | "group add" | "group ls" | ls | status | schema | "store info") echo "--json" ;;
-        flash) echo "--name" ;;
+        start) echo "--note" ;;
+        flash) echo "--name --note" ;;
         watch) echo "--plain" ;;
         up) echo "--data-dir" ;;
+        migrate) echo "--dry-run --json" ;;
         install-units) echo "--dir --force" ;;
         query) echo "--where --sort --limit --fields --json" ;;
         subscribe) echo "--where --sort --limit --fields --json --pretty" ;;
@@ -35,7 +37,7 @@ _seam_options() {
 # Options that take a value (the next word, or after "=").
 _seam_takes_value() {
     case $1 in
-        --socket | --step | --repeat | --icon | --colour | --group | --name | --where | --sort | --limit | --fields | --dir | --data-dir)
+        --socket | --step | --repeat | --icon | --colour | --group | --name | --note | --where | --sort | --limit | --fields | --dir | --data-dir)
             return 0 ;;
     esac
     return 1

@@ -1,4 +1,5 @@
-// seam-migrate: upgrades the timer app's stores in a directory, offline (no seamd running).
+// seam-migrate: upgrades the timer app's stores in a directory: offline (no seamd running), or as
+// seamd's migration worker (--worker; see Worker.swift).
 import SeamCommandLine
 import SeamStore
 import SeamSystem
@@ -6,6 +7,7 @@ import SeamTimers
 
 let usage = """
     usage: seam-migrate [--dry-run] [--integrity] [--batch N] DIR
+           seam-migrate --worker --stores A,B DIR    (how seamd runs it)
 
     Brings Cloud.sqlite and Local.sqlite in DIR to the current versions: each on a copy,
     verified, swapped in only on success; the originals are kept in DIR/backups/.
@@ -13,16 +15,27 @@ let usage = """
       --integrity   verify copies with a full integrity_check (slower) instead of quick_check
       --batch N     rows per copy batch (default 20000)
       --create      also create the stores when DIR has none (as seamd does at start)
-    Run it while no seamd uses DIR.
+      --worker      run as seamd's migration worker: build the copies of the stores seamd
+                    closed, report progress on $SEAM_FD, and let seamd swap them in
+    Run it while no seamd uses DIR; while seamd runs, `seam migrate` does this through seamd.
     """
 
 let tool = "seam-migrate"
 do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["batch"], flags: ["dry-run", "integrity", "create"])
+    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["batch", "stores"],
+                             flags: ["dry-run", "integrity", "create", "worker"])
     if args.wantsHelp { print(usage); Terminal.exit(0) }
     guard args.positional.count == 1 else { throw Arguments.UsageError("give one directory\n\n" + usage) }
     guard FileSystem.isDirectory(args.positional[0]) else {
         Terminal.fail(tool, "\(args.positional[0]) is not a directory; give the directory that holds Cloud.sqlite and Local.sqlite")
+    }
+    if args.flag("worker") {
+        var options = MigrationOptions()
+        options.fullIntegrityCheck = args.flag("integrity")
+        options.batchSize = try args.integer("batch", in: 1...10_000_000) ?? options.batchSize
+        let stores = (args.value("stores") ?? "").split(separator: ",").map(String.init)
+        guard !stores.isEmpty else { throw Arguments.UsageError("--worker needs --stores, the stores seamd closed") }
+        Worker.run(directory: args.positional[0], stores: stores, options: options)
     }
     let directory = StoreDirectory(path: args.positional[0], schema: TimerApp.schema)
     for line in try directory.recover() { print(line) }

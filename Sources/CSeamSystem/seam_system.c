@@ -9,6 +9,7 @@
 #include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -209,4 +210,14 @@ int seam_open_pty(char *name, size_t size) {
         return -1;
     }
     return master;
+}
+
+int seam_die_with_parent(int expected_parent) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return -1;
+    // The parent may have died before prctl took effect: then this process was reparented.
+    if (getppid() != expected_parent) {
+        errno = ESRCH;
+        return -1;
+    }
+    return 0;
 }

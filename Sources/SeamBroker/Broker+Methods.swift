@@ -30,6 +30,8 @@ extension Broker {
             case "Unsubscribe": result = unsubscribe(call.parameters, c)
             default: result = .failure(.methodNotFound(call.method))
             }
+        case "org.seam.Migration":
+            return migrationCall(call, c)
         default:
             guard let service = configuration.interfaces.first(where: { $0.name == call.interface }) else {
                 result = .failure(.interfaceNotFound(call.interface))
@@ -195,10 +197,9 @@ extension Broker {
 
     func entity(_ p: JSONObject) -> Result<Entity, VarlinkError> {
         guard let name = p["entity"]?.stringValue else { return .failure(.invalidParameter("entity")) }
-        guard let e = context.schema.entity(name)?.entity else {
-            return .failure(.invalidRequest("no entity named '\(name)'", field: "entity"))
+        do { return .success(try context.servedEntity(name)) } catch {
+            return .failure(Self.varlink(error))
         }
-        return .success(e)
     }
 
     /// A fetch request from a call's parameters. Without a limit, Fetch returns at most
@@ -434,21 +435,13 @@ extension Broker {
     }
 
     func status() -> JSONObject {
-        let stores: [JSON] = context.storeNames.map { name in
-            let path = StoreLayout(directory: configuration.dataDirectory).store(name)
-            var o: JSONObject = ["name": .string(name), "path": .string(path), "size": .integer(FileSystem.size(path) ?? 0)]
-            if let c = context.checkpointing(name) {
-                o["checkpoints"] = .integer(Int64(c.checkpoints))
-                o["checkpointError"] = c.lastFailure.map(JSON.string) ?? .null
-            }
-            return .object(o)
-        }
+        let stores = storesStatus()
         return ["product": .string(Interfaces.product), "version": .string(Interfaces.version),
                 "pid": .integer(Int64(Environment.processID)), "uptime": .double(WallClock.monotonic() - startedAt),
                 "connections": .integer(Int64(connections.count)), "subscriptions": .integer(Int64(subscriptions.count)),
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
                 "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": rolesStatus(),
-                "plugins": pluginsStatus(),
+                "plugins": pluginsStatus(), "migration": migrationStatus(),
                 "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]
     }
 
@@ -475,6 +468,7 @@ extension Broker {
         case .unknownEntity: return .invalidRequest(error.description, field: "entity")
         case .query(let q): return .invalidRequest(q.description, field: "predicate")
         case .snapshotUnsupported: return .invalidRequest(error.description)
+        case .storeUnavailable(let store, _, _): return .storeUnavailable(store: store, error.description)
         case .store, .database: return .storeFailure(error.description)
         }
     }

@@ -51,28 +51,17 @@ extension Broker {
         case .success(let r): request = r
         case .failure(let e): return .failure(e)
         }
-        let entity = context.schema.entity(request.entity)!.entity
+        let entity: Entity
+        do { entity = try context.servedEntity(request.entity) } catch { return .failure(Self.varlink(error)) }
         var since: Int64?
         switch p["since"] {
         case nil, .null?: break
         case .integer(let n)? where n >= 0: since = n
         default: return .failure(.invalidParameter("since"))
         }
-        if let fields = request.attributes, let bad = fields.first(where: { entity.attribute($0) == nil }) {
-            return .failure(.invalidRequest("\(entity.name) has no attribute '\(bad)'", field: "fields"))
+        do { return .success(try Subscriptions.Query(request: request, fields: request.attributes, since: since, entity: entity)) } catch {
+            return .failure(error)
         }
-        var predicate = CheckedPredicate.all(entity)
-        if let text = request.predicate {
-            do { predicate = try CheckedPredicate(text, entity: entity, parameters: request.parameters) } catch {
-                return .failure(.invalidRequest(error.description, field: "predicate"))
-            }
-        }
-        let sorting: Sorting
-        do { sorting = try Sorting(request.sort ?? "", entity: entity) } catch {
-            return .failure(.invalidRequest(error.description, field: "sort"))
-        }
-        return .success(Subscriptions.Query(request: request, predicate: predicate, sorting: sorting,
-                                            fields: request.attributes, since: since))
     }
 
     /// `Unsubscribe`: the subscription's call gets its last reply ("end"), then this call its own.

@@ -34,7 +34,8 @@ extension Broker {
         for problem in configuration.supervision.problems { log.error(problem) }
         supervised = configuration.supervision.roles.map(SupervisedProcess.init)
         for p in supervised { start(p) }
-        if !supervised.isEmpty { reapPeriodically() }
+        // Even with no role configured: a migration worker may be started later.
+        reapPeriodically()
     }
 
     /// SIGCHLD reaches the signalfd only while no other thread leaves it unblocked; a slow sweep
@@ -47,7 +48,7 @@ extension Broker {
         }
     }
 
-    private func start(_ p: SupervisedProcess) {
+    func start(_ p: SupervisedProcess) {
         p.restartTimer = nil
         p.restartAt = nil
         guard !stopping else { return }
@@ -113,6 +114,12 @@ extension Broker {
     /// A start that failed before the process ran counts as a crash at once: backoff, not a busy loop.
     private func fail(_ p: SupervisedProcess, _ message: String) {
         p.lastError = message
+        if p.spec.oneShot {
+            p.state = .stopped
+            log.error("\(p.spec.name): \(message)")
+            oneShotEnded(p, message)
+            return
+        }
         let delay = scheduleRestart(p, uptime: 0)
         log.error("\(p.spec.name): \(message); trying again in \(Self.seconds(delay))")
     }
@@ -186,10 +193,22 @@ extension Broker {
                 p.state = .stopped
                 continue
             }
-            p.lastError = "\(exit)" + (p.lastLine.map { ": \($0)" } ?? "")
+            let how = "\(exit)" + (p.lastLine.map { ": \($0)" } ?? "")
+            p.lastError = exit.succeeded && p.spec.oneShot ? nil : how
+            if p.spec.oneShot {
+                p.state = .stopped
+                log.info("\(p.spec.name) (pid \(pid)) \(exit) after \(Self.seconds(uptime))")
+                oneShotEnded(p, how)
+                continue
+            }
             let delay = scheduleRestart(p, uptime: uptime)
             log.warning("\(p.spec.name) (pid \(pid)) \(exit) after \(Self.seconds(uptime)); restarting in \(Self.seconds(delay))")
         }
+    }
+
+    /// A one-shot process ended (or could not start): tell what it was for.
+    private func oneShotEnded(_ p: SupervisedProcess, _ how: String) {
+        if p.spec.role == SupervisorConfiguration.defaultMigrator.role { migrationWorkerEnded(p, how) }
     }
 
     /// Asks every role to stop (SIGTERM), gives them `grace` seconds all told, then kills the rest.

@@ -38,6 +38,9 @@ public final class Broker {
     let subscriptions = Subscriptions()
     var nextConnectionID = 0
     var supervised: [SupervisedProcess] = []
+    /// The migration running now, and how the last one ended.
+    var migration: MigrationRun?
+    var lastMigration: MigrationOutcome?
     /// Rows by uuid as the wire encodes them; exact, because every save evicts what it touched.
     var rowCache = RowCache()
     var stopping = false
@@ -60,6 +63,9 @@ public final class Broker {
         }
         var options = Context.Options()
         options.durability = configuration.durability
+        // Outdated stores are served as they are until the worker has migrated them; a newer
+        // or unreadable store stays closed while the other serves.
+        options.servesOutdated = true
         do { context = try Context(directory: configuration.dataDirectory, schema: schema, options: options) } catch {
             throw BrokerError("cannot open the stores: \(error)")
         }
@@ -96,7 +102,9 @@ public final class Broker {
         }
         log.info("serving \(configuration.dataDirectory) on \(ownsSocketFile ? configuration.socketPath : "fd \(listener)") "
                  + "(stores \(context.storeNames.joined(separator: ", ")), sequence \(context.sequence))")
+        for (name, why) in context.closedStores.sorted(by: { $0.key < $1.key }) { log.warning("\(name) store closed: \(why)") }
         startRoles()
+        if configuration.supervision.migratesAtStart { startMigrationAtStart() }
         loop.run()
     }
 

@@ -11,13 +11,16 @@ final class Channel {
     let key: String
     /// The query as SQL runs it, for the first result and for refetches (limit as subscribed).
     let request: FetchRequest
+    /// The fields as subscribed (nil: every attribute, whatever the entity's version).
+    let fields: [String]?
     var window: ResultWindow
     var subscriptions: [Int: Subscription] = [:]
 
-    init(id: Int, key: String, request: FetchRequest, window: ResultWindow) {
+    init(id: Int, key: String, request: FetchRequest, fields: [String]?, window: ResultWindow) {
         self.id = id
         self.key = key
         self.request = request
+        self.fields = fields
         self.window = window
     }
 
@@ -30,7 +33,8 @@ final class Subscription {
     unowned let connection: Connection
     /// The `id` of the Subscribe call, echoed on every reply (nil for a plain varlink client).
     let callID: JSON?
-    let channel: Channel
+    /// Its channel; a new one when the channel is rebuilt (its store returned from a migration).
+    var channel: Channel
     /// The sequence number the subscriber's copy of the result reflects (as far as we sent).
     var lastSequence: Int64
     /// Set when diffs stopped being queued because the connection fell behind: the sequence
@@ -65,6 +69,34 @@ final class Subscriptions {
         var fields: [String]?
         var since: Int64?
 
+        init(request: FetchRequest, predicate: CheckedPredicate, sorting: Sorting, fields: [String]?, since: Int64?) {
+            self.request = request
+            self.predicate = predicate
+            self.sorting = sorting
+            self.fields = fields
+            self.since = since
+        }
+
+        /// The query of `request` checked against `entity`: predicate, sort and fields.
+        init(request: FetchRequest, fields: [String]?, since: Int64? = nil, entity: Entity) throws(VarlinkError) {
+            if let fields, let bad = fields.first(where: { entity.attribute($0) == nil }) {
+                throw .invalidRequest("\(entity.name) has no attribute '\(bad)'", field: "fields")
+            }
+            var predicate = CheckedPredicate.all(entity)
+            if let text = request.predicate {
+                do { predicate = try CheckedPredicate(text, entity: entity, parameters: request.parameters) } catch {
+                    throw .invalidRequest(error.description, field: "predicate")
+                }
+            }
+            do { sorting = try Sorting(request.sort ?? "", entity: entity) } catch {
+                throw .invalidRequest(error.description, field: "sort")
+            }
+            self.request = request
+            self.predicate = predicate
+            self.fields = fields
+            self.since = since
+        }
+
         var key: String {
             let parameters = request.parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\(String(reflecting: $0.value))" }
             return [request.entity, request.predicate ?? "", parameters.joined(separator: "\u{1}"), request.sort ?? "",
@@ -92,7 +124,7 @@ final class Subscriptions {
         nextChannelID += 1
         let window = ResultWindow(predicate: query.predicate, sorting: query.sorting, limit: query.request.limit,
                                   fields: query.fields, rows: rows.map(\.values))
-        let channel = Channel(id: nextChannelID, key: key, request: base, window: window)
+        let channel = Channel(id: nextChannelID, key: key, request: base, fields: query.fields, window: window)
         do {
             try indexes[query.request.entity, default: ChannelIndex(entity: query.predicate.entity)].register(channel.id, query.predicate)
         } catch {
@@ -127,6 +159,41 @@ final class Subscriptions {
             indexes[channel.entity]?.unregister(channel.id)
             if indexes[channel.entity]?.count == 0 { indexes[channel.entity] = nil }
         }
+    }
+
+    /// Rebuilds every channel on `entities` from its request, against the entities as the
+    /// context serves them now, keeping its subscriptions (and their numbers). Returns each
+    /// subscription moved, with the error that ended it when its query no longer checks.
+    func rebuild(entities: Set<String>, context: Context) -> [(Subscription, VarlinkError?)] {
+        var out: [(Subscription, VarlinkError?)] = []
+        for old in channels.values.sorted(by: { $0.id < $1.id }) where entities.contains(old.entity) {
+            channels[old.key] = nil
+            channelsByID[old.id] = nil
+            indexes[old.entity]?.unregister(old.id)
+            if indexes[old.entity]?.count == 0 { indexes[old.entity] = nil }
+            let members = old.subscriptions.values.sorted { $0.id < $1.id }
+            old.subscriptions = [:]
+            do throws(VarlinkError) {
+                let entity: Entity
+                do { entity = try context.servedEntity(old.entity) } catch { throw Broker.varlink(error) }
+                let fresh = try channel(for: try Query(request: old.request, fields: old.fields, entity: entity), context: context)
+                for s in members {
+                    s.channel = fresh
+                    fresh.subscriptions[s.id] = s
+                    out.append((s, nil))
+                }
+            } catch {
+                let reason = error
+                for s in members {
+                    s.connection.subscriptions[s.id] = nil
+                    count -= 1
+                    perUID[s.connection.peer.uid, default: 1] -= 1
+                    if perUID[s.connection.peer.uid] == 0 { perUID[s.connection.peer.uid] = nil }
+                    out.append((s, reason))
+                }
+            }
+        }
+        return out
     }
 
     // MARK: - Commits

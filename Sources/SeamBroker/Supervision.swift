@@ -13,11 +13,16 @@ public struct RoleSpec: Sendable, Equatable {
     public var command: [String]
     /// Added to the environment seamd passes on.
     public var environment: [String: String]
+    /// Run once for a task (the migration worker), never restarted: its end is reported to
+    /// whoever started it.
+    public var oneShot = false
 
     /// What the broker records as the author of its saves (design.md: never claimed by the client).
     public var author: String { pluginName.map { "plugin:\($0)" } ?? role }
 
-    public init(role: String, pluginName: String? = nil, command: [String], environment: [String: String] = [:]) {
+    public init(role: String, pluginName: String? = nil, command: [String], environment: [String: String] = [:],
+                oneShot: Bool = false) {
+        self.oneShot = oneShot
         self.role = role
         self.pluginName = pluginName
         self.name = pluginName.map { "plugin:\($0)" } ?? role
@@ -29,17 +34,25 @@ public struct RoleSpec: Sendable, Equatable {
 /// What `$XDG_CONFIG_HOME/seam/seamd.json` asks seamd to run. Pure: it reads bytes and says what
 /// is wrong with them, entry by entry, so one bad entry never stops the others.
 ///
-///     {"roles": {"ticker": {"enabled": true, "command": ["seam-ticker"]}},
+///     {"roles": {"ticker": {"enabled": true, "command": ["seam-ticker"]},
+///                "migrate": {"enabled": true, "command": ["seam-migrate"]}},
 ///      "plugins": [{"name": "logger", "command": ["python3", "logger.py"], "environment": {"K": "V"}}]}
 ///
 /// Every key is optional; a missing file means the defaults (every built-in role, as shipped).
 public struct SupervisorConfiguration: Sendable, Equatable {
     public var roles: [RoleSpec]
+    /// The migration worker, started for each migration (its command gets `--worker DIR
+    /// --stores A,B`). `roles.migrate.enabled: false` only stops seamd migrating outdated
+    /// stores on its own at start; `seam migrate` still runs it.
+    public var migrator = SupervisorConfiguration.defaultMigrator
+    public var migratesAtStart = true
     /// What was wrong with the file, one line each (logged at start, shown by `seam status`).
     public var problems: [String]
 
     /// The built-in roles and the programs that play them.
     public static let builtIn: [RoleSpec] = [RoleSpec(role: "ticker", command: ["seam-ticker"])]
+
+    public static let defaultMigrator = RoleSpec(role: "migrate", command: ["seam-migrate"], oneShot: true)
 
     public static let defaults = SupervisorConfiguration(roles: builtIn, problems: [])
 
@@ -66,8 +79,31 @@ public struct SupervisorConfiguration: Sendable, Equatable {
         var roles: [RoleSpec] = []
         let configured = top["roles"]?.objectValue ?? [:]
         if let r = top["roles"], r.objectValue == nil { problems.append("\(path): 'roles' is not an object; using the defaults") }
-        for key in configured.keys where !builtIn.contains(where: { $0.role == key }) {
-            problems.append("\(path): unknown role '\(key)' ignored (the roles are \(builtIn.map(\.role).joined(separator: ", ")))")
+        for key in configured.keys where !builtIn.contains(where: { $0.role == key }) && key != defaultMigrator.role {
+            problems.append("\(path): unknown role '\(key)' ignored (the roles are "
+                            + "\((builtIn.map(\.role) + [defaultMigrator.role]).joined(separator: ", ")))")
+        }
+        var migrator = defaultMigrator
+        var migratesAtStart = true
+        if let entry = configured[migrator.role] {
+            let context = "\(path): roles.\(migrator.role)"
+            if let object = entry.objectValue {
+                if let e = object["enabled"] {
+                    if let b = e.boolValue { migratesAtStart = b } else { problems.append("\(context).enabled is not true or false") }
+                }
+                if let c = object["command"] {
+                    if let command = Self.command(c) { migrator.command = command } else {
+                        problems.append("\(context).command is not a non-empty array of strings; using the default")
+                    }
+                }
+                if let env = object["environment"] {
+                    if let e = Self.environment(env) { migrator.environment = e } else {
+                        problems.append("\(context).environment is not an object of strings; ignored")
+                    }
+                }
+            } else {
+                problems.append("\(context) is not an object; using the default")
+            }
         }
         for var spec in builtIn {
             guard let entry = configured[spec.role] else {
@@ -131,7 +167,10 @@ public struct SupervisorConfiguration: Sendable, Equatable {
             if object["enabled"]?.boolValue == false { continue }
             roles.append(RoleSpec(role: "plugin", pluginName: name, command: command, environment: environment))
         }
-        return SupervisorConfiguration(roles: roles, problems: problems)
+        var out = SupervisorConfiguration(roles: roles, problems: problems)
+        out.migrator = migrator
+        out.migratesAtStart = migratesAtStart
+        return out
     }
 
     private static func command(_ json: JSON) -> [String]? {

@@ -99,6 +99,23 @@ public final class SeamConnection {
         if let p = helloParameters { _ = try roundTrip("org.seam.Store.Hello", p) }
     }
 
+    /// Calls `method` with `more` and hands each reply's parameters to `each`, until the last
+    /// (the one without `continues`); a varlink error ends it by being thrown.
+    public func stream(_ method: String, _ parameters: JSONObject = [:], each: (JSONObject) throws -> Void) throws {
+        nextID += 1
+        let id = JSON.integer(nextID)
+        do { try UnixSocket.writeAll(fd, Call(method: method, parameters: parameters, more: true, id: id).frame()) } catch {
+            throw ClientError(.disconnected)
+        }
+        while true {
+            let reply = try readReply()
+            if let rid = reply.id, rid != id { continue }
+            if let error = reply.error { throw ClientError(.remote(VarlinkError(error, reply.parameters))) }
+            try each(reply.parameters)
+            if !reply.continues { return }
+        }
+    }
+
     private func roundTrip(_ method: String, _ parameters: JSONObject) throws(ClientError) -> JSONObject {
         nextID += 1
         let id = JSON.integer(nextID)

@@ -1,6 +1,7 @@
 import SeamQuery
 import SeamSchema
 import SeamStore
+import SeamSystem
 
 /// One context over every store of a schema: the split-store pattern in library form.
 ///
@@ -28,6 +29,11 @@ public final class Context {
         /// History older than this (seconds) is purged on its own, unless sync is configured.
         public var historyRetention: Double = 7 * 24 * 3600
         public var syncConfigured = false
+        /// For a broker that migrates through its worker: an outdated store is opened at the
+        /// version it holds (and migrated later), and a newer, unknown or unreadable one is
+        /// kept closed, so that the other stores still serve. Off: outdated stores are migrated
+        /// on open (`migrate`), and any unusable store fails the open.
+        public var servesOutdated = false
         /// For crash tests: runs after the first file of a two-file save commits and before the
         /// second does — the moment the save journal exists for.
         public var betweenCommits: (@Sendable () -> Void)?
@@ -38,17 +44,22 @@ public final class Context {
     public let options: Options
     /// The store directory, or nil for the in-memory store.
     public let directory: String?
-    let stores: [String: StoreHandle]
-    /// Entity name → its definition and the store that holds it.
-    let routes: [String: (entity: Entity, store: String)]
+    /// The open stores.
+    var stores: [String: StoreHandle] = [:]
+    /// Why each store that is not open is closed, in words.
+    public internal(set) var closedStores: [String: String] = [:]
+    /// Per open store: model name → the version it is served at (older while a store awaits migration).
+    public internal(set) var servedVersions: [String: [String: ModelVersion]] = [:]
+    /// Entity name → its definition (as its store holds it) and the store, for open stores only.
+    var routes: [String: (entity: Entity, store: String)] = [:]
     /// Target entity name → the links that point at it.
     let incoming: [String: [(entity: Entity, link: Link)]]
     /// The sequence number of the last committed save.
     public internal(set) var sequence: Int64
     public internal(set) var ring: ChangeRing
     var readers: [String: Database] = [:]
-    /// One per store file: checkpoints happen off the thread that saves.
-    let checkpointers: [Checkpointer]
+    /// One per open store file: checkpoints happen off the thread that saves.
+    var checkpointers: [String: Checkpointer] = [:]
     /// Entity name → its attribute names, in order (shared by every change set).
     var attributeNames: [String: [String]] = [:]
     /// Parsed predicates by their text: parsing is the costly part of a repeated fetch.
@@ -59,40 +70,169 @@ public final class Context {
         self.schema = schema
         self.options = options
         self.directory = directory
-        let opened: [String: Database]
-        do {
-            opened = try StoreDirectory(path: directory, schema: schema).open(durability: options.durability, migrate: options.migrate)
-        } catch {
-            throw ContextError(.store(error))
-        }
-        var handles: [String: StoreHandle] = [:]
-        for (name, db) in opened { handles[name] = StoreHandle(name: name, db: db) }
-        stores = handles
-        var started: [Checkpointer] = []
-        do {
-            for name in opened.keys.sorted() { started.append(try Checkpointer(opened[name]!, durability: options.durability)) }
-        } catch {
-            for c in started { c.stop() }
-            throw ContextError(.database(error))
-        }
-        checkpointers = started
-        var routes: [String: (Entity, String)] = [:]
-        for (name, _) in opened {
-            for model in schema.models { for e in model.current.entities(in: name) { routes[e.name] = (e, name) } }
-        }
-        self.routes = routes
-        attributeNames = routes.mapValues { $0.0.attributes.map(\.name) }
         incoming = Self.incomingLinks(schema)
         ring = ChangeRing(capacity: options.ringCapacity)
         sequence = 0
-        do {
-            for h in handles.values { sequence = max(sequence, try SaveJournal.sequence(in: h.db)) }
-        } catch {
-            throw ContextError(.database(error))
+        let storeDirectory = StoreDirectory(path: directory, schema: schema)
+        if options.servesOutdated {
+            try openEach(storeDirectory)
+        } else {
+            let opened: [String: Database]
+            do {
+                opened = try storeDirectory.open(durability: options.durability, migrate: options.migrate)
+            } catch {
+                throw ContextError(.store(error))
+            }
+            let current = Dictionary(uniqueKeysWithValues: schema.models.map { ($0.name, $0.current) })
+            for name in opened.keys.sorted() {
+                do { try attach(name, db: opened[name]!, versions: current) } catch {
+                    for c in checkpointers.values { c.stop() }
+                    throw error
+                }
+            }
         }
     }
 
-    deinit { for c in checkpointers { c.stop() } }
+    /// Opens every store that can be served, each at the version it holds; the rest stay
+    /// closed with the reason. A new store is not created while another is outdated: the
+    /// migration may have to build it from the other (an entity that moved between files).
+    private func openEach(_ directory: StoreDirectory) throws(ContextError) {
+        do { try FileSystem.makeDirectory(directory.layout.directory) } catch {
+            throw ContextError(.store(StoreError(.system(error), path: directory.layout.directory)))
+        }
+        do { try directory.recover() } catch { throw ContextError(.store(error)) }
+        var classifications: [String: StoreClassification] = [:]
+        for name in schema.configurations {
+            do { classifications[name] = try directory.classify(name) } catch { closedStores[name] = error.description }
+        }
+        let anyOlder = classifications.values.contains { $0.state == .older }
+        for name in schema.configurations.sorted() {
+            guard let c = classifications[name] else { continue }
+            switch c.state {
+            case .newer, .unknown:
+                closedStores[name] = Self.refusal(c)
+                sequence = max(sequence, Self.storedSequence(c.path))
+                continue
+            case .new where anyOlder:
+                closedStores[name] = Self.waitingForMigration
+                continue
+            default: break
+            }
+            do {
+                try attach(name, db: try directory.openStore(c, durability: options.durability), versions: Self.versions(of: c, schema: schema))
+            } catch {
+                closedStores[name] = "\(error)"
+                sequence = max(sequence, Self.storedSequence(c.path))
+            }
+        }
+    }
+
+    /// Why a new store is not created yet: an outdated store's migration may have to fill it.
+    public static let waitingForMigration = "waiting for the migration of the other stores, which may fill it"
+
+    /// Whether any open store is served at an older version than this build's.
+    public var hasOutdatedStores: Bool {
+        servedVersions.values.contains { versions in versions.contains { schema.model($0.key)?.current.version != $0.value.version } }
+    }
+
+    /// Says why a closed store is closed (a migration's progress), for the next call that needs it.
+    public func setClosedReason(_ name: String, _ reason: String) {
+        if stores[name] == nil { closedStores[name] = reason }
+    }
+
+    /// Opens a store that is closed (after its migration, or to serve it at its old version
+    /// when the migration failed), at the version its file holds.
+    public func reopen(_ name: String) throws(ContextError) {
+        guard let directory, stores[name] == nil else { return }
+        let storeDirectory = StoreDirectory(path: directory, schema: schema)
+        do {
+            let c = try storeDirectory.classify(name)
+            try attach(name, db: try storeDirectory.openStore(c, durability: options.durability), versions: Self.versions(of: c, schema: schema))
+        } catch let e as StoreError {
+            closedStores[name] = e.description
+            throw ContextError(.store(e))
+        } catch let e as ContextError {
+            closedStores[name] = e.description
+            throw e
+        } catch {
+            throw ContextError(.store(StoreError(.unknown(detail: "\(error)"), path: name)))
+        }
+    }
+
+    /// Closes an open store (before its migration): its checkpointer stops, its statements
+    /// are finalised and its connection closed, so its WAL is folded into the file. Calls
+    /// that need it fail with `storeUnavailable` and `reason` until it is reopened.
+    public func close(_ name: String, reason: String) {
+        closedStores[name] = reason
+        guard let handle = stores.removeValue(forKey: name) else { return }
+        checkpointers.removeValue(forKey: name)?.stop()
+        readers.removeValue(forKey: name)?.close()
+        servedVersions[name] = nil
+        handle.releaseStatements()
+        handle.db.close()
+        rebuildRoutes()
+    }
+
+    private func attach(_ name: String, db: Database, versions: [String: ModelVersion]) throws(ContextError) {
+        let checkpointer: Checkpointer
+        do {
+            checkpointer = try Checkpointer(db, durability: options.durability)
+            sequence = max(sequence, try SaveJournal.sequence(in: db))
+        } catch {
+            db.close()
+            throw ContextError(.database(error))
+        }
+        stores[name] = StoreHandle(name: name, db: db)
+        checkpointers[name] = checkpointer
+        servedVersions[name] = versions
+        closedStores[name] = nil
+        rebuildRoutes()
+    }
+
+    /// Routes every entity of the current schema whose store is open, defined as that store
+    /// holds it (an older version's attributes while it awaits migration).
+    private func rebuildRoutes() {
+        var routes: [String: (Entity, String)] = [:]
+        for (name, versions) in servedVersions {
+            for model in schema.models {
+                let current = model.current.entities(in: name)
+                guard let served = versions[model.name] else { continue }
+                for e in served.entities(in: name) where current.contains(where: { $0.name == e.name }) { routes[e.name] = (e, name) }
+            }
+        }
+        self.routes = routes
+        attributeNames = routes.mapValues { $0.0.attributes.map(\.name) }
+    }
+
+    /// Model name → the version a classified file holds (the current one for a new file).
+    static func versions(of c: StoreClassification, schema: Schema) -> [String: ModelVersion] {
+        if c.state == .new { return Dictionary(uniqueKeysWithValues: schema.models(in: c.configuration).map { ($0.name, $0.current) }) }
+        var out: [String: ModelVersion] = [:]
+        for (name, status) in c.models { if let v = status.source { out[name] = v } }
+        return out
+    }
+
+    private static func refusal(_ c: StoreClassification) -> String {
+        let newer = c.models.compactMap { name, status -> String? in
+            if case .newer(let label) = status { return "\(name) v\(label)" } else { return nil }
+        }
+        if !newer.isEmpty {
+            return "written by a newer build (\(newer.joined(separator: ", "))); left untouched: run a build that knows it"
+        }
+        return "not a store this build can read (\(c.summary)); left untouched"
+    }
+
+    /// The save sequence a store file recorded, read without writing (0 when unreadable): a
+    /// closed store's saves still count, so sequence numbers never repeat when it returns.
+    private static func storedSequence(_ path: String) -> Int64 {
+        var o = Database.Options()
+        o.readOnly = true
+        guard FileSystem.exists(path), let db = try? Database(path: path, options: o) else { return 0 }
+        defer { db.close() }
+        return (try? SaveJournal.sequence(in: db)) ?? 0
+    }
+
+    deinit { for c in checkpointers.values { c.stop() } }
 
     /// The single in-memory `Default` store holding every entity: for tests and previews.
     /// Snapshots are not available there (see `withSnapshot`).
@@ -112,7 +252,6 @@ public final class Context {
             try StoreMetadata(configuration: name, format: StoreMetadata.currentFormat, models: records).write(to: db)
             try db.execute("COMMIT")
             stores = [name: StoreHandle(name: name, db: db)]
-            checkpointers = []
         } catch {
             throw ContextError(.database(error))
         }
@@ -120,6 +259,7 @@ public final class Context {
         for model in schema.models { for e in model.current.entities { routes[e.name] = (e, name) } }
         self.routes = routes
         attributeNames = routes.mapValues { $0.0.attributes.map(\.name) }
+        servedVersions[name] = Dictionary(uniqueKeysWithValues: schema.models.map { ($0.name, $0.current) })
         incoming = Self.incomingLinks(schema)
         ring = ChangeRing(capacity: options.ringCapacity)
         sequence = 0
@@ -142,17 +282,22 @@ public final class Context {
 
     /// Per store file: checkpoints done off the saving thread, and the last failure if any.
     public func checkpointing(_ store: String) -> (checkpoints: Int, lastFailure: String?)? {
-        guard let i = storeNames.firstIndex(of: store), checkpointers.indices.contains(i) else { return nil }
-        return (checkpointers[i].checkpoints, checkpointers[i].lastFailureMessage)
+        checkpointers[store].map { ($0.checkpoints, $0.lastFailureMessage) }
     }
 
     /// The configuration (store) that holds `entity`.
     public func store(of entity: String) throws(ContextError) -> String { try route(entity).store }
 
     func route(_ entity: String) throws(ContextError) -> (entity: Entity, store: String) {
-        guard let r = routes[entity] else { throw ContextError(.unknownEntity(entity)) }
-        return r
+        if let r = routes[entity] { return r }
+        if let e = schema.entity(entity), let why = closedStores[e.configuration] {
+            throw ContextError(.storeUnavailable(store: e.configuration, entity: entity, reason: why))
+        }
+        throw ContextError(.unknownEntity(entity))
     }
+
+    /// The definition of `entity` as its store holds it now: the route's, when open.
+    public func servedEntity(_ entity: String) throws(ContextError) -> Entity { try route(entity).entity }
 
     /// The configuration an entity belongs to in the schema (Cloud or Local), even in memory.
     func configuration(of entity: String) -> String {

@@ -16,6 +16,8 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         case constraint(entity: String, detail: String)
         case deleteDenied(entity: String, uuid: String, linkedFrom: String, count: Int)
         case snapshotUnsupported
+        /// The store that holds the entity is closed: migrating, newer than this build, or unreadable.
+        case storeUnavailable(store: String, entity: String, reason: String)
         case query(QueryError)
         case store(StoreError)
         case database(DatabaseError)
@@ -42,6 +44,8 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         case .snapshotUnsupported:
             return "the in-memory store cannot pin a snapshot (SQLite's in-memory databases have one connection); "
                 + "read without a snapshot, or use a store directory"
+        case .storeUnavailable(let store, let entity, let reason):
+            return "\(entity) is in the \(store) store, which is not available: \(reason)"
         case .query(let e): return "\(e)"
         case .store(let e): return "\(e)"
         case .database(let e): return "\(e)"

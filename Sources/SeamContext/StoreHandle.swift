@@ -15,6 +15,13 @@ final class StoreHandle {
         self.db = db
     }
 
+    /// Finalises every cached statement, so that closing the connection really closes it.
+    func releaseStatements() {
+        statements.removeAll()
+        rowByUUID.removeAll()
+        insertByEntity.removeAll()
+    }
+
     /// Runs a statement without arguments or rows through the cache (BEGIN, COMMIT: parsed once).
     func run(_ sql: String) throws(DatabaseError) {
         let s = try statement(sql)

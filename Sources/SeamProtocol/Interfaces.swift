@@ -1,6 +1,7 @@
 /// The varlink interface definitions Seam serves, as `GetInterfaceDescription` returns them.
-/// The same texts are committed as `Protocol/org.seam.Store.varlink` and
-/// `Protocol/org.varlink.service.varlink`; a test keeps them equal.
+/// The same texts are committed as `Protocol/org.seam.Store.varlink`,
+/// `Protocol/org.seam.Migration.varlink` and `Protocol/org.varlink.service.varlink`; a test
+/// keeps them equal.
 public enum Interfaces {
     public static let vendor = "Seam"
     public static let product = "seamd"
@@ -88,6 +89,10 @@ public enum Interfaces {
         )
 
         # The broker's state: version, process, connections, subscriptions, stores, roles.
+        # Each store: name, path, size, state (open, outdated: served at an older version,
+        # migrating, or closed), versions (model, version, current), reason (why it is not
+        # open), backup (the original the last migration replaced), checkpoints. migration:
+        # running, stores, progress (see org.seam.Migration), worker, last (how the last ended).
         method Status() -> (
           product: string,
           version: string,
@@ -101,7 +106,8 @@ public enum Interfaces {
           stores: []object,
           roles: []Role,
           plugins: []Plugin,
-          configurationProblems: []string
+          configurationProblems: []string,
+          migration: object
         )
 
         # A connected plugin and what it may read and write (null: every entity).
@@ -173,9 +179,64 @@ public enum Interfaces {
         error ShuttingDown (message: string)
         error SequenceAhead (since: int, sequence: int, message: string)
         error LimitReached (message: string)
+        error StoreUnavailable (store: string, message: string)
+
+        """
+
+    public static let migration = """
+        # Migrating outdated stores while seamd serves the others. seamd closes the stores a
+        # migration touches; its worker (seam-migrate, in the role "migrate") reads them
+        # read-only, builds verified copies beside them and reports progress; seamd verifies
+        # the copies again, swaps them in (keeping each original in backups/) and reopens the
+        # stores. On any failure the originals return to service at their old versions.
+        interface org.seam.Migration
+
+        # How far a migration is. phase: preparing, copying, indexing, verifying, swapping or
+        # done; fraction from rows copied, or from bytes for a byte copy; estimate in seconds.
+        type Progress (
+          phase: string,
+          store: string,
+          entity: ?string,
+          rowsDone: int,
+          rowsTotal: int,
+          bytesWritten: int,
+          bytesTotal: int,
+          fraction: float,
+          elapsed: float,
+          estimate: ?float
+        )
+
+        # What a migration would do now: the stores it touches, and each step in words and SQL.
+        method Plan() -> (needed: bool, running: bool, stores: []string, text: string)
+
+        # Starts the migration, or joins the one running. state is "current" (nothing to do),
+        # "running" (with more: one reply per progress report, then the last), or "done".
+        method Migrate() -> (
+          state: string,
+          stores: []string,
+          progress: ?Progress,
+          backups: ?[]string
+        )
+
+        # The worker's calls (role "migrate" only): progress, success, failure.
+        method Report(
+          phase: string,
+          store: string,
+          entity: ?string,
+          rowsDone: int,
+          rowsTotal: int,
+          bytesWritten: int,
+          bytesTotal: int
+        ) -> ()
+        method Finished() -> (backups: []string)
+        method Failed(message: string) -> ()
+
+        error MigrationFailed (message: string)
 
         """
 
     /// Interface name → description.
-    public static let all: [String: String] = ["org.varlink.service": service, "org.seam.Store": store]
+    public static let all: [String: String] = [
+        "org.varlink.service": service, "org.seam.Store": store, "org.seam.Migration": migration,
+    ]
 }

@@ -67,5 +67,18 @@ public struct VarlinkError: Error, Sendable, CustomStringConvertible {
     public static func limitReached(_ message: String) -> VarlinkError {
         VarlinkError("org.seam.Store.LimitReached", ["message": .string(message)])
     }
+    /// The store that holds what the call needs is closed: migrating (with how far along),
+    /// written by a newer build, or unreadable. The message says which, and what to do.
+    public static func storeUnavailable(store: String, _ message: String) -> VarlinkError {
+        VarlinkError("org.seam.Store.StoreUnavailable", ["store": .string(store), "message": .string(message)])
+    }
+
+    // MARK: - org.seam.Migration
+
+    /// A migration did not complete; the originals are in service at their old versions.
+    public static func migrationFailed(_ message: String) -> VarlinkError {
+        VarlinkError("org.seam.Migration.MigrationFailed", ["message": .string(message)])
+    }
+
     public static let shuttingDown = VarlinkError("org.seam.Store.ShuttingDown", ["message": .string("seamd is shutting down")])
 }

@@ -14,9 +14,27 @@ public struct MigrationProgress: Sendable {
     public var rowsTotal: Int
     /// Bytes written to the copies so far.
     public var bytesWritten: Int64
+    /// Bytes to copy, when a copy is a byte copy (an additive change); 0 when rows are copied.
+    public var bytesTotal: Int64 = 0
 
-    /// The fraction done, from rows (0…1).
-    public var fraction: Double { rowsTotal == 0 ? (phase == .done ? 1 : 0) : min(1, Double(rowsDone) / Double(rowsTotal)) }
+    public init(phase: Phase, configuration: String, entity: String? = nil, rowsDone: Int = 0, rowsTotal: Int = 0,
+                bytesWritten: Int64 = 0, bytesTotal: Int64 = 0) {
+        self.phase = phase
+        self.configuration = configuration
+        self.entity = entity
+        self.rowsDone = rowsDone
+        self.rowsTotal = rowsTotal
+        self.bytesWritten = bytesWritten
+        self.bytesTotal = bytesTotal
+    }
+
+    /// The fraction done (0…1): from rows, or from bytes for a byte copy; 1 once verified.
+    public var fraction: Double {
+        if phase == .swapping || phase == .done { return 1 }
+        if rowsTotal > 0 { return min(1, Double(rowsDone) / Double(rowsTotal)) }
+        if bytesTotal > 0 { return min(1, Double(bytesWritten) / Double(bytesTotal)) }
+        return phase == .verifying ? 1 : 0
+    }
 }
 
 public struct MigrationOptions: Sendable {
@@ -44,20 +62,28 @@ enum MigrationExecutor {
         _ plan: MigrationPlan, layout: StoreLayout, options: MigrationOptions, progress: Progress
     ) throws(StoreError) -> MigrationReport {
         guard !plan.isEmpty else { return MigrationReport(configurations: [], rowsCopied: 0, backups: []) }
-        let sources = Set(plan.files.flatMap(\.sources))
-        for configuration in sources {
-            try foldWAL(layout.store(configuration))
-        }
-        var state = MigrationProgress(phase: .preparing, configuration: plan.files[0].configuration, entity: nil,
-                                      rowsDone: 0, rowsTotal: 0, bytesWritten: 0)
-        progress(state)
-        state = try buildConcurrently(plan.files, layout: layout, options: options, start: state, progress: progress)
+        var state = try build(plan, layout: layout, options: options, progress: progress)
         state.phase = .swapping
         progress(state)
         let backups = try swap(plan.files.map(\.configuration), layout: layout)
         state.phase = .done
         progress(state)
         return MigrationReport(configurations: plan.files.map(\.configuration), rowsCopied: state.rowsDone, backups: backups)
+    }
+
+    /// Builds and verifies every copy of `plan`, leaving them beside the originals for `swap`
+    /// (the migration worker stops here; the broker swaps). Returns the final progress.
+    static func build(
+        _ plan: MigrationPlan, layout: StoreLayout, options: MigrationOptions, progress: Progress
+    ) throws(StoreError) -> MigrationProgress {
+        let sources = Set(plan.files.flatMap(\.sources)).union(plan.files.map(\.configuration))
+        for configuration in sources.sorted() where FileSystem.exists(layout.store(configuration)) {
+            try foldWAL(layout.store(configuration))
+        }
+        let state = MigrationProgress(phase: .preparing, configuration: plan.files[0].configuration, entity: nil,
+                                      rowsDone: 0, rowsTotal: 0, bytesWritten: 0)
+        progress(state)
+        return try buildConcurrently(plan.files, layout: layout, options: options, start: state, progress: progress)
     }
 
     /// Builds every file's copy at once, one thread per file (each reads only the read-only
@@ -86,7 +112,9 @@ enum MigrationExecutor {
         var last: MigrationProgress?
         while group.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
             let now = board.snapshot
-            if now.phase != last?.phase || now.rowsDone != last?.rowsDone || now.entity != last?.entity {
+            if now.phase != last?.phase || now.rowsDone != last?.rowsDone || now.entity != last?.entity
+                || now.bytesWritten != last?.bytesWritten
+            {
                 progress(now)
                 last = now
             }
@@ -96,7 +124,7 @@ enum MigrationExecutor {
             throw error
         }
         let end = board.snapshot
-        if end.rowsDone != last?.rowsDone { progress(end) }
+        if end.rowsDone != last?.rowsDone || end.bytesWritten != last?.bytesWritten { progress(end) }
         return end
     }
 
@@ -211,8 +239,13 @@ enum MigrationExecutor {
         state: inout MigrationProgress, progress: Progress
     ) throws {
         state.phase = .copying
+        let written = state.bytesWritten
+        state.bytesTotal += FileSystem.size(original) ?? 0
         progress(state)
-        try FileSystem.copyFile(original, to: path)
+        try FileSystem.copyFile(original, to: path) { copied in
+            state.bytesWritten = written + copied
+            progress(state)
+        }
         let db = try Database(path: path, options: { var o = Database.Options(); o.create = false; return o }())
         try db.execute("BEGIN IMMEDIATE")
         for sql in statements { try db.execute(sql) }
@@ -224,7 +257,7 @@ enum MigrationExecutor {
         try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         db.close()
         try FileSystem.sync(path)
-        state.bytesWritten += FileSystem.size(path) ?? 0
+        state.bytesWritten = written + (FileSystem.size(path) ?? 0)
     }
 
     /// Copies rows with `INSERT … SELECT` in uuid order, one bounded batch at a time. Returns
@@ -322,10 +355,46 @@ enum MigrationExecutor {
         }
     }
 
+    /// Checks copies someone else built (the broker, of the worker's copies) before they are
+    /// swapped in: each exists, passes quick_check, has exactly the current tables and indexes,
+    /// records the plan's models and hashes, and holds as many rows of each entity as the
+    /// original it came from.
+    static func verifyBuilt(_ plan: MigrationPlan, layout: StoreLayout) throws(StoreError) {
+        for file in plan.files {
+            let path = layout.copy(file.configuration)
+            guard (FileSystem.size(path) ?? 0) > 0 else {
+                throw StoreError(.verificationFailed(detail: "the copy is missing or empty"), path: path)
+            }
+            do {
+                var o = Database.Options()
+                o.readOnly = true
+                o.uri = true
+                let db = try Database(path: Database.readOnlyURI(path), options: o)
+                defer { db.close() }
+                for configuration in file.sources.sorted() {
+                    let name = SchemaSQL.quote(MigrationPlan.Copy.schemaName(configuration))
+                    try db.run("ATTACH DATABASE ? AS \(name)", [.string(Database.readOnlyURI(layout.store(configuration)))])
+                }
+                var counts: [String: Int] = [:]
+                var copied: [String: Int] = [:]
+                for copy in file.copies {
+                    let source = "\(SchemaSQL.quote(MigrationPlan.Copy.schemaName(copy.sourceConfiguration))).\(SchemaSQL.quote(copy.sourceTable))"
+                    counts["\(file.configuration).\(copy.entity)"] = Int(try db.scalar("SELECT count(*) FROM \(source)").integerValue ?? 0)
+                    copied[copy.entity] = Int(try db.scalar("SELECT count(*) FROM main.\(SchemaSQL.quote(copy.entity))").integerValue ?? 0)
+                }
+                try verify(file, db: db, counts: counts, copied: copied, full: false, path: path)
+            } catch let e as StoreError {
+                throw e
+            } catch {
+                throw StoreError(.verificationFailed(detail: "\(error)"), path: path)
+            }
+        }
+    }
+
     // MARK: - Swapping
 
     /// Records the intent to swap, then swaps every copy in, keeping each original in backups/.
-    private static func swap(_ configurations: [String], layout: StoreLayout) throws(StoreError) -> [String] {
+    static func swap(_ configurations: [String], layout: StoreLayout) throws(StoreError) -> [String] {
         do {
             let intent = CanonicalJSON.object([
                 "format": .integer(1), "swap": .array(configurations.map(CanonicalJSON.string)),
@@ -414,6 +483,7 @@ final class ProgressBoard: Sendable {
             p.rowsTotal = s.perFile.values.reduce(0) { $0 + $1.rowsTotal }
             p.rowsDone = s.perFile.values.reduce(0) { $0 + $1.rowsDone }
             p.bytesWritten = s.perFile.values.reduce(0) { $0 + $1.bytesWritten }
+            p.bytesTotal = s.perFile.values.reduce(0) { $0 + $1.bytesTotal }
             return p
         }
     }

@@ -88,6 +88,15 @@ public struct MigrationPlan: Sendable {
         public var method: Method = .rebuild
         /// How the file stands now, in words.
         public var from: String
+        /// Model name → the version the file holds now (absent: not in the file yet).
+        public var fromVersions: [String: Int] = [:]
+
+        /// "Local: Timers v4 → v5": the change in versions, in words.
+        public var versionChange: String {
+            configuration + ": " + metadata.models.map { m in
+                "\(m.model) " + (fromVersions[m.model].map { "v\($0) → " } ?? "new at ") + "v\(m.version)"
+            }.joined(separator: ", ")
+        }
         public var createTables: [String]
         public var copies: [Copy]
         public var createIndexes: [String]

@@ -63,6 +63,7 @@ public enum MigrationPlanner {
             createIndexes: indexes, metadata: StoreMetadata(configuration: file.configuration, format: StoreMetadata.currentFormat,
                                                             models: records),
             dropped: dropped)
+        for (name, status) in file.models { if let v = status.source { plan.fromVersions[name] = v.version } }
         if file.state == .older, let statements = alterStatements(file: file, copies: copies, schema: schema) {
             plan.method = .alter(statements)
         }

@@ -65,6 +65,8 @@ public struct StoreDirectory: Sendable {
                 }
                 for companion in StoreLayout.companions(store) { try FileSystem.remove(companion) }
                 try FileSystem.rename(copy, to: store)
+                // A reader of the copy (the broker verifying it) may have left its -shm behind.
+                for companion in StoreLayout.companions(copy) { try FileSystem.remove(companion) }
             }
             try FileSystem.syncDirectory(layout.backups)
             try FileSystem.syncDirectory(layout.directory)
@@ -165,6 +167,74 @@ public struct StoreDirectory: Sendable {
         let plan = try plan()
         if !plan.isEmpty { try requireWritable() }
         return try MigrationExecutor.run(plan, layout: layout, options: options, progress: progress)
+    }
+
+    // MARK: - Migration in service (the broker and its worker)
+
+    /// The plan for the files as they stand, without recovery: for a broker that holds stores
+    /// open (recovery is for when nobody does). Refuses only what the plan would have to read.
+    public func planInService() throws(StoreError) -> MigrationPlan {
+        var classifications: [StoreClassification] = []
+        for c in schema.configurations { classifications.append(try classify(c)) }
+        let plan = try MigrationPlanner.plan(classifications.filter { $0.state != .newer && $0.state != .unknown }, schema: schema)
+        let touched = Set(plan.files.map(\.configuration)).union(plan.files.flatMap(\.sources))
+        try refuseUnusable(classifications.filter { touched.contains($0.configuration) })
+        if !plan.isEmpty { try requireWritable() }
+        return plan
+    }
+
+    /// The configurations a plan reads or writes: those the broker closes while it runs.
+    public static func touched(by plan: MigrationPlan) -> [String] {
+        Set(plan.files.map(\.configuration)).union(plan.files.flatMap(\.sources)).sorted()
+    }
+
+    /// Builds and verifies the plan's copies beside the originals, which it only reads; the
+    /// copies wait there for `swapIn` (the worker's part). On failure no copy is left.
+    public func buildCopies(
+        _ plan: MigrationPlan, options: MigrationOptions = MigrationOptions(), progress: (MigrationProgress) -> Void = { _ in }
+    ) throws(StoreError) -> MigrationProgress {
+        guard !plan.isEmpty else { return MigrationProgress(phase: .done, configuration: "") }
+        return try MigrationExecutor.build(plan, layout: layout, options: options, progress: progress)
+    }
+
+    /// Verifies copies built by another process (quick_check, shape, hashes, row counts
+    /// against the originals), then swaps them in as a set, keeping each original in
+    /// `backups/` (the broker's part). Returns the backups. Nothing is swapped unless all verify.
+    public func swapIn(_ plan: MigrationPlan) throws(StoreError) -> [String] {
+        try MigrationExecutor.verifyBuilt(plan, layout: layout)
+        return try MigrationExecutor.swap(plan.files.map(\.configuration), layout: layout)
+    }
+
+    /// Removes what a failed or abandoned migration of `configurations` left: copies and their
+    /// companions. Returns the names removed.
+    @discardableResult
+    public func removeCopies(_ configurations: [String]) -> [String] {
+        var removed: [String] = []
+        for c in configurations {
+            for path in [layout.copy(c)] + StoreLayout.companions(layout.copy(c)) where FileSystem.exists(path) {
+                if (try? FileSystem.remove(path)) != nil { removed.append(String(path.split(separator: "/").last ?? "")) }
+            }
+        }
+        return removed
+    }
+
+    /// Opens one classified store for service at the version it holds: creates a new one at
+    /// the current versions; refuses a newer or unknown one.
+    public func openStore(_ c: StoreClassification, durability: Durability) throws(StoreError) -> Database {
+        switch c.state {
+        case .newer, .unknown: try refuseUnusable([c])
+        case .new, .current, .older: break
+        }
+        do { try FileSystem.makeDirectory(layout.directory) } catch { throw StoreError(.system(error), path: layout.directory) }
+        var o = Database.Options()
+        o.durability = durability
+        do {
+            let db = try Database(path: c.path, options: o)
+            if c.state == .new { try create(c.configuration, in: db) }
+            return db
+        } catch {
+            throw StoreError(.database(error), path: c.path)
+        }
     }
 
     private func requireWritable() throws(StoreError) {

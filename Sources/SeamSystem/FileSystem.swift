@@ -105,18 +105,25 @@ public enum FileSystem {
 
     /// Copies a file's bytes to a new file (`copy_file_range`, so the kernel does the work) and
     /// flushes the copy to disk.
-    public static func copyFile(_ from: String, to: String, mode: mode_t = 0o600) throws(SystemError) {
+    public static func copyFile(
+        _ from: String, to: String, mode: mode_t = 0o600, progress: (Int64) -> Void = { _ in }
+    ) throws(SystemError) {
         let input = try retrying("open", from) { open(from, O_RDONLY | O_CLOEXEC) }
         defer { close(input) }
         let output = try retrying("open", to) { open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
         defer { close(output) }
+        // 64 MiB a call: few system calls, and progress a person can watch on a large file.
+        let chunk = 1 << 26
+        var copied: Int64 = 0
         while true {
-            let n = seam_copy_file_range(input, output, 1 << 30)
+            let n = seam_copy_file_range(input, output, chunk)
             if n == 0 { break }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw SystemError("copy_file_range", path: "\(from) -> \(to)", errno: errno)
             }
+            copied += Int64(n)
+            progress(copied)
         }
         try retrying("fsync", to) { fsync(output) }
     }

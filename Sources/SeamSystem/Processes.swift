@@ -91,6 +91,14 @@ public enum Processes {
     @discardableResult
     public static func signal(_ pid: Int32, _ signo: Int32) -> Bool { kill(pid, signo) == 0 }
 
+    /// Makes the kernel kill this process (SIGKILL) as soon as its parent dies: for a worker
+    /// whose work means nothing without the parent that started it. False when the parent is
+    /// already gone.
+    public static func dieWithParent() -> Bool {
+        let parent = getppid()
+        return parent > 1 && seam_die_with_parent(parent) == 0
+    }
+
     /// Whether a process `pid` runs. A zombie does not count: it has ended, and a parent that
     /// never reaps (a container's init, say) must not make it look alive.
     public static func isAlive(_ pid: Int32) -> Bool {

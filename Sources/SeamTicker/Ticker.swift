@@ -35,6 +35,9 @@ public final class Ticker {
     /// AdvanceMany calls in flight: call id → their sessions.
     private var inFlight: [Int64: [String]] = [:]
     private var busy: Set<String> = []
+    /// When to subscribe again after the broker said the Local store is not available (it is
+    /// migrating): wall-clock seconds, or nil.
+    private var resubscribeAt: Double?
     private var nextID: Int64 = 100
     private var usedInherited = false
     private static let subscriptionID: Int64 = 2
@@ -54,7 +57,12 @@ public final class Ticker {
             let now = WallClock.now()
             let due = TickerSchedule.due(live.rows, at: now, excluding: busy)
             if !due.isEmpty { advance(due) }
-            do { try timer.arm(at: TickerSchedule.nextWake(live.rows, excluding: busy)) } catch {
+            if let at = resubscribeAt, now >= at {
+                resubscribeAt = nil
+                subscribe()
+            }
+            let wake = [TickerSchedule.nextWake(live.rows, excluding: busy), resubscribeAt].compactMap { $0 }.min()
+            do { try timer.arm(at: wake) } catch {
                 throw Failure(description: "cannot arm the timer: \(error)")
             }
             let ready = UnixSocket.waitReadable([fd, timer.descriptor])
@@ -87,6 +95,7 @@ public final class Ticker {
         live = LiveResult()
         inFlight = [:]
         busy = []
+        resubscribeAt = nil
         let deadline = WallClock.monotonic() + options.reconnectTimeout
         var pause = 0.05
         while true {
@@ -103,10 +112,15 @@ public final class Ticker {
         send(Call(method: "org.seam.Store.Hello", parameters: [
             "version": 1, "role": "plugin", "name": "seam-ticker", "capabilities": ["reads": ["Session"], "writes": ["Session"]],
         ], id: .integer(1)))
+        subscribe()
+        log("connected; following running sessions")
+    }
+
+    private func subscribe() {
+        live = LiveResult()
         send(Call(method: "org.seam.Store.Subscribe", parameters: [
             "entity": "Session", "predicate": #"state == "running""#, "sort": "stepEndsAt", "fields": ["stepEndsAt"],
         ], more: true, id: .integer(Self.subscriptionID)))
-        log("connected; following running sessions")
     }
 
     private func openConnection() throws(Failure) -> Int32? {
@@ -141,16 +155,16 @@ public final class Ticker {
         if reply.error == VarlinkError.shuttingDown.name { return }
         if id == Self.subscriptionID {
             if let error = reply.error {
-                log("the subscription failed: \(error)")
+                // A Local store that is migrating comes back: follow it again when it does.
+                let retry = error == "org.seam.Store.StoreUnavailable"
+                log("the subscription failed: \(error)" + (retry ? " (\(reply.parameters["message"]?.stringValue ?? "")); trying again in 1 s" : ""))
+                if retry { resubscribeAt = WallClock.now() + 1 }
                 return
             }
             guard let update = try? SubscriptionUpdate(reply.parameters) else { return }
             do { try live.apply(update) } catch {
                 log("a diff did not fit (\(error)); subscribing afresh")
-                live = LiveResult()
-                send(Call(method: "org.seam.Store.Subscribe", parameters: [
-                    "entity": "Session", "predicate": #"state == "running""#, "sort": "stepEndsAt", "fields": ["stepEndsAt"],
-                ], more: true, id: .integer(Self.subscriptionID)))
+                subscribe()
             }
             return
         }

@@ -17,12 +17,13 @@ public enum TimerService {
         # Times are wall-clock; the broker's clock decides "now".
         interface org.seam.Timers
 
-        # Starts a session of a timer (by uuid). A finished session of that timer is replaced in the
-        # same save; a running or paused one makes this fail with AlreadyRunning.
-        method Start(timer: string) -> (session: string, replaced: ?string, sequence: int)
+        # Starts a session of a timer (by uuid), with `note` as its note (empty without one). A
+        # finished session of that timer is replaced in the same save; a running or paused one
+        # makes this fail with AlreadyRunning.
+        method Start(timer: string, note: ?string) -> (session: string, replaced: ?string, sequence: int)
 
-        # Starts a session with no timer: one step of the given length.
-        method Flash(seconds: int, name: ?string) -> (session: string, sequence: int)
+        # Starts a session with no timer: one step of the given length; `note` as in Start.
+        method Flash(seconds: int, name: ?string, note: ?string) -> (session: string, sequence: int)
 
         # The lifecycle of one session (by uuid).
         method Pause(session: string) -> (session: string, state: string, sequence: int)
@@ -98,12 +99,24 @@ public enum TimerService {
         return u
     }
 
+    /// The note a new session gets: the call's `note`; nil without one (or an empty one), so
+    /// that the column's default ("") applies — and a Local store still served at a version
+    /// before notes (its migration failed) keeps taking sessions.
+    private static func noteParameter(_ p: JSONObject) throws(VarlinkError) -> AttributeValue? {
+        switch p["note"] {
+        case nil, .null?, .string("")?: return nil
+        case .string(let note)?: return .string(note)
+        default: throw .invalidParameter("note")
+        }
+    }
+
     private static func row(_ entity: String, _ uuid: String, _ call: ServiceCall) throws(VarlinkError) -> [String: AttributeValue]? {
         do { return try call.context.row(entity, uuid)?.values } catch { throw Broker.varlink(error) }
     }
 
     static func start(_ p: JSONObject, _ call: ServiceCall) throws(VarlinkError) -> JSONObject {
         let timerUUID = try uuidParameter(p, "timer")
+        let note = try noteParameter(p)
         guard let timer = try row("Timer", timerUUID, call) else { throw notFound("timer", timerUUID) }
         let existing: [Row]
         do { existing = try call.context.fetch(FetchRequest("Session", where: "timerUUID == $t", parameters: ["t": .uuid(timerUUID)])) } catch {
@@ -139,6 +152,7 @@ public enum TimerService {
         values["timerUUID"] = .uuid(timerUUID)
         values["startedAt"] = .date(now)
         for key in ["name", "icon", "colour", "steps", "repeatCount"] { values[key] = timer[key] }
+        if let note { values["note"] = note }
         request.insert("Session", values)
         let set = try call.save(request)
         return ["session": .string(session), "replaced": replaced.map(JSON.string) ?? .null, "sequence": .integer(set?.sequence ?? 0)]
@@ -149,6 +163,7 @@ public enum TimerService {
             throw .invalidParameter("seconds")
         }
         let label = p["name"]?.stringValue ?? "Flash \(DurationText.format(Int(seconds)))"
+        let note = try noteParameter(p)
         let now = call.now
         let clock: SessionClock
         do { clock = try SessionClock.start(steps: [Int(seconds)], repeatCount: 1, at: now) } catch { throw invalidTimer(error.description) }
@@ -159,6 +174,7 @@ public enum TimerService {
         values["name"] = .string(label)
         values["steps"] = .json(Steps.encode([Step(label: label, seconds: Int(seconds))]))
         values["repeatCount"] = .integer(1)
+        if let note { values["note"] = note }
         let set = try call.save(SaveRequest([.insert(entity: "Session", values: values)]))
         return ["session": .string(session), "sequence": .integer(set?.sequence ?? 0)]
     }

@@ -31,6 +31,9 @@ public struct TimerListEntry: Sendable, Hashable {
 
     /// The name to show: the session's copy while it runs, else the timer's.
     public var name: String { (session?["name"]?.stringValue).flatMap { $0.isEmpty ? nil : $0 } ?? timer?["name"]?.stringValue ?? "" }
+
+    /// The session's note, when it has one that is not empty.
+    public var note: String? { (session?["note"]?.stringValue).flatMap { $0.isEmpty ? nil : $0 } }
 }
 
 /// Builds the unified list.

@@ -4,7 +4,7 @@ import SeamSchema
 ///
 /// Timer definitions and their folders live in `Cloud`; runs live in `Local`. Each version is
 /// written as a change to the one before; shipped versions are frozen (their canonical JSON is
-/// committed under `Tests/SeamTimersTests/History`, and a test fails if one changes).
+/// committed under `Protocol/schemas/Timers`, and a test fails if one changes).
 ///
 /// History:
 /// 1. `Timer` with a title and a single `duration`; `Folder`; `Run` (in Cloud, by mistake);
@@ -15,6 +15,7 @@ import SeamSchema
 ///    runs move to `Local`, so they never sync.
 /// 4. `Run` → `Session`: copies of the timer's fields, pause and finish times, rounds, one
 ///    session per timer (unique `timerUUID`, nil for a flash timer), indexed by state.
+/// 5. A session gets a `note` (empty by default), given when it starts.
 public enum TimerModel {
     public static let name = "Timers"
 
@@ -25,7 +26,7 @@ public enum TimerModel {
     }()
 
     public static func build() throws(SchemaError) -> VersionedModel {
-        try VersionedModel([try v1(), try v2(), try v3(), try v4()])
+        try VersionedModel([try v1(), try v2(), try v3(), try v4(), try v5()])
     }
 
     /// The draft of version `label`, for building a later version on top of it (tests,
@@ -36,7 +37,8 @@ public enum TimerModel {
         case 2: return try v2()
         case 3: return try v3()
         case 4: return try v4()
-        default: throw SchemaError(.versionOutOfOrder(expected: 4), model: name, version: label)
+        case 5: return try v5()
+        default: throw SchemaError(.versionOutOfOrder(expected: 5), model: name, version: label)
         }
     }
 
@@ -153,6 +155,14 @@ public enum TimerModel {
         try m.addStage(CustomStage("finishedRunsGetFinishTime", entity: "Session", sql: [
             "finishedAt": #"CASE WHEN "state" = 'finished' AND "finishedAt" IS NULL THEN "stepEndsAt" ELSE "finishedAt" END"#,
         ]))
+        return m
+    }
+
+    static func v5() throws(SchemaError) -> ModelDraft {
+        var m = try v4().next()
+        try m.modify("Session") { e throws(SchemaError) in
+            try e.add(Attribute("note", .string, default: .string("")))
+        }
         return m
     }
 }

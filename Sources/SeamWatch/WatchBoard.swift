@@ -117,7 +117,7 @@ public struct WatchBoard: Sendable {
         return n.isEmpty ? "(unnamed)" : n
     }
 
-    /// `Tea  ▶ running  Steep 2/3 · round 1/2  3:12 left`
+    /// `Tea  ▶ running  Steep 2/3 · round 1/2  3:12 left  “for the guests”` (the note, when there is one)
     func describe(_ row: JSONObject, now: Double, nameWidth: Int) -> String {
         let name = Self.cut(Self.name(row), to: nameWidth)
         let padded = name + String(repeating: " ", count: max(0, nameWidth - name.count))
@@ -139,6 +139,7 @@ public struct WatchBoard: Sendable {
         case .paused: parts.append(clock.remaining(at: now).map { DurationText.clock($0) + " left, paused" } ?? "paused")
         case .finished: parts.append(clock.finishedAt.map { "at " + timeOfDay($0) } ?? "")
         }
+        if let note = row["note"]?.stringValue, !note.isEmpty { parts.append("“\(note)”") }
         return ([padded] + parts.filter { !$0.isEmpty }).joined(separator: "  ")
     }
 

@@ -12,9 +12,9 @@ enum StoreCommands {
             print("\(s["product"]?.stringValue ?? "?") \(s["version"]?.stringValue ?? "") pid \(s["pid"]?.int64Value ?? 0), "
                   + "\(s["connections"]?.int64Value ?? 0) connection(s), \(s["subscriptions"]?.int64Value ?? 0) subscription(s) "
                   + "on \(s["channels"]?.int64Value ?? 0) channel(s), sequence \(s["sequence"]?.int64Value ?? 0)")
-            for store in s["stores"]?.arrayValue ?? [] {
-                print("  \(store["name"]?.stringValue ?? "?"): \(store["path"]?.stringValue ?? "?") (\(store["size"]?.int64Value ?? 0) bytes)"
-                      + (store["checkpointError"]?.stringValue.map { "; the last WAL checkpoint failed: \($0)" } ?? ""))
+            for store in s["stores"]?.arrayValue ?? [] { print("  " + describe(store: store)) }
+            if let last = s["migration"]?["last"], let error = last["error"]?.stringValue {
+                print("  the last migration failed: \(error); `seam migrate` tries again")
             }
             let roles = s["roles"]?.arrayValue ?? []
             if !roles.isEmpty {
@@ -51,20 +51,25 @@ enum StoreCommands {
                 }
             }
         },
-        Command("store info", "[--json]", "the store files: paths, sizes, the model versions they hold", flags: ["json"]) { _, args in
-            let c = try connect(args, hello: false)
-            let status = try c.status()
-            let schema = try c.call("org.seam.Store.Schema")
-            if args.flag("json") { return output(["stores": status["stores"] ?? .array([]), "models": schema["models"] ?? .array([])]) }
+        Command("store info", "[--json]", "the store files: paths, sizes, state, the model versions they hold, backups",
+                flags: ["json"]) { _, args in
+            let status = try connect(args, hello: false).status()
+            if args.flag("json") { return output(["stores": status["stores"] ?? .array([]), "migration": status["migration"] ?? .null]) }
             for store in status["stores"]?.arrayValue ?? [] {
-                let name = store["name"]?.stringValue ?? "?"
-                print("\(name): \(store["path"]?.stringValue ?? "?"), \(store["size"]?.int64Value ?? 0) bytes")
-                for m in schema["models"]?.arrayValue ?? [] {
-                    guard let hash = m["configurations"]?[name]?.stringValue else { continue }
-                    print("  \(m["name"]?.stringValue ?? "?") v\(m["version"]?.int64Value ?? 0), \(name) hash \(hash.prefix(16))…")
+                print(describe(store: store))
+                for v in store["versions"]?.arrayValue ?? [] {
+                    let version = v["version"]?.int64Value ?? 0, current = v["current"]?.int64Value ?? 0
+                    print("  \(v["model"]?.stringValue ?? "?") v\(version)" + (version == current ? " (current)" : " (this build: v\(current))"))
                 }
+                if let reason = store["reason"]?.stringValue { print("  \(reason)") }
+                print("  backup: " + (store["backup"]?.stringValue ?? "none"))
             }
-            print("sequence \(status["sequence"]?.int64Value ?? 0); open and current (seamd migrates an older store before it serves)")
+            print("sequence \(status["sequence"]?.int64Value ?? 0)")
+        },
+        Command("migrate", "[--dry-run] [--json]",
+                "bring outdated stores to this build's versions through seamd's worker, with progress (--dry-run: show the plan)",
+                flags: ["dry-run", "json"]) { _, args in
+            try migrate(args)
         },
         Command("query", "ENTITY [--where PRED] [--sort KEYS] [--limit N] [--fields A,B] [--json]",
                 "rows of an entity (JSON lines; --json: one array)", operands: 1...1, options: ["where", "sort", "limit", "fields"],
@@ -94,6 +99,65 @@ enum StoreCommands {
             output(.object(try connect(args).call(operands[0], parameters)))
         },
     ]
+
+    /// One line for a store from `Status`: name, state, path and size.
+    static func describe(store: JSON) -> String {
+        var line = "\(store["name"]?.stringValue ?? "?"): \(store["state"]?.stringValue ?? "open"), "
+            + "\(store["path"]?.stringValue ?? "?") (\(store["size"]?.int64Value ?? 0) bytes)"
+        if let e = store["checkpointError"]?.stringValue { line += "; the last WAL checkpoint failed: \(e)" }
+        return line
+    }
+
+    static func migrate(_ args: Arguments) throws {
+        let c = try connect(args)
+        if args.flag("dry-run") {
+            let plan = try c.call("org.seam.Migration.Plan")
+            if args.flag("json") { return output(.object(plan)) }
+            if plan["running"]?.boolValue == true { print("A migration is running now; its plan:") }
+            print(plan["text"]?.stringValue ?? "", terminator: "")
+            return
+        }
+        let interactive = Terminal.stderrIsTerminal && !args.flag("json")
+        var lastPhase = ""
+        var final: JSONObject = [:]
+        try c.stream("org.seam.Migration.Migrate") { reply in
+            final = reply
+            guard let p = reply["progress"], reply["state"]?.stringValue == "running" else { return }
+            if args.flag("json") { return output(.object(reply)) }
+            let line = progressLine(p)
+            if interactive {
+                Terminal.progress("\r\u{1B}[K" + line)
+            } else if p["phase"]?.stringValue != lastPhase {
+                Terminal.error(line)
+            }
+            lastPhase = p["phase"]?.stringValue ?? ""
+        }
+        if interactive { Terminal.progress("\n") }
+        if args.flag("json") { return output(.object(final)) }
+        switch final["state"]?.stringValue {
+        case "current"?: print("Nothing to migrate: every store is current.")
+        default:
+            let stores = final["stores"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            let backups = final["backups"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            let seconds = final["progress"]?["elapsed"]?.doubleValue ?? 0
+            print("migrated \(stores.joined(separator: ", ")) in \(Double(Int(seconds * 10)) / 10) s; originals kept in "
+                  + (backups.isEmpty ? "backups/" : backups.joined(separator: ", ")))
+        }
+    }
+
+    /// "Local copying Session [#####-----] 41% 120000/290000 rows, 3 s left".
+    static func progressLine(_ p: JSON) -> String {
+        let fraction = p["fraction"]?.doubleValue ?? 0
+        var line = "\(p["store"]?.stringValue ?? "") \(p["phase"]?.stringValue ?? "")"
+            + (p["entity"]?.stringValue.map { " \($0)" } ?? "") + " \(Terminal.bar(fraction))"
+        if let total = p["rowsTotal"]?.int64Value, total > 0 {
+            line += " \(p["rowsDone"]?.int64Value ?? 0)/\(total) rows"
+        } else if let total = p["bytesTotal"]?.int64Value, total > 0 {
+            line += " \((p["bytesWritten"]?.int64Value ?? 0) >> 20)/\(total >> 20) MiB"
+        }
+        if let left = p["estimate"]?.doubleValue { line += ", \(Int(left.rounded(.up))) s left" }
+        return line
+    }
 
     static func follow(_ entity: String, _ args: Arguments) async throws {
         let query = LiveQuery(entity, where: args.value("where"), sort: args.value("sort"), limit: try args.integer("limit", in: 0...100_000),

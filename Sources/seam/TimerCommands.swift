@@ -97,16 +97,21 @@ enum TimerCommands {
     ]
 
     static let sessions: [Command] = [
-        Command("start", "TIMER", "start a timer: its session copies it", operands: 1...1) { operands, args in
+        Command("start", "TIMER [--note TEXT]", "start a timer: its session copies it", operands: 1...1,
+                options: ["note"]) { operands, args in
             let c = try connect(args)
             let t = try resolveTimer(c, operands[0])
-            let r = try c.call("org.seam.Timers.Start", ["timer": t["uuid"]!])
+            var p: JSONObject = ["timer": t["uuid"]!]
+            if let note = args.value("note") { p["note"] = .string(note) }
+            let r = try c.call("org.seam.Timers.Start", p)
             print("started \(t["name"]?.stringValue ?? "") (session \((r["session"]?.stringValue ?? "").prefix(8)))")
         },
-        Command("flash", "DURATION [--name NAME]", "start a one-off timer with no definition", operands: 1...1, options: ["name"]) { operands, args in
+        Command("flash", "DURATION [--name NAME] [--note TEXT]", "start a one-off timer with no definition", operands: 1...1,
+                options: ["name", "note"]) { operands, args in
             let c = try connect(args)
             var p: JSONObject = ["seconds": .integer(Int64(try DurationText.parse(operands[0])))]
             if let n = args.value("name") { p["name"] = .string(n) }
+            if let note = args.value("note") { p["note"] = .string(note) }
             let r = try c.call("org.seam.Timers.Flash", p)
             print("started \(args.value("name") ?? "a flash timer") (session \((r["session"]?.stringValue ?? "").prefix(8)))")
         },
@@ -137,12 +142,15 @@ enum TimerCommands {
                 if let t = e.timer { o["timer"] = WireValues.encode(t, order: t.keys.sorted()) }
                 if let s = e.session { o["session"] = WireValues.encode(s, order: s.keys.sorted()) }
                 if let g = e.group?["name"]?.stringValue { o["group"] = .string(g) }
+                if let note = e.note { o["note"] = .string(note) }
                 o["remaining"] = clock(e)?.remaining(at: now).map(JSON.double) ?? .null
                 return .object(o)
             }))
             return
         }
-        table([["NAME", "STATE", "LEFT", "STEP", "GROUP"]] + entries.map { e in
+        // The notes get a column when there is one to show.
+        let notes = entries.contains { $0.note != nil }
+        table([["NAME", "STATE", "LEFT", "STEP", "GROUP"] + (notes ? ["NOTE"] : [])] + entries.map { e in
             let c = clock(e)
             let step: String
             if let c, c.state != .finished, let steps = try? Steps.decode(e.session?["steps"].flatMap { if case .json(let t) = $0 { t } else { nil } } ?? "[]"),
@@ -153,6 +161,7 @@ enum TimerCommands {
             }
             return [e.name + (e.timer == nil ? " (no timer)" : ""), c?.state.rawValue ?? "-",
                     c?.remaining(at: now).map(DurationText.clock) ?? "", step, e.group?["name"]?.stringValue ?? ""]
+                + (notes ? [e.note ?? ""] : [])
         })
     }
 }

@@ -55,7 +55,7 @@ final class OfflineToolTests: StoreTestCase {
 
         let badVersion = try Executables.run("seam-fixture", ["--version", "9", temp.file("v9")])
         XCTAssertEqual(badVersion.status, 1)
-        XCTAssertTrue(badVersion.stderr.contains("Timers has no version 9; versions: 1 to 4"), badVersion.stderr)
+        XCTAssertTrue(badVersion.stderr.contains("Timers has no version 9; versions: 1 to 5"), badVersion.stderr)
 
         let dir = temp.file("garbage")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

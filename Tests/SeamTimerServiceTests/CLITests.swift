@@ -56,6 +56,25 @@ final class CLITests: BrokerTestCase {
         try seam("group", "rm", "pantry")
     }
 
+    /// `--note` on start and flash; `seam ls` shows a note only where there is one (a NOTE column
+    /// once any session has one; `note` in --json).
+    func testNotesOnStartAndFlashShowInTheList() throws {
+        try seam("timer", "add", "Tea", "--step", "Steep=3m")
+        try seam("flash", "5m")
+        XCTAssertFalse(try seam("ls").contains("NOTE"), "no note, no column")
+        try seam("start", "tea", "--note", "for the guests")
+        try seam("flash", "90s", "--name", "Pasta", "--note", "salt the water")
+        let ls = try json(try seam("ls", "--json")).arrayValue ?? []
+        let notes = Dictionary(ls.map { ($0["name"]?.stringValue ?? "", $0["note"]?.stringValue ?? "-") }, uniquingKeysWith: { a, _ in a })
+        XCTAssertEqual(notes, ["Tea": "for the guests", "Pasta": "salt the water", "Flash 5m": "-"])
+        XCTAssertEqual(ls.first { $0["name"]?.stringValue == "Tea" }?["session"]?["note"]?.stringValue, "for the guests")
+        let lines = try seam("ls").split(separator: "\n")
+        XCTAssertTrue(lines.first?.hasSuffix("NOTE") ?? false, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("Tea ") && $0.hasSuffix("for the guests") }, "\(lines)")
+        XCTAssertTrue(try seam("start", "--help").contains("--note VALUE"))
+        XCTAssertTrue(try seam("flash", "--help").contains("usage: seam flash DURATION [--name NAME] [--note TEXT]"))
+    }
+
     /// Four `seam start` of one timer at the same moment: one session, three refusals.
     func testConcurrentStartsFromTheCLIGiveOneSession() throws {
         try seam("timer", "add", "Tea", "--step", "Steep=3m")

@@ -29,6 +29,27 @@ final class SupervisionConfigTests: XCTestCase {
         XCTAssertEqual(parse(#"{"roles": {"ticker": {"enabled": false}}}"#).roles, [])
     }
 
+    /// The migration worker is never among the roles started at once: it runs per migration.
+    /// `enabled: false` only stops seamd migrating at start; its command and environment can
+    /// be set; bad values are reported and the defaults kept.
+    func testTheMigrateRole() {
+        let defaults = parse("{}")
+        XCTAssertEqual(defaults.migrator, SupervisorConfiguration.defaultMigrator)
+        XCTAssertTrue(defaults.migrator.oneShot)
+        XCTAssertTrue(defaults.migratesAtStart)
+        let c = parse(#"{"roles": {"migrate": {"enabled": false, "command": ["/opt/m", "-v"], "environment": {"A": "b"}}}}"#)
+        XCTAssertEqual(c.roles.map(\.name), ["ticker"])
+        XCTAssertFalse(c.migratesAtStart)
+        XCTAssertEqual(c.migrator.command, ["/opt/m", "-v"])
+        XCTAssertEqual(c.migrator.environment, ["A": "b"])
+        XCTAssertEqual(c.problems, [])
+        let bad = parse(#"{"roles": {"migrate": {"enabled": "no", "command": [], "environment": []}}}"#)
+        XCTAssertEqual(bad.migrator, SupervisorConfiguration.defaultMigrator)
+        XCTAssertTrue(bad.migratesAtStart)
+        XCTAssertEqual(bad.problems.count, 3, bad.problems.joined(separator: "\n"))
+        XCTAssertEqual(parse(#"{"roles": {"migrate": 7}}"#).problems, ["seamd.json: roles.migrate is not an object; using the default"])
+    }
+
     /// A broken file is reported and the defaults run; a broken entry is reported and the rest run.
     func testBadInputIsReportedEntryByEntry() {
         for text in ["", "{", "not json", "[1, 2]", "\"ticker\"", String(repeating: "[", count: 100)] {
@@ -109,5 +130,21 @@ final class SupervisionConfigTests: XCTestCase {
                                  now: tenOClock)
         XCTAssertEqual(events, [WatchBoard.Event(kind: .removed, uuid: "b", text: "Tea: removed")])
         XCTAssertEqual(WatchBoard(utcOffset: 3600).timeOfDay(tenOClock), "11:00:00")
+    }
+
+    /// A session's note ends its line; a session without one shows nothing for it.
+    func testTheBoardShowsANote() throws {
+        let tenOClock = 1_796_119_200.0  // 2026-12-01T10:00:00Z
+        var tea = session("a", name: "Tea", state: "running")
+        tea["note"] = "for the guests"
+        var bread = session("b", name: "Bread", state: "running")
+        bread["note"] = ""
+        var board = WatchBoard()
+        let events = try board.apply(update(["subscription": 1, "kind": "result", "sequence": 1, "rows": [.object(tea), .object(bread)]]),
+                                     now: tenOClock)
+        XCTAssertEqual(events.first?.text, "Tea  ▶ running   Work 1/2  5:00 left  “for the guests”")
+        let lines = board.lines(now: tenOClock, width: 80, height: 10).map(\.text)
+        XCTAssertEqual(lines[1], "Tea    ▶ running   Work 1/2  5:00 left  “for the guests”")
+        XCTAssertEqual(lines[2], "Bread  ▶ running   Work 1/2  5:00 left")
     }
 }

@@ -24,7 +24,7 @@ final class TimerServiceTests: BrokerTestCase {
     func testTheCommittedInterfaceFileMatches() throws {
         XCTAssertEqual(try RepositoryFiles.text("Protocol/org.seam.Timers.varlink"), TimerService.description)
         let info = try client().call("org.varlink.service.GetInfo")
-        XCTAssertEqual(info["interfaces"]?.arrayValue?.compactMap(\.stringValue), ["org.seam.Store", "org.seam.Timers", "org.varlink.service"])
+        XCTAssertEqual(info["interfaces"]?.arrayValue?.compactMap(\.stringValue), ["org.seam.Migration", "org.seam.Store", "org.seam.Timers", "org.varlink.service"])
     }
 
     /// Start copies the timer wholesale; editing the timer changes nothing in the run; starting
@@ -56,6 +56,35 @@ final class TimerServiceTests: BrokerTestCase {
 
         try c.save([.delete(entity: "Timer", uuid: tea)])
         XCTAssertNil(try c.row("Session", uuid: second), "deleting a timer deletes its session")
+    }
+
+    /// The note of a new session comes from the call (a timer has none to copy): Start and Flash
+    /// keep the one given, and without one (or with null) it is empty. It does not carry over to
+    /// the timer's next run.
+    func testTheNoteComesFromTheCall() throws {
+        let c = try client()
+        let tea = try addTimer(c, "Tea", steps: [("Steep", 180)])
+        let first = try XCTUnwrap(try c.call("org.seam.Timers.Start", ["timer": .string(tea), "note": "for the guests"])["session"]?.stringValue)
+        let row = try XCTUnwrap(c.row("Session", uuid: first))
+        XCTAssertEqual(row["note"]?.stringValue, "for the guests")
+        XCTAssertEqual(row["name"]?.stringValue, "Tea", "the rest still comes from the timer")
+        XCTAssertEqual(try c.call("org.seam.Timers.Stop", ["session": .string(first)])["state"]?.stringValue, "finished")
+        let next = try XCTUnwrap(try c.call("org.seam.Timers.Start", ["timer": .string(tea)])["session"]?.stringValue)
+        XCTAssertEqual(try c.row("Session", uuid: next)?["note"]?.stringValue, "")
+
+        func flashNote(_ p: JSONObject) throws -> String? {
+            let s = try XCTUnwrap(try c.call("org.seam.Timers.Flash", p)["session"]?.stringValue)
+            return try c.row("Session", uuid: s)?["note"]?.stringValue
+        }
+        XCTAssertEqual(try flashNote(["seconds": 90, "name": "Pasta", "note": "salt the water — ✓"]), "salt the water — ✓")
+        XCTAssertEqual(try flashNote(["seconds": 90, "note": .null]), "")
+        XCTAssertEqual(try flashNote(["seconds": 90]), "")
+        let sessions = try c.count("Session")
+        expectError("org.varlink.service.InvalidParameter") { _ = try c.call("org.seam.Timers.Flash", ["seconds": 90, "note": 5]) }
+        expectError("org.varlink.service.InvalidParameter") {
+            _ = try c.call("org.seam.Timers.Start", ["timer": .string(tea), "note": ["a"]])
+        }
+        XCTAssertEqual(try c.count("Session"), sessions, "a refused call saves nothing")
     }
 
     func testLifecycleAndWrongStates() throws {

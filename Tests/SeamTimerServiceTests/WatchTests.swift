@@ -101,7 +101,7 @@ final class WatchTests: XCTestCase {
         defer { broker.stop() }
         let c = try SeamConnection.connect(path: broker.socketPath)
         try c.hello()
-        let first = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 60, "name": "Soup"])["session"]?.stringValue)
+        let first = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 60, "name": "Soup", "note": "hot"])["session"]?.stringValue)
         let outPath = directory.file("watch.out")
         let out = try FileSystem.openForAppending(outPath)
         let pid = try Processes.spawn(Executables.path("seam"), arguments: ["watch", "--socket", broker.socketPath],
@@ -114,6 +114,7 @@ final class WatchTests: XCTestCase {
             return written().contains(text)
         }
         XCTAssertTrue(waitFor("now: Soup  ▶ running"), written())
+        XCTAssertTrue(waitFor("left  “hot”\n"), "the note ends the line: \(written())")
         try c.call("org.seam.Timers.Pause", ["session": .string(first)])
         XCTAssertTrue(waitFor("paused: Soup  ‖ paused"), written())
         try c.call("org.seam.Timers.Stop", ["session": .string(first)])

@@ -51,6 +51,25 @@ final class FrozenHistoryTests: XCTestCase {
         }
     }
 
+    /// The committed version 5, read back without the Swift definitions, is the committed
+    /// version 4 with `Session.note` (a string, default "") and nothing else; only the Local
+    /// configuration's hash moves.
+    func testFrozenVersion5IsVersion4WithTheSessionNote() throws {
+        func frozen(_ label: Int) throws -> ModelVersion {
+            try ModelVersion(canonicalJSON: try RepositoryFiles.text("Protocol/schemas/Timers/v\(label).json"), label: label)
+        }
+        let v4 = try frozen(4), v5 = try frozen(5)
+        XCTAssertEqual(v5.entities.map(\.name), v4.entities.map(\.name))
+        for e in v4.entities where e.name != "Session" { XCTAssertEqual(v5.entity(e.name), e, e.name) }
+        let before = try XCTUnwrap(v4.entity("Session")), after = try XCTUnwrap(v5.entity("Session"))
+        XCTAssertEqual(Set(after.attributes), Set(before.attributes).union([Attribute("note", .string, default: .string(""))]))
+        XCTAssertEqual(after.indexes, before.indexes)
+        XCTAssertEqual(after.uniqueConstraints, before.uniqueConstraints)
+        XCTAssertEqual(v5.hashes.configurations["Cloud"], v4.hashes.configurations["Cloud"])
+        XCTAssertNotEqual(v5.hashes.configurations["Local"], v4.hashes.configurations["Local"])
+        XCTAssertEqual(v5.hashes, TimerModel.history.version(5)?.hashes)
+    }
+
     /// A label names one shape and a shape one label, across the whole history.
     func testLabelsAndShapesCorrespondOneToOne() {
         for model in Self.models {

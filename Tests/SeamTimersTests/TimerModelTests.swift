@@ -5,7 +5,7 @@ import XCTest
 /// The timer model's current version is the contract `design.md` fixes.
 final class TimerModelTests: XCTestCase {
     func testTheHistoryBuilds() throws {
-        XCTAssertEqual(try TimerModel.build().versions.count, 4)
+        XCTAssertEqual(try TimerModel.build().versions.count, 5)
         XCTAssertEqual(try SyncMetadataModel.build().versions.count, 2)
         XCTAssertEqual(TimerApp.schema.configurations, ["Cloud", "Local"])
     }
@@ -17,7 +17,7 @@ final class TimerModelTests: XCTestCase {
                                 "modifiedAt"]),
             "UserGroup": ("Cloud", ["uuid", "name", "sortOrder", "createdAt", "modifiedAt"]),
             "Session": ("Local", ["uuid", "timerUUID", "name", "icon", "colour", "steps", "repeatCount", "state", "startedAt",
-                                  "pausedAt", "stepIndex", "round", "stepEndsAt", "finishedAt"]),
+                                  "pausedAt", "stepIndex", "round", "stepEndsAt", "finishedAt", "note"]),
         ]
         XCTAssertEqual(Set(v.entities.map(\.name)), Set(expected.keys))
         for (name, (configuration, attributes)) in expected {
@@ -28,6 +28,7 @@ final class TimerModelTests: XCTestCase {
         let session = try XCTUnwrap(v.entity("Session"))
         XCTAssertEqual(session.attribute("timerUUID")?.isOptional, true, "nil for a flash timer")
         XCTAssertEqual(session.attribute("steps")?.type, .json)
+        XCTAssertEqual(session.attribute("note"), Attribute("note", .string, default: .string("")), "a note, empty by default, never nil")
         XCTAssertTrue(session.uniqueConstraints.contains(UniqueConstraint("timerUUID")), "one session per timer")
         XCTAssertEqual(session.link(on: "timerUUID"), Link("timerUUID", to: "Timer", onDelete: .cascade))
         XCTAssertEqual(v.entity("Timer")?.link(on: "groupUUID"), Link("groupUUID", to: "UserGroup", onDelete: .nullify))
@@ -65,6 +66,18 @@ final class TimerModelTests: XCTestCase {
         XCTAssertEqual(vs[3].entity("Session")?.indexes, [Index("state")])
         // Custom stages.
         XCTAssertEqual(vs[1].customStages.map(\.name), ["durationToSteps"])
+    }
+
+    /// Version 5 is current and only adds `Session.note`, at the end of the table, with no stage
+    /// (`FrozenHistoryTests` compares the committed versions 4 and 5 in full).
+    func testVersion5IsCurrentAndOnlyAddsTheSessionNote() throws {
+        let v4 = try XCTUnwrap(TimerModel.history.version(4)), v5 = TimerModel.history.current
+        XCTAssertEqual(v5.version, 5)
+        XCTAssertEqual(v5.entity("Session")?.attributes.map(\.name), (v4.entity("Session")?.attributes.map(\.name) ?? []) + ["note"])
+        XCTAssertEqual(v5.customStages.map(\.name), [], "an added attribute with a default needs no stage")
+        XCTAssertEqual(v5.hashes.configurations["Cloud"], v4.hashes.configurations["Cloud"], "a Cloud file of release 4 is current")
+        XCTAssertEqual(try TimerModel.draft(5).version, 5)
+        XCTAssertThrowsError(try TimerModel.draft(6))
     }
 
     /// The timer model's stages are SQL, so a million-row migration stays a bulk copy

@@ -66,6 +66,10 @@ int seam_spawn(const char *path, char *const argv[], char *const envp[], const i
 
 enum { SEAM_SPAWN_SESSION = 1, SEAM_SPAWN_GROUP = 2 };
 
+/// Asks the kernel to SIGKILL this process when its parent dies; fails (ESRCH) when the parent
+/// is no longer `expected_parent`.
+int seam_die_with_parent(int expected_parent);
+
 /// pipe2(2) with O_CLOEXEC (needs _GNU_SOURCE).
 int seam_pipe(int fds[2]);
 

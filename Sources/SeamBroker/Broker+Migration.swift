@@ -1,0 +1,323 @@
+import SeamContext
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import SeamStore
+import SeamSystem
+
+/// A migration in progress: the plan, the stores it closed, the worker building the copies,
+/// and the calls watching it.
+final class MigrationRun {
+    let plan: MigrationPlan
+    /// The stores it closed; they reopen when it ends, migrated or not.
+    let stores: [String]
+    let startedAt: Double
+    let worker: SupervisedProcess
+    var progress: MigrationProgress
+    /// `Migrate` calls made with `more`: each hears every report, then the end.
+    var watchers: [(connection: Connection, callID: JSON?)] = []
+    /// Set once the worker has said Finished or Failed: its exit afterwards is no failure.
+    var concluded = false
+
+    init(plan: MigrationPlan, stores: [String], worker: SupervisedProcess, now: Double) {
+        self.plan = plan
+        self.stores = stores
+        self.worker = worker
+        startedAt = now
+        progress = MigrationProgress(phase: .preparing, configuration: stores.first ?? "")
+    }
+
+    /// "Local: Timers v4 → v5": what is being migrated, in words.
+    var summary: String { plan.files.map(\.versionChange).joined(separator: "; ") }
+
+    /// Seconds left, from the pace so far (nil until there is a pace).
+    func estimate(now: Double) -> Double? {
+        let f = progress.fraction
+        guard f > 0.01, f < 1 else { return nil }
+        return (now - startedAt) * (1 - f) / f
+    }
+}
+
+/// How the last migration ended, for `Status`.
+struct MigrationOutcome {
+    var stores: [String]
+    var error: String?
+    var backups: [String]
+    var seconds: Double
+}
+
+/// Migration as a role (design.md): seamd owns the files in service, and a separate process
+/// does the risky work. seamd closes the stores a plan touches and starts `seam-migrate`
+/// with them; the worker reads the originals read-only, builds verified copies and reports
+/// progress; seamd verifies the copies again, swaps them in and reopens the stores. A worker
+/// that fails, dies or hands over a copy that does not verify leaves the originals, which
+/// return to service at their old versions, and no temporary file.
+extension Broker {
+    var storeDirectory: StoreDirectory { StoreDirectory(path: configuration.dataDirectory, schema: context.schema) }
+
+    func startMigrationAtStart() {
+        if case .failure(let e) = beginMigration() { log.error("cannot migrate at start: \(e.parameters["message"]?.stringValue ?? e.name)") }
+    }
+
+    /// Starts a migration of every outdated store, or returns the one running; nil when every
+    /// store is current.
+    func beginMigration() -> Result<MigrationRun?, VarlinkError> {
+        if let run = migration { return .success(run) }
+        let plan: MigrationPlan
+        do { plan = try storeDirectory.planInService() } catch {
+            return .failure(.migrationFailed("cannot plan the migration: \(error)"))
+        }
+        guard !plan.isEmpty else { return .success(nil) }
+        let stores = StoreDirectory.touched(by: plan)
+        var spec = configuration.supervision.migrator
+        spec.command += ["--worker", "--stores", stores.joined(separator: ","), configuration.dataDirectory]
+        let worker = SupervisedProcess(spec: spec)
+        let run = MigrationRun(plan: plan, stores: stores, worker: worker, now: WallClock.monotonic())
+        migration = run
+        for name in stores { context.close(name, reason: unavailableReason(run)) }
+        rowCache.removeAll()
+        supervised.removeAll { $0.spec.role == spec.role && $0.pid == nil }
+        supervised.append(worker)
+        log.info("migrating \(run.summary): \(stores.joined(separator: ", ")) closed until it ends")
+        start(worker)
+        // A worker that could not even start has already ended the run.
+        guard migration === run else { return .failure(.migrationFailed(lastMigration?.error ?? "the worker did not start")) }
+        return .success(run)
+    }
+
+    /// What a call that needs a migrating store is told.
+    private func unavailableReason(_ run: MigrationRun) -> String {
+        let percent = Int((run.progress.fraction * 100).rounded(.down))
+        return "migrating (\(run.summary)), \(percent)% done; try again when it is back (seam migrate shows its progress)"
+    }
+
+    // MARK: - org.seam.Migration
+
+    func migrationCall(_ call: Call, _ c: Connection) -> [UInt8] {
+        let result: Result<JSONObject, VarlinkError>
+        switch call.member {
+        case "Plan": result = migrationPlan()
+        case "Migrate": return migrate(call, c)
+        case "Report", "Finished", "Failed":
+            guard let run = migration, run.worker.connection === c, !run.concluded else {
+                result = .failure(.permissionDenied("only the migration worker seamd started for the running migration may call "
+                                                    + call.member + "; to migrate, call org.seam.Migration.Migrate"))
+                break
+            }
+            switch call.member {
+            case "Report": result = report(call.parameters, run)
+            case "Finished": result = finish(run)
+            default: result = workerFailed(call.parameters, run)
+            }
+        default: result = .failure(.methodNotFound(call.method))
+        }
+        switch result {
+        case .success(let parameters): return Reply(parameters: parameters, id: call.id).frame()
+        case .failure(let error): return Reply(error, id: call.id).frame()
+        }
+    }
+
+    private func migrationPlan() -> Result<JSONObject, VarlinkError> {
+        if let run = migration {
+            return .success(["needed": .bool(true), "running": .bool(true), "stores": .array(run.stores.map(JSON.string)),
+                             "text": .string(run.plan.description)])
+        }
+        do {
+            let plan = try storeDirectory.planInService()
+            return .success(["needed": .bool(!plan.isEmpty), "running": .bool(false),
+                             "stores": .array(StoreDirectory.touched(by: plan).map(JSON.string)), "text": .string(plan.description)])
+        } catch {
+            return .failure(.migrationFailed("cannot plan the migration: \(error)"))
+        }
+    }
+
+    /// `Migrate`: starts (or joins) the migration; with `more`, reports until it ends.
+    private func migrate(_ call: Call, _ c: Connection) -> [UInt8] {
+        guard let hello = c.hello, hello.role != "plugin" else {
+            return Reply(.permissionDenied("migrating takes a client that said Hello as cli (plugins may not start it)"), id: call.id).frame()
+        }
+        let run: MigrationRun
+        switch beginMigration() {
+        case .failure(let e): return Reply(e, id: call.id).frame()
+        case .success(nil):
+            return Reply(parameters: ["state": .string("current"), "stores": .array([])], id: call.id).frame()
+        case .success(let r?): run = r
+        }
+        guard call.more, !call.oneway else {
+            return Reply(parameters: ["state": .string("running"), "stores": .array(run.stores.map(JSON.string)),
+                                      "progress": progressJSON(run)], id: call.id).frame()
+        }
+        run.watchers.append((c, call.id))
+        return Reply(parameters: ["state": .string("running"), "stores": .array(run.stores.map(JSON.string)),
+                                  "progress": progressJSON(run)], continues: true, id: call.id).frame()
+    }
+
+    private func report(_ p: JSONObject, _ run: MigrationRun) -> Result<JSONObject, VarlinkError> {
+        guard let phaseName = p["phase"]?.stringValue, let phase = MigrationProgress.Phase(rawValue: phaseName) else {
+            return .failure(.invalidParameter("phase"))
+        }
+        func count(_ key: String) -> Int64? { p[key]?.int64Value.flatMap { $0 >= 0 ? $0 : nil } }
+        guard let rowsDone = count("rowsDone"), let rowsTotal = count("rowsTotal"), let bytesWritten = count("bytesWritten"),
+              let bytesTotal = count("bytesTotal")
+        else { return .failure(.invalidParameter("rowsDone, rowsTotal, bytesWritten and bytesTotal are counts")) }
+        run.progress = MigrationProgress(phase: phase, configuration: p["store"]?.stringValue ?? run.progress.configuration,
+                                         entity: p["entity"]?.stringValue, rowsDone: Int(rowsDone), rowsTotal: Int(rowsTotal),
+                                         bytesWritten: bytesWritten, bytesTotal: bytesTotal)
+        for name in run.stores { context.setClosedReason(name, unavailableReason(run)) }
+        tellWatchers(run, Reply(parameters: ["state": .string("running"), "stores": .array(run.stores.map(JSON.string)),
+                                             "progress": progressJSON(run)], continues: true, id: nil))
+        return .success([:])
+    }
+
+    /// The worker's copies are built: verify them here, swap them in, reopen the stores.
+    private func finish(_ run: MigrationRun) -> Result<JSONObject, VarlinkError> {
+        run.concluded = true
+        run.progress.phase = .swapping
+        let backups: [String]
+        do { backups = try storeDirectory.swapIn(run.plan) } catch {
+            let message = "the worker's copy was refused: \(error)"
+            end(run, error: message)
+            return .failure(.migrationFailed(message))
+        }
+        run.progress.phase = .done
+        end(run, error: nil, backups: backups)
+        return .success(["backups": .array(backups.map(JSON.string))])
+    }
+
+    private func workerFailed(_ p: JSONObject, _ run: MigrationRun) -> Result<JSONObject, VarlinkError> {
+        run.concluded = true
+        end(run, error: "seam-migrate failed: " + (p["message"]?.stringValue ?? "(it gave no reason)"))
+        return .success([:])
+    }
+
+    /// The worker process ended (or never started). Before it concluded, that is a failure.
+    func migrationWorkerEnded(_ p: SupervisedProcess, _ how: String) {
+        guard let run = migration, run.worker === p, !run.concluded else { return }
+        end(run, error: "seam-migrate ended before it finished: \(how)")
+    }
+
+    /// Ends a run: on failure removes the copies; reopens every store it closed (migrated, or at
+    /// its old version); resumes the channels on them; tells the watchers.
+    private func end(_ run: MigrationRun, error: String?, backups: [String] = []) {
+        migration = nil
+        run.concluded = true
+        let seconds = WallClock.monotonic() - run.startedAt
+        if error != nil {
+            let removed = storeDirectory.removeCopies(run.plan.files.map(\.configuration))
+            if !removed.isEmpty { log.info("removed \(removed.joined(separator: ", ")), left by the failed migration") }
+        }
+        for name in run.stores {
+            do { try context.reopen(name) } catch { log.error("\(name) store stays closed: \(error)") }
+        }
+        // A new store that waited for the others (a migration might have filled it) is created now.
+        if !context.hasOutdatedStores {
+            for (name, why) in context.closedStores where why == Context.waitingForMigration {
+                do { try context.reopen(name) } catch { log.error("\(name) store stays closed: \(error)") }
+            }
+        }
+        lastMigration = MigrationOutcome(stores: run.stores, error: error, backups: backups, seconds: seconds)
+        if let error {
+            log.error("migration of \(run.stores.joined(separator: ", ")) failed after \(Self.seconds(seconds)): \(error); "
+                      + "the originals serve at their old versions; `seam migrate` tries again")
+            tellWatchers(run, Reply(.migrationFailed(error + "; the originals serve at their old versions"), id: nil))
+        } else {
+            log.info("migrated \(run.stores.joined(separator: ", ")) in \(Self.seconds(seconds)); originals kept in "
+                     + backups.joined(separator: ", "))
+            tellWatchers(run, Reply(parameters: ["state": .string("done"), "stores": .array(run.stores.map(JSON.string)),
+                                                 "progress": progressJSON(run), "backups": .array(backups.map(JSON.string))],
+                                    id: nil))
+        }
+        run.watchers = []
+        resumeChannels(in: run.stores)
+    }
+
+    private func tellWatchers(_ run: MigrationRun, _ reply: Reply) {
+        for (c, id) in run.watchers where !c.closed {
+            var r = reply
+            r.id = id
+            if queue(frame: r.frame(), to: c) { flush(c) }
+        }
+        run.watchers.removeAll { $0.connection.closed }
+    }
+
+    func progressJSON(_ run: MigrationRun) -> JSON {
+        let p = run.progress
+        let now = WallClock.monotonic()
+        return .object([
+            "phase": .string(p.phase.rawValue), "store": .string(p.configuration), "entity": p.entity.map(JSON.string) ?? .null,
+            "rowsDone": .integer(Int64(p.rowsDone)), "rowsTotal": .integer(Int64(p.rowsTotal)),
+            "bytesWritten": .integer(p.bytesWritten), "bytesTotal": .integer(p.bytesTotal), "fraction": .double(p.fraction),
+            "elapsed": .double(now - run.startedAt), "estimate": run.estimate(now: now).map(JSON.double) ?? .null,
+        ])
+    }
+
+    // MARK: - Channels on a store that returns
+
+    /// Every channel on the stores that came back is rebuilt against their entities as now
+    /// held (a migration may have added attributes) and its subscribers get a fresh result,
+    /// marked as a resync from where they were; a channel that no longer checks ends with the error.
+    private func resumeChannels(in stores: [String]) {
+        var entities = Set<String>()
+        for model in context.schema.models { for name in stores { for e in model.current.entities(in: name) { entities.insert(e.name) } } }
+        let sequence = context.sequence
+        var touched: [ObjectIdentifier: Connection] = [:]
+        for (s, error) in subscriptions.rebuild(entities: entities, context: context) {
+            let c = s.connection
+            guard !c.closed else { continue }
+            let frame: [UInt8]
+            if let error {
+                frame = Reply(error, id: s.callID).frame()
+            } else {
+                let from = s.missedFrom ?? s.lastSequence
+                s.missedFrom = nil
+                s.lastSequence = sequence
+                frame = Subscriptions.frame(s, Subscriptions.resultBody(kind: "resync", sequence: sequence, from: from, s.channel.window))
+            }
+            if queue(frame: frame, to: c) { touched[ObjectIdentifier(c)] = c }
+        }
+        for c in touched.values { flush(c) }
+    }
+
+    // MARK: - Status
+
+    func storesStatus() -> [JSON] {
+        let layout = StoreLayout(directory: configuration.dataDirectory)
+        return context.schema.configurations.map { name in
+            let path = layout.store(name)
+            var o: JSONObject = ["name": .string(name), "path": .string(path), "size": .integer(FileSystem.size(path) ?? 0)]
+            if let versions = context.servedVersions[name] {
+                let outdated = versions.contains { context.schema.model($0.key)?.current.version != $0.value.version }
+                o["state"] = .string(outdated ? "outdated" : "open")
+                o["versions"] = .array(versions.keys.sorted().map { model in
+                    let v = versions[model]!.version
+                    return .object(["model": .string(model), "version": .integer(Int64(v)),
+                                    "current": .integer(Int64(context.schema.model(model)?.current.version ?? v))])
+                })
+            } else {
+                o["state"] = .string(migration?.stores.contains(name) == true ? "migrating" : "closed")
+                o["versions"] = .null
+            }
+            o["reason"] = context.closedStores[name].map(JSON.string) ?? .null
+            o["backup"] = FileSystem.exists(layout.backup(name)) ? .string(layout.backup(name)) : .null
+            if let c = context.checkpointing(name) {
+                o["checkpoints"] = .integer(Int64(c.checkpoints))
+                o["checkpointError"] = c.lastFailure.map(JSON.string) ?? .null
+            }
+            return .object(o)
+        }
+    }
+
+    func migrationStatus() -> JSON {
+        var o: JSONObject = ["running": .bool(migration != nil)]
+        if let run = migration {
+            o["stores"] = .array(run.stores.map(JSON.string))
+            o["progress"] = progressJSON(run)
+            o["worker"] = run.worker.pid.map { .integer(Int64($0)) } ?? .null
+        }
+        if let last = lastMigration {
+            o["last"] = .object(["stores": .array(last.stores.map(JSON.string)), "error": last.error.map(JSON.string) ?? .null,
+                                 "backups": .array(last.backups.map(JSON.string)), "seconds": .double(last.seconds)])
+        }
+        return .object(o)
+    }
+}

@@ -1,0 +1,141 @@
+import CLibPQ
+import Glibc
+
+/// Why a PostgreSQL call failed: the SQLSTATE when the server gave one, and its message.
+public struct PostgresError: Error, Sendable, CustomStringConvertible {
+    /// The five-character SQLSTATE ("40001", "23505", …), or nil for a connection failure.
+    public var sqlState: String?
+    public var message: String
+    /// The statement, for context (never its parameters: they may hold a person's data).
+    public var sql: String?
+
+    public init(sqlState: String?, message: String, sql: String? = nil) {
+        self.sqlState = sqlState
+        self.message = message
+        self.sql = sql
+    }
+
+    /// Whether the connection itself broke (reconnect), rather than one statement failing.
+    public var isConnectionLoss: Bool { sqlState == nil || sqlState!.hasPrefix("08") || sqlState == "57P01" || sqlState == "57P03" }
+
+    public var description: String {
+        var text = message.trimmingCharacters(in: [" ", "\n"])
+        if let sqlState { text += " (SQLSTATE \(sqlState))" }
+        if let sql { text += " in: \(sql.prefix(120))" }
+        return text
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: Set<Character>) -> String {
+        var s = Substring(self)
+        while let c = s.first, set.contains(c) { s.removeFirst() }
+        while let c = s.last, set.contains(c) { s.removeLast() }
+        return String(s)
+    }
+}
+
+/// One libpq connection: the only place Seam calls libpq. Text parameters and results
+/// (PostgreSQL's own text forms), one statement at a time, LISTEN/NOTIFY through `socket`.
+public final class PostgresConnection {
+    private let handle: OpaquePointer
+
+    /// Connects with a libpq connection string or URL (`postgresql://user@host/db`,
+    /// `host=… dbname=…`). The password, if any, comes from libpq's password file
+    /// (`PGPASSFILE`, `~/.pgpass`) or service file, never from Seam's logs.
+    public init(_ conninfo: String) throws(PostgresError) {
+        guard let h = PQconnectdb(conninfo) else { throw PostgresError(sqlState: nil, message: "out of memory") }
+        guard PQstatus(h) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(h))
+            PQfinish(h)
+            throw PostgresError(sqlState: nil, message: message)
+        }
+        handle = h
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// The descriptor to wait on for notifications (readable: call `notifications()`).
+    public var socket: Int32 { PQsocket(handle) }
+
+    public var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// Runs one statement with text parameters (`$1`, `$2`, … ; nil is SQL NULL) and returns
+    /// its rows, each column as text or nil.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> [[String?]] {
+        let result = withParameters(parameters) { values in
+            PQexecParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        }
+        guard let result else { throw PostgresError(sqlState: nil, message: String(cString: PQerrorMessage(handle)), sql: sql) }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            break
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            throw PostgresError(sqlState: state, message: String(cString: PQresultErrorMessage(result)), sql: sql)
+        }
+        let rows = Int(PQntuples(result)), columns = Int(PQnfields(result))
+        var out: [[String?]] = []
+        out.reserveCapacity(rows)
+        for r in 0..<rows {
+            var row: [String?] = []
+            row.reserveCapacity(columns)
+            for c in 0..<columns {
+                if PQgetisnull(result, Int32(r), Int32(c)) != 0 {
+                    row.append(nil)
+                } else {
+                    row.append(String(cString: PQgetvalue(result, Int32(r), Int32(c))))
+                }
+            }
+            out.append(row)
+        }
+        return out
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try query("BEGIN")
+        do {
+            let value = try body()
+            try query("COMMIT")
+            return value
+        } catch {
+            _ = try? query("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The notifications received so far (after the socket was readable), channel and payload.
+    public func notifications() throws(PostgresError) -> [(channel: String, payload: String)] {
+        guard PQconsumeInput(handle) == 1 else {
+            throw PostgresError(sqlState: nil, message: String(cString: PQerrorMessage(handle)))
+        }
+        var out: [(String, String)] = []
+        while let n = PQnotifies(handle) {
+            out.append((String(cString: n.pointee.relname), String(cString: n.pointee.extra)))
+            PQfreemem(n)
+        }
+        return out
+    }
+
+    /// Quotes an identifier for SQL text (role names in GRANT, say).
+    public static func quoteIdentifier(_ name: String) -> String {
+        "\"" + name.replacingAll("\"", with: "\"\"") + "\""
+    }
+
+    private func withParameters<R>(_ parameters: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+        let copies: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }
+        defer { copies.forEach { free($0) } }
+        return body(copies.map { $0.map { UnsafePointer($0) } })
+    }
+}
+
+extension String {
+    fileprivate func replacingAll(_ target: Character, with replacement: String) -> String {
+        var out = ""
+        for c in self { if c == target { out += replacement } else { out.append(c) } }
+        return out
+    }
+}

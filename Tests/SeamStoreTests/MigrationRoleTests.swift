@@ -1,0 +1,306 @@
+import Foundation
+import SeamClient
+import SeamJSON
+import SeamSchema
+import SeamStore
+import SeamTestSupport
+import SeamTimers
+import XCTest
+
+/// Migration as a role, with real processes: a real `seamd` on an outdated store starts
+/// `seam-migrate` as its worker, serves the other store meanwhile, and swaps the copy in only
+/// when it verifies. Workers that crash or hand over a bad copy are real processes too (a small
+/// Python program speaking the protocol on fd 3, configured as the migrate role's command).
+final class MigrationRoleTests: XCTestCase {
+    /// An outdated Local store (Timers v4) is migrated at start through the worker: Cloud serves
+    /// throughout, Local comes back at v5 with every row, the original is kept as the backup,
+    /// no temporary file is left, and `seam store info` says so.
+    func testAnOutdatedStoreIsMigratedByTheWorkerAtStart() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        try BadInputSupport.writeFixture(timersVersion: 4, rows: 300, to: data)
+        let before = try MigrationRoleSupport.uuids(in: data)
+        let broker = try BrokerProcess(dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        XCTAssertEqual(try c.count("Timer"), 300, "Cloud serves while Local migrates")
+        try eventually(20, "Local is open at the current version") {
+            try MigrationRoleSupport.store("Local", c)["state"]?.stringValue == "open"
+        }
+        let local = try MigrationRoleSupport.store("Local", c)
+        XCTAssertEqual(local["versions"]?.arrayValue?.first?["version"]?.int64Value, 5, "\(local)")
+        XCTAssertEqual(local["backup"]?.stringValue, data + "/backups/Local.sqlite")
+        XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before, "every row is there after the migration")
+        XCTAssertEqual(try c.count("Session"), 300)
+        XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
+        let last = try c.status()["migration"]?["last"]
+        XCTAssertEqual(last?["error"], .null, "\(String(describing: last))")
+        let info = try Executables.run("seam", ["store", "info", "--socket", broker.socketPath])
+        XCTAssertTrue(info.stdout.contains("Local: open") && info.stdout.contains("Timers v5 (current)")
+                      && info.stdout.contains("backup: \(data)/backups/Local.sqlite"), info.stdout)
+        XCTAssertTrue(broker.log.contains("migrated Local"), broker.log)
+        let again = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
+        XCTAssertEqual(again.stdout, "Nothing to migrate: every store is current.\n", again.stderr)
+    }
+
+    /// While a worker copies, a call that needs the migrating store fails at once with
+    /// StoreUnavailable and the percentage the worker last reported; the other store serves;
+    /// `seam status` shows the store migrating. When the worker dies, its half-written copy is
+    /// removed, the original serves again at its old version, the error is in `seam status`
+    /// and the log, and a channel on the store resumes with a fresh result. `seam migrate`
+    /// then retries (with the real worker) and succeeds, with a progress line per phase.
+    func testAWorkerThatDiesLeavesTheOriginalInServiceAndALaterMigrateRetries() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        try BadInputSupport.writeFixture(timersVersion: 4, rows: 200, to: data)
+        let before = try MigrationRoleSupport.uuids(in: data)
+        let fake = try MigrationRoleSupport.FakeWorker(in: tmp, mode: "crash")
+        let broker = try BrokerProcess(arguments: ["--config", fake.config], dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        try eventually(10, "the worker reported 42%") {
+            try MigrationRoleSupport.store("Local", c)["state"]?.stringValue == "migrating"
+                && c.status()["migration"]?["progress"]?["rowsDone"]?.int64Value == 42
+        }
+        XCTAssertThrowsError(try c.fetch("Session", limit: 1)) { error in
+            let e = error as? ClientError
+            XCTAssertEqual(e?.remoteName, "org.seam.Store.StoreUnavailable", "\(error)")
+            XCTAssertTrue("\(error)".contains("42% done"), "\(error)")
+        }
+        XCTAssertThrowsError(try c.save([.insert(entity: "Session", values: ["name": .string("x")])])) { error in
+            XCTAssertEqual((error as? ClientError)?.remoteName, "org.seam.Store.StoreUnavailable", "\(error)")
+        }
+        XCTAssertEqual(try c.count("Timer"), 200, "Cloud serves while Local migrates")
+        let status = try Executables.run("seam", ["status", "--socket", broker.socketPath])
+        XCTAssertTrue(status.stdout.contains("Local: migrating"), status.stdout)
+
+        try fake.go()
+        try eventually(10, "the worker's death is handled") { try c.status()["migration"]?["running"]?.boolValue == false }
+        let local = try MigrationRoleSupport.store("Local", c)
+        XCTAssertEqual(local["state"]?.stringValue, "outdated", "served at its old version: \(local)")
+        XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [], "the half-written copy is removed")
+        XCTAssertEqual(try c.count("Session"), 200)
+        let error = try c.status()["migration"]?["last"]?["error"]?.stringValue ?? ""
+        XCTAssertTrue(error.contains("exited with status 3"), error)
+        let printed = try Executables.run("seam", ["status", "--socket", broker.socketPath])
+        XCTAssertTrue(printed.stdout.contains("the last migration failed"), printed.stdout)
+        XCTAssertTrue(broker.log.contains("migration of Local failed"), broker.log)
+
+        // A channel opened on the old version resumes across the migration that follows.
+        let subscriber = try RawClient(broker.socketPath)
+        subscriber.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","limit":1,"sort":"uuid"},"more":true}"#)
+        XCTAssertTrue(subscriber.readFrame()?.contains(#""kind":"result""#) == true)
+
+        try fake.setMode("real")
+        let retry = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
+        XCTAssertEqual(retry.status, 0, retry.stderr)
+        XCTAssertTrue(retry.stdout.hasPrefix("migrated Local in "), retry.stdout)
+        XCTAssertTrue(retry.stderr.contains("Local copying") || retry.stderr.contains("Local verifying"), retry.stderr)
+        let resumed = subscriber.readFrame() ?? ""
+        XCTAssertTrue(resumed.contains(#""kind":"resync""#) && resumed.contains(#""note":"""#), resumed)
+        XCTAssertEqual(try MigrationRoleSupport.store("Local", c)["state"]?.stringValue, "open")
+        XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before)
+        XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
+    }
+
+    /// The ticker, started while Local is closed for a migration, is refused its subscription
+    /// and tries again; once Local serves again (here at its old version: the worker died) it
+    /// follows sessions, and a flash timer started then finishes on time.
+    func testTheTickerFollowsSessionsOnceTheMigratingStoreReturns() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        try BadInputSupport.writeFixture(timersVersion: 4, rows: 10, to: data)
+        let fake = try MigrationRoleSupport.FakeWorker(in: tmp, mode: "crash", ticker: true)
+        let broker = try BrokerProcess(arguments: ["--config", fake.config], dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        try eventually(10, "the ticker was refused while Local migrates") {
+            broker.log.contains("the subscription failed: org.seam.Store.StoreUnavailable")
+        }
+        try fake.go()
+        try eventually(10, "Local serves again") { try MigrationRoleSupport.store("Local", c)["state"]?.stringValue == "outdated" }
+        let flash = try c.call("org.seam.Timers.Flash", ["seconds": 1])
+        let session = try XCTUnwrap(flash["session"]?.stringValue)
+        // The ticker tries again within a second of its refusal, then ends the 1 s step.
+        try eventually(5, "the ticker finishes the flash on the old-version store") {
+            try c.row("Session", uuid: session)?["state"]?.stringValue == "finished"
+        }
+    }
+
+    /// A worker that hands over a copy that does not verify (here: the original itself, at the
+    /// old version) is refused: Finished fails with MigrationFailed, nothing is swapped, the
+    /// copy is removed, the original serves at its old version, byte for byte as it was.
+    func testACopyThatFailsVerificationIsNeverSwappedIn() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        try BadInputSupport.writeFixture(timersVersion: 4, rows: 100, to: data)
+        let original = try BadInputSupport.bytes(data + "/Local.sqlite")
+        let fake = try MigrationRoleSupport.FakeWorker(in: tmp, mode: "stale-copy")
+        let broker = try BrokerProcess(arguments: ["--config", fake.config], dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try eventually(10, "the migration ends") {
+            try c.status()["migration"]?["last"] != nil && c.status()["migration"]?["running"]?.boolValue == false
+        }
+        let error = try c.status()["migration"]?["last"]?["error"]?.stringValue ?? ""
+        XCTAssertTrue(error.contains("refused") && error.contains("verif"), error)
+        let output = try fake.output()
+        XCTAssertTrue(output.contains("org.seam.Migration.MigrationFailed"), output)
+        XCTAssertEqual(try MigrationRoleSupport.store("Local", c)["state"]?.stringValue, "outdated")
+        XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/backups/Local.sqlite"), "nothing was swapped")
+        XCTAssertEqual(try c.count("Session"), 100)
+        broker.stop()
+        XCTAssertEqual(try BadInputSupport.bytes(data + "/Local.sqlite"), original)
+    }
+
+    /// A store written by a newer build is never touched: seamd keeps it closed, says which
+    /// version it holds, serves the other store, and plans no migration of it.
+    func testAStoreFromANewerBuildStaysClosedAndTheOtherServes() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        try BadInputSupport.writeFixture(timersVersion: 5, rows: 20, to: data)
+        try BadInputSupport.rewriteModelRecord("Timers", in: data + "/Cloud.sqlite", version: 99,
+                                       configurationHash: String(repeating: "0f", count: 32))
+        let cloud = try BadInputSupport.bytes(data + "/Cloud.sqlite")
+        let broker = try BrokerProcess(dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        XCTAssertEqual(try c.count("Session"), 20, "Local serves")
+        XCTAssertThrowsError(try c.count("Timer")) { error in
+            XCTAssertEqual((error as? ClientError)?.remoteName, "org.seam.Store.StoreUnavailable", "\(error)")
+            XCTAssertTrue("\(error)".contains("newer build (Timers v99)"), "\(error)")
+        }
+        let store = try MigrationRoleSupport.store("Cloud", c)
+        XCTAssertEqual(store["state"]?.stringValue, "closed")
+        let plan = try Executables.run("seam", ["migrate", "--dry-run", "--socket", broker.socketPath])
+        XCTAssertTrue(plan.stdout.contains("Nothing to migrate"), plan.stdout + plan.stderr)
+        XCTAssertTrue(broker.log.contains("Cloud store closed: written by a newer build"), broker.log)
+        broker.stop()
+        XCTAssertEqual(try BadInputSupport.bytes(data + "/Cloud.sqlite"), cloud, "untouched")
+    }
+
+    /// A full disk during the copy (a 1 MiB-short tmpfs; root only) fails the migration
+    /// cleanly: the original serves at its old version and no partial copy is left.
+    func testAFullDiskLeavesTheOriginalInService() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let source = tmp.file("source")
+        try BadInputSupport.writeFixture(timersVersion: 4, rows: 3000, to: source)
+        let sizes = ["Cloud.sqlite", "Local.sqlite"].map { (try? FileManager.default.attributesOfItem(atPath: source + "/" + $0)[.size] as? Int) ?? 0 }
+        let mountPoint = tmp.file("small")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        // Room for both stores and half a copy of Local.
+        let size = (sizes[0] + sizes[1] + sizes[1] / 2) / 4096 * 4096 + 64 * 1024
+        let mounted = try Executables.runTool("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", mountPoint])
+        guard mounted.status == 0 else { throw XCTSkip("cannot mount a small tmpfs here (not root?): \(mounted.stderr)") }
+        defer { _ = try? Executables.runTool("/usr/bin/umount", ["-l", mountPoint]) }
+        let data = mountPoint + "/data"
+        try FileManager.default.copyItem(atPath: source, toPath: data)
+        let broker = try BrokerProcess(dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try eventually(20, "the migration ends") {
+            try c.status()["migration"]?["last"] != nil && c.status()["migration"]?["running"]?.boolValue == false
+        }
+        let error = try c.status()["migration"]?["last"]?["error"]?.stringValue ?? ""
+        XCTAssertTrue(error.lowercased().contains("space") || error.lowercased().contains("full"), error)
+        XCTAssertEqual(try MigrationRoleSupport.store("Local", c)["state"]?.stringValue, "outdated")
+        XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
+        XCTAssertEqual(try c.count("Session"), 3000)
+        broker.stop()
+    }
+}
+
+/// What the migration role tests share.
+enum MigrationRoleSupport {
+    /// One store's entry in `Status`.
+    static func store(_ name: String, _ c: SeamConnection) throws -> JSON {
+        try XCTUnwrap(c.status()["stores"]?.arrayValue?.first { $0["name"]?.stringValue == name })
+    }
+
+    /// Leftovers of a migration in a store directory: copies, their companions, a swap intent.
+    static func temporaries(in directory: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.contains(".migrating") || $0.hasPrefix("migration.intent") }.sorted()
+    }
+
+    /// Every row's uuid, by the entity it is (or becomes: Run → Session) at the current version.
+    static func uuids(in directory: String) throws -> [String: Set<String>] {
+        var out: [String: Set<String>] = [:]
+        for file in ["Cloud.sqlite", "Local.sqlite"] where FileManager.default.fileExists(atPath: directory + "/" + file) {
+            var o = Database.Options()
+            o.readOnly = true
+            let db = try Database(path: directory + "/" + file, options: o)
+            let tables = try db.rows("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'seam\\_%' ESCAPE '\\' "
+                                     + "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").compactMap { $0.first?.stringValue }
+            for table in tables {
+                let name = ["Run": "Session", "Folder": "UserGroup"][table] ?? table
+                for row in try db.rows("SELECT uuid FROM \"\(table)\"", types: [.string]) {
+                    if let u = row.first?.stringValue { out[name, default: []].insert(u) }
+                }
+            }
+            db.close()
+        }
+        return out
+    }
+
+    /// A stand-in for seam-migrate, configured as the migrate role's command: a Python program
+    /// that speaks the protocol on fd 3 as seamd's worker, and misbehaves as its mode says —
+    /// "crash" (report 42%, leave half a copy, exit 3 when told), "stale-copy" (hand over the
+    /// original as the copy), or "real" (run the real seam-migrate).
+    struct FakeWorker {
+        let config: String
+        let modeFile: String
+        let goFile: String
+        let outputFile: String
+
+        init(in tmp: TemporaryDirectory, mode: String, ticker: Bool = false) throws {
+            let script = tmp.file("fake-worker.py")
+            modeFile = tmp.file("fake-mode")
+            goFile = tmp.file("fake-go")
+            outputFile = tmp.file("fake-output")
+            config = tmp.file("seamd.json")
+            try Data(Self.program.utf8).write(to: URL(fileURLWithPath: script))
+            try Data(mode.utf8).write(to: URL(fileURLWithPath: modeFile))
+            let json: JSON = ["roles": ["ticker": ["enabled": .bool(ticker)],
+                                        "migrate": ["command": .array([.string("python3"), .string(script)]),
+                                                    "environment": ["FAKE_MODE": .string(modeFile), "FAKE_GO": .string(goFile),
+                                                                    "FAKE_OUTPUT": .string(outputFile),
+                                                                    "SEAM_MIGRATE": .string(Executables.path("seam-migrate"))]]]]
+            try Data(json.encoded()).write(to: URL(fileURLWithPath: config))
+        }
+
+        func go() throws { try Data().write(to: URL(fileURLWithPath: goFile)) }
+        func setMode(_ mode: String) throws { try Data(mode.utf8).write(to: URL(fileURLWithPath: modeFile)) }
+        func output() throws -> String { (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "" }
+
+        static let program = #"""
+            import json, os, shutil, socket, sys, time
+            args = sys.argv[1:]
+            mode = open(os.environ["FAKE_MODE"]).read().strip()
+            if mode == "real":
+                os.execv(os.environ["SEAM_MIGRATE"], ["seam-migrate"] + args)
+            directory = args[-1]
+            broker = socket.socket(fileno=int(os.environ["SEAM_FD"]))
+            def call(method, parameters):
+                broker.sendall(json.dumps({"method": method, "parameters": parameters}).encode() + b"\0")
+                reply = b""
+                while not reply.endswith(b"\0"):
+                    chunk = broker.recv(65536)
+                    if not chunk:
+                        sys.exit("seamd closed the connection")
+                    reply += chunk
+                return json.loads(reply[:-1])
+            call("org.seam.Migration.Report", {"phase": "copying", "store": "Local", "entity": "Session", "rowsDone": 42,
+                                               "rowsTotal": 100, "bytesWritten": 0, "bytesTotal": 0})
+            copy = os.path.join(directory, ".Local.sqlite.migrating")
+            if mode == "stale-copy":
+                shutil.copyfile(os.path.join(directory, "Local.sqlite"), copy)
+                reply = call("org.seam.Migration.Finished", {})
+                open(os.environ["FAKE_OUTPUT"], "w").write(json.dumps(reply))
+                sys.exit(0)
+            with open(copy, "wb") as f:
+                f.write(b"SQLite format 3\0" + b"half a copy" * 100)
+            while not os.path.exists(os.environ["FAKE_GO"]):
+                time.sleep(0.02)
+            print("dying on purpose", flush=True)
+            os._exit(3)
+            """#
+    }
+}
