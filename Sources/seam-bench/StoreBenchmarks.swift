@@ -13,7 +13,7 @@ enum StoreBenchmarks {
     static let runs = 5
 
     static func run() throws {
-        let rows = Int(ProcessInfo.processInfo.environment["SEAM_BENCH_ROWS"] ?? "") ?? 1_000_000
+        let rows = Self.rows
         let work = NSTemporaryDirectory() + "seam-bench-store-\(getpid())"
         try? FileManager.default.removeItem(atPath: work)
         defer { try? FileManager.default.removeItem(atPath: work) }
@@ -22,28 +22,35 @@ enum StoreBenchmarks {
 
         // The oldest release: six entities (Timer, Folder, Run, Setting, SyncToken, SyncRecord).
         let oldest = work + "/oldest"
-        let perEntity = rows / 6
-        print("building \(perEntity * 6) rows at release 1 …")
-        try FixtureWriter(schema: TimerApp.schema, versions: ["Timers": 1, "SyncMetadata": 1], rowsPerEntity: perEntity)
-            .write(to: oldest)
+        try writeRelease(1, rows: rows, to: oldest)
         let oldestSize = size(oldest)
         let (vacuumOld, full) = try interleaved(oldest, work: work, mode: "timers")
         table.add(["VACUUM INTO (release-1 files)", Harness.duration(vacuumOld), "1.00×", "-", mb(oldestSize)])
-        table.add(["full-history migration v1 → v4", Harness.duration(full.time), Harness.ratio(full.time, vacuumOld),
+        table.add(["full-history migration v1 → v\(TimerModel.history.current.version)", Harness.duration(full.time), Harness.ratio(full.time, vacuumOld),
                    mb(full.peakRSS), mb(full.size)])
 
         // The current release, then a build whose only change is one added attribute per file.
         let current = work + "/current"
-        let perCurrent = rows / 5
-        print("building \(perCurrent * 5) rows at release 4 …")
-        try FixtureWriter(schema: TimerApp.schema, versions: ["Timers": 4, "SyncMetadata": 2], rowsPerEntity: perCurrent)
-            .write(to: current)
+        try writeRelease(4, rows: rows, to: current)
         let (vacuumCurrent, add) = try interleaved(current, work: work, mode: "add-attribute")
         table.add(["VACUUM INTO (release-4 files)", Harness.duration(vacuumCurrent), "1.00×", "-", mb(size(current))])
         table.add(["add-an-attribute migration", Harness.duration(add.time), Harness.ratio(add.time, vacuumCurrent),
                    mb(add.peakRSS), mb(add.size)])
         table.print()
         print("targets: full-history ≤ 3.0× VACUUM INTO, add-an-attribute ≤ 1.5×, peak RSS ≤ 100 MB")
+    }
+
+    /// `SEAM_BENCH_ROWS`, default 1,000,000: the rows of the stores the migration benchmarks build.
+    static var rows: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_ROWS"] ?? "") ?? 1_000_000 }
+
+    /// Writes into `dir` the store files of the release whose timer model was at `timers`,
+    /// `rows` rows spread evenly over the entities of that release.
+    static func writeRelease(_ timers: Int, rows: Int, to dir: String) throws {
+        guard let versions = TimerApp.release(where: TimerModel.name, is: timers) else { throw BenchError("no release with Timers v\(timers)") }
+        let entities = versions.reduce(0) { n, v in n + (TimerApp.schema.model(v.key)?.version(v.value)?.entities.count ?? 0) }
+        let perEntity = rows / max(entities, 1)
+        print("building \(perEntity * entities) rows at release \(timers) …")
+        try FixtureWriter(schema: TimerApp.schema, versions: versions, rowsPerEntity: perEntity).write(to: dir)
     }
 
     /// The timer schema plus a version 5 that only adds an attribute to Timer and to Session.
@@ -120,7 +127,7 @@ enum StoreBenchmarks {
         return Harness.median(times)
     }
 
-    private static func copyDirectory(_ from: String, to: String) throws {
+    static func copyDirectory(_ from: String, to: String) throws {
         try FileManager.default.createDirectory(atPath: to, withIntermediateDirectories: true)
         for name in ["Cloud.sqlite", "Local.sqlite"] {
             try FileManager.default.copyItem(atPath: "\(from)/\(name)", toPath: "\(to)/\(name)")

@@ -2,7 +2,7 @@ import Foundation
 
 // seam-bench: the benchmarks behind `scripts/bench`. Each group prints a table.
 //
-//   seam-bench [GROUP …]      groups: query, store, context, json, broker, channels, ticker, service (default: all)
+//   seam-bench [GROUP …]      groups: query, store, context, json, broker, channels, ticker, service, migration (default: all)
 
 let groups: [(name: String, run: () throws -> Void)] = [
     ("query", QueryBenchmarks.run),
@@ -13,6 +13,7 @@ let groups: [(name: String, run: () throws -> Void)] = [
     ("channels", ChannelBenchmarks.run),
     ("ticker", TickerBenchmarks.run),
     ("service", ServiceBenchmarks.run),
+    ("migration", MigrationBenchmarks.run),
 ]
 
 let wanted = Array(CommandLine.arguments.dropFirst())
