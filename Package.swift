@@ -59,7 +59,8 @@ let package = Package(
         .target(name: "SeamClient", dependencies: ["SeamProtocol", "SeamJSON", "SeamSystem"]),
         .executableTarget(
             name: "seam",
-            dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamCommandLine", "SeamTimers", "SeamSchema", "SeamSystem", "SeamWatch"]
+            dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamCommandLine", "SeamTimers", "SeamSchema", "SeamSystem", "SeamWatch",
+                           "SeamSync", "SeamPostgres"]
         ),
         .executableTarget(name: "seamd", dependencies: ["SeamBroker", "SeamTimers", "SeamTimerService", "SeamStore", "SeamSystem", "SeamCommandLine"]),
 
@@ -72,6 +73,8 @@ let package = Package(
 
         // MARK: - Sync
         .target(name: "SeamPostgres", dependencies: ["CLibPQ"]),
+        .target(name: "SeamSync", dependencies: ["SeamPostgres", "SeamClient", "SeamJSON", "SeamProtocol", "SeamSchema", "SeamSystem"]),
+        .executableTarget(name: "seam-sync", dependencies: ["SeamSync", "SeamClient", "SeamCommandLine"], path: "Plugins/seam-sync"),
 
         // MARK: - Command-line plumbing
         .target(name: "SeamCommandLine"),
@@ -119,5 +122,6 @@ let package = Package(
         ),
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
         .testTarget(name: "SeamJSONTests", dependencies: ["SeamJSON"]),
+        .testTarget(name: "SeamSyncTests", dependencies: ["SeamSync", "SeamPostgres", "SeamClient", "SeamJSON", "SeamTestSupport"]),
     ]
 )

@@ -8,13 +8,14 @@
 # type; when seamd is not running they are simply not offered.
 
 # The commands, their second words, and the options each takes besides --socket and --help.
-_seam_commands="timer group store start flash pause resume reset stop skip clear ls watch up down install-units status schema migrate query subscribe call"
+_seam_commands="timer group store start flash pause resume reset stop skip clear ls watch up down install-units status schema migrate sync query subscribe call"
 
 _seam_subcommands() {
     case $1 in
         timer) echo "add ls show edit rm" ;;
         group) echo "add ls rename rm" ;;
         store) echo "info" ;;
+        sync) echo "setup status now" ;;
     esac
 }
 
@@ -28,6 +29,8 @@ _seam_options() {
         watch) echo "--plain" ;;
         up) echo "--data-dir" ;;
         migrate) echo "--dry-run --json" ;;
+        "sync setup") echo "--password-stdin --no-password --config-dir" ;;
+        "sync status") echo "--json" ;;
         install-units) echo "--dir --force" ;;
         query) echo "--where --sort --limit --fields --json" ;;
         subscribe) echo "--where --sort --limit --fields --json --pretty" ;;
@@ -37,7 +40,7 @@ _seam_options() {
 # Options that take a value (the next word, or after "=").
 _seam_takes_value() {
     case $1 in
-        --socket | --step | --repeat | --icon | --colour | --group | --name | --note | --where | --sort | --limit | --fields | --dir | --data-dir)
+        --socket | --step | --repeat | --icon | --colour | --group | --name | --note | --where | --sort | --limit | --fields | --dir | --data-dir | --config-dir)
             return 0 ;;
     esac
     return 1
@@ -208,7 +211,7 @@ _seam() {
     done
     first=${#leading[@]}
     case ${leading[0]-} in
-        timer | group | store) [[ $first -ge 2 ]] && command="${leading[0]} ${leading[1]}" ;;
+        timer | group | store | sync) [[ $first -ge 2 ]] && command="${leading[0]} ${leading[1]}" ;;
         "") ;;
         *) command=${leading[0]} ;;
     esac

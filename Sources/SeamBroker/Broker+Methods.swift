@@ -32,6 +32,8 @@ extension Broker {
             }
         case "org.seam.Migration":
             return migrationCall(call, c)
+        case "org.seam.Sync":
+            return syncCall(call, c)
         default:
             guard let service = configuration.interfaces.first(where: { $0.name == call.interface }) else {
                 result = .failure(.interfaceNotFound(call.interface))
@@ -427,6 +429,7 @@ extension Broker {
         do {
             guard let set = try context.save(request, author: author) else { return nil }
             publish(set)
+            noteCommitForSync(set)
             return set
         } catch {
             rowCache.removeAll()

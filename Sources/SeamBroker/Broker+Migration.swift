@@ -4,6 +4,8 @@ import SeamProtocol
 import SeamSchema
 import SeamStore
 import SeamSystem
+import Synchronization
+import Glibc
 
 /// A migration in progress: the plan, the stores it closed, the worker building the copies,
 /// and the calls watching it.
@@ -36,6 +38,13 @@ final class MigrationRun {
         guard f > 0.01, f < 1 else { return nil }
         return (now - startedAt) * (1 - f) / f
     }
+}
+
+/// What the verifying thread found, handed to the loop's thread.
+final class VerificationOutcome: Sendable {
+    private let slot = Mutex<StoreError??>(nil)
+    func set(_ failure: StoreError?) { slot.withLock { $0 = .some(failure) } }
+    func take() -> StoreError? { slot.withLock { $0 ?? nil } }
 }
 
 /// How the last migration ended, for `Status`.
@@ -106,7 +115,7 @@ extension Broker {
             }
             switch call.member {
             case "Report": result = report(call.parameters, run)
-            case "Finished": result = finish(run)
+            case "Finished": return finish(run, c, id: call.id)
             default: result = workerFailed(call.parameters, run)
             }
         default: result = .failure(.methodNotFound(call.method))
@@ -169,19 +178,55 @@ extension Broker {
         return .success([:])
     }
 
-    /// The worker's copies are built: verify them here, swap them in, reopen the stores.
-    private func finish(_ run: MigrationRun) -> Result<JSONObject, VarlinkError> {
+    /// The worker's copies are built: verify them here — on a thread of their own, so that the
+    /// stores still open keep serving meanwhile — then swap them in and reopen the stores. The
+    /// worker's call is answered when that is done.
+    private func finish(_ run: MigrationRun, _ c: Connection, id: JSON?) -> [UInt8] {
         run.concluded = true
-        run.progress.phase = .swapping
-        let backups: [String]
-        do { backups = try storeDirectory.swapIn(run.plan) } catch {
+        run.progress.phase = .verifying
+        let directory = storeDirectory
+        let plan = run.plan
+        let outcome = VerificationOutcome()
+        let pipe: (read: Int32, write: Int32)
+        do {
+            pipe = try Pipes.make()
+            try loop.watch(pipe.read, .read) { [unowned self] _ in
+                self.loop.forget(pipe.read)
+                Descriptors.close(pipe.read)
+                self.conclude(run, verified: outcome.take(), directory: directory, worker: c, id: id)
+            }
+            try Threads.detach {
+                let result: StoreError?
+                do throws(StoreError) { try directory.verifyCopies(plan); result = nil } catch { result = error }
+                outcome.set(result)
+                var byte: UInt8 = 1
+                _ = Glibc.write(pipe.write, &byte, 1)
+                Descriptors.close(pipe.write)
+            }
+        } catch {
+            // No thread to spare: verify here.
+            var failure: StoreError?
+            do { try directory.verifyCopies(plan) } catch let e { failure = e }
+            conclude(run, verified: failure, directory: directory, worker: c, id: id)
+        }
+        return []
+    }
+
+    private func conclude(_ run: MigrationRun, verified failure: StoreError?, directory: StoreDirectory, worker c: Connection, id: JSON?) {
+        let reply: Reply
+        do {
+            if let failure { throw failure }
+            run.progress.phase = .swapping
+            let backups = try directory.swapVerified(run.plan)
+            run.progress.phase = .done
+            end(run, error: nil, backups: backups)
+            reply = Reply(parameters: ["backups": .array(backups.map(JSON.string))], id: id)
+        } catch {
             let message = "the worker's copy was refused: \(error)"
             end(run, error: message)
-            return .failure(.migrationFailed(message))
+            reply = Reply(.migrationFailed(message), id: id)
         }
-        run.progress.phase = .done
-        end(run, error: nil, backups: backups)
-        return .success(["backups": .array(backups.map(JSON.string))])
+        if queue(frame: reply.frame(), to: c) { flush(c) }
     }
 
     private func workerFailed(_ p: JSONObject, _ run: MigrationRun) -> Result<JSONObject, VarlinkError> {

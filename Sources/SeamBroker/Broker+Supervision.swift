@@ -22,6 +22,8 @@ final class SupervisedProcess {
     var partialLine: [UInt8] = []
     var lastLine: String?
     var connection: Connection?
+    /// Stopped for good (its configuration went away): never restarted.
+    var retired = false
 
     init(spec: RoleSpec) { self.spec = spec }
 }
@@ -198,7 +200,7 @@ extension Broker {
             if p.spec.oneShot {
                 p.state = .stopped
                 log.info("\(p.spec.name) (pid \(pid)) \(exit) after \(Self.seconds(uptime))")
-                oneShotEnded(p, how)
+                if p.spec.oneShot { oneShotEnded(p, how) }
                 continue
             }
             let delay = scheduleRestart(p, uptime: uptime)
@@ -260,13 +262,24 @@ extension Broker {
 }
 
 extension SupervisorConfiguration {
-    /// The file at `path`: the defaults when it does not exist; its problems otherwise.
+    /// The file at `path`: the defaults when it does not exist; its problems otherwise. With a
+    /// sync configuration beside it (`sync.json`), the sync worker too.
     public static func load(path: String) -> SupervisorConfiguration {
-        guard FileSystem.exists(path) else { return .defaults }
-        do {
-            return parse(try FileSystem.read(path), path: path)
-        } catch {
-            return SupervisorConfiguration(roles: builtIn, problems: ["cannot read \(path): \(error.message); using the defaults"])
+        var c: SupervisorConfiguration
+        if !FileSystem.exists(path) {
+            c = .defaults
+        } else {
+            do { c = parse(try FileSystem.read(path), path: path) } catch {
+                c = SupervisorConfiguration(roles: builtIn, problems: ["cannot read \(path): \(error.message); using the defaults"])
+            }
         }
+        let sync = syncPath(besides: path)
+        if FileSystem.exists(sync) { c.roles.append(syncWorker(configuration: sync)) }
+        return c
+    }
+
+    /// Where `seam sync setup` writes the sync configuration: beside seamd.json.
+    public static func syncPath(besides path: String) -> String {
+        FileSystem.join(FileSystem.parentDirectory(path), "sync.json")
     }
 }

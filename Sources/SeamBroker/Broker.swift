@@ -20,6 +20,8 @@ public final class Broker {
         public var interfaces: [ServiceInterface] = []
         /// The processes to start and keep running (none unless the caller says).
         public var supervision = SupervisorConfiguration(roles: [], problems: [])
+        /// Where `seam sync setup` writes the sync configuration (nil: sync is never started).
+        public var syncConfigurationPath: String?
         public init(dataDirectory: String, socketPath: String) {
             self.dataDirectory = dataDirectory
             self.socketPath = socketPath
@@ -41,6 +43,9 @@ public final class Broker {
     /// The migration running now, and how the last one ended.
     var migration: MigrationRun?
     var lastMigration: MigrationOutcome?
+    /// The sync worker's `Listen` calls, and its last `Report`.
+    var syncListeners: [(connection: Connection, callID: JSON?)] = []
+    var syncReport: JSONObject?
     /// Rows by uuid as the wire encodes them; exact, because every save evicts what it touched.
     var rowCache = RowCache()
     var stopping = false
@@ -66,6 +71,8 @@ public final class Broker {
         // Outdated stores are served as they are until the worker has migrated them; a newer
         // or unreadable store stays closed while the other serves.
         options.servesOutdated = true
+        // History is kept until the sync worker has exported it, however old.
+        options.syncConfigured = configuration.supervision.roles.contains { $0.role == "sync" }
         do { context = try Context(directory: configuration.dataDirectory, schema: schema, options: options) } catch {
             throw BrokerError("cannot open the stores: \(error)")
         }
@@ -233,7 +240,9 @@ public final class Broker {
 
     func send(_ reply: Reply, to c: Connection) { send(frame: reply.frame(), to: c) }
 
+    /// Sends a reply frame; an empty one means the call is answered later (see `Finished`).
     func send(frame: [UInt8], to c: Connection) {
+        guard !frame.isEmpty else { return }
         // The common case — nothing queued before it — writes the reply straight from its own
         // bytes; only what the socket does not take is copied to the outbox.
         if c.pendingOutput == 0, !c.closed {

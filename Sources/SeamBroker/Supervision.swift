@@ -54,6 +54,11 @@ public struct SupervisorConfiguration: Sendable, Equatable {
 
     public static let defaultMigrator = RoleSpec(role: "migrate", command: ["seam-migrate"], oneShot: true)
 
+    /// The sync worker for the sync configuration at `path` (written by `seam sync setup`).
+    public static func syncWorker(configuration path: String) -> RoleSpec {
+        RoleSpec(role: "sync", command: ["seam-sync", path])
+    }
+
     public static let defaults = SupervisorConfiguration(roles: builtIn, problems: [])
 
     public init(roles: [RoleSpec], problems: [String]) {

@@ -43,10 +43,14 @@ public final class SeamConnection {
     private var nextID: Int64 = 0
     private var helloParameters: JSONObject?
     private let inherited: Bool
+    /// Replies that arrived for other calls (a `more` call's later replies) while a call waited.
+    private var unsolicited: [Reply] = []
 
     /// Connects as `design.md` says: `SEAM_FD`, then `SEAM_SOCKET`, then the default path.
     public static func connect(path: String? = nil) throws(ClientError) -> SeamConnection {
         if path == nil, let text = Environment.value("SEAM_FD"), let fd = Int32(text), fd >= 0 {
+            // Reads never block here (they wait in poll), as on a socket this process opens.
+            UnixSocket.setNonBlocking(fd, true)
             return SeamConnection(fd: fd, path: "fd \(fd)", inherited: true)
         }
         let target = path ?? Environment.socketPath
@@ -102,13 +106,9 @@ public final class SeamConnection {
     /// Calls `method` with `more` and hands each reply's parameters to `each`, until the last
     /// (the one without `continues`); a varlink error ends it by being thrown.
     public func stream(_ method: String, _ parameters: JSONObject = [:], each: (JSONObject) throws -> Void) throws {
-        nextID += 1
-        let id = JSON.integer(nextID)
-        do { try UnixSocket.writeAll(fd, Call(method: method, parameters: parameters, more: true, id: id).frame()) } catch {
-            throw ClientError(.disconnected)
-        }
+        let id = try send(method, parameters, more: true)
         while true {
-            let reply = try readReply()
+            guard let reply = try readReply(waiting: true) else { continue }
             if let rid = reply.id, rid != id { continue }
             if let error = reply.error { throw ClientError(.remote(VarlinkError(error, reply.parameters))) }
             try each(reply.parameters)
@@ -117,20 +117,45 @@ public final class SeamConnection {
     }
 
     private func roundTrip(_ method: String, _ parameters: JSONObject) throws(ClientError) -> JSONObject {
-        nextID += 1
-        let id = JSON.integer(nextID)
-        do { try UnixSocket.writeAll(fd, Call(method: method, parameters: parameters, id: id).frame()) } catch {
-            throw ClientError(.disconnected)
-        }
+        let id = try send(method, parameters, more: false)
         while true {
-            let reply = try readReply()
-            if let rid = reply.id, rid != id { continue }
+            guard let reply = try readReply(waiting: true) else { continue }
+            if let rid = reply.id, rid != id {
+                if unsolicited.count < 10_000 { unsolicited.append(reply) }
+                continue
+            }
             if let error = reply.error { throw ClientError(.remote(VarlinkError(error, reply.parameters))) }
             return reply.parameters
         }
     }
 
-    private func readReply() throws(ClientError) -> Reply {
+    private func send(_ method: String, _ parameters: JSONObject, more: Bool) throws(ClientError) -> JSON {
+        nextID += 1
+        let id = JSON.integer(nextID)
+        do { try UnixSocket.writeAll(fd, Call(method: method, parameters: parameters, more: more, id: id).frame()) } catch {
+            throw ClientError(.disconnected)
+        }
+        return id
+    }
+
+    /// The descriptor to wait on (readable: `pending()` has replies).
+    public var descriptor: Int32 { fd }
+
+    /// Starts a call with `more` and returns its id; its replies come through `pending()`.
+    public func start(_ method: String, _ parameters: JSONObject = [:]) throws(ClientError) -> JSON {
+        try send(method, parameters, more: true)
+    }
+
+    /// The replies to calls started with `start` that have arrived, without waiting.
+    public func pending() throws(ClientError) -> [Reply] {
+        var out = unsolicited
+        unsolicited = []
+        while let reply = try readReply(waiting: false) { out.append(reply) }
+        return out
+    }
+
+    /// The next reply; when `waiting` is false, nil as soon as the socket has nothing more.
+    private func readReply(waiting: Bool) throws(ClientError) -> Reply? {
         var buffer: [UInt8] = []
         while true {
             do {
@@ -149,7 +174,9 @@ public final class SeamConnection {
             do { result = try UnixSocket.read(fd, into: &buffer) } catch { throw ClientError(.disconnected) }
             switch result {
             case .closed: throw ClientError(.disconnected)
-            case .wouldBlock: _ = UnixSocket.waitReadable(fd, timeoutMilliseconds: 1000)
+            case .wouldBlock:
+                guard waiting else { return nil }
+                _ = UnixSocket.waitReadable(fd, timeoutMilliseconds: 1000)
             case .bytes: decoder.append(buffer)
             }
         }

@@ -70,8 +70,30 @@ public struct CommandSet: Sendable {
         return lines.joined(separator: "\n")
     }
 
+    /// Moves common options given before the command (`seam --socket S status`) behind it.
+    func commonOptionsLast(_ arguments: [String]) -> [String] {
+        var rest = arguments[...]
+        var leading: [String] = []
+        while let first = rest.first, first.hasPrefix("--") {
+            let name = String(first.dropFirst(2).prefix { $0 != "=" })
+            if commonOptions.contains(name) {
+                leading.append(rest.removeFirst())
+                if !first.contains("="), let value = rest.first {
+                    leading.append(value)
+                    rest.removeFirst()
+                }
+            } else if commonFlags.contains(name) {
+                leading.append(rest.removeFirst())
+            } else {
+                break
+            }
+        }
+        return Array(rest) + leading
+    }
+
     /// Runs the command `arguments` name; never returns.
-    public func main(_ arguments: [String]) async -> Never {
+    public func main(_ given: [String]) async -> Never {
+        let arguments = commonOptionsLast(given)
         let words = arguments.prefix { !$0.hasPrefix("-") }
         guard let command = find(Array(words)) else {
             if arguments.isEmpty || arguments.contains("--help") || arguments.contains("-h") || arguments == ["help"] {

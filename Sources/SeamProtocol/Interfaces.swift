@@ -235,8 +235,80 @@ public enum Interfaces {
 
         """
 
+    public static let sync = """
+        # Sync of the Cloud store through a server (PostgreSQL). seamd starts the sync worker,
+        # seam-sync (in the role "sync"), once sync is configured; the worker exports the
+        # Cloud store's history and imports the server's changes through org.seam.Store.Save,
+        # where the broker makes "sync" their author, so that they are never exported again.
+        # Nothing from the Local store is ever exported.
+        interface org.seam.Sync
+
+        # One changed row of the persistent history. row is the row after the change, as
+        # Fetch encodes rows; null for a delete.
+        type HistoryChange (
+          sequence: int,
+          author: string,
+          time: float,
+          entity: string,
+          uuid: string,
+          kind: string,
+          changedKeys: []string,
+          row: ?object
+        )
+
+        # How sync stands: configured, running, and what the worker last reported: server (the
+        # URL, never a password), state, lastPush and lastPull (Unix seconds), pending (local
+        # changes not yet exported), pushed and pulled (records so far), lastError.
+        method Status() -> (
+          configured: bool,
+          running: bool,
+          server: ?string,
+          state: ?string,
+          lastPush: ?float,
+          lastPull: ?float,
+          pending: ?int,
+          pushed: ?int,
+          pulled: ?int,
+          lastError: ?string
+        )
+
+        # Asks the worker to sync now (it also syncs on its own on every change, and polls).
+        method Now() -> ()
+
+        # Reads the sync configuration again (after `seam sync setup`): starts, restarts or
+        # stops the worker. action: started, restarted, stopped or none.
+        method Reload() -> (action: string)
+
+        # The worker's calls (role "sync" only). History after a sequence number, oldest
+        # first; last is the sequence of the last change set returned.
+        method History(since: int, limit: ?int) -> (changes: []HistoryChange, last: int, sequence: int)
+
+        # Forgets the history through a sequence number: the worker has exported it.
+        method Acknowledge(through: int) -> ()
+
+        # With more: a reply whenever a local commit touches the Cloud store ("commit") or a
+        # sync is asked for ("now"); the first reply says "listening".
+        method Listen() -> (event: string, sequence: int)
+
+        # The worker's state, as Status shows it.
+        method Report(
+          server: string,
+          state: string,
+          lastPush: ?float,
+          lastPull: ?float,
+          pending: int,
+          pushed: int,
+          pulled: int,
+          lastError: ?string
+        ) -> ()
+
+        error NotConfigured (message: string)
+
+        """
+
     /// Interface name → description.
     public static let all: [String: String] = [
         "org.varlink.service": service, "org.seam.Store": store, "org.seam.Migration": migration,
+        "org.seam.Sync": sync,
     ]
 }

@@ -80,5 +80,11 @@ public struct VarlinkError: Error, Sendable, CustomStringConvertible {
         VarlinkError("org.seam.Migration.MigrationFailed", ["message": .string(message)])
     }
 
+    // MARK: - org.seam.Sync
+
+    public static func syncNotConfigured(_ message: String) -> VarlinkError {
+        VarlinkError("org.seam.Sync.NotConfigured", ["message": .string(message)])
+    }
+
     public static let shuttingDown = VarlinkError("org.seam.Store.ShuttingDown", ["message": .string("seamd is shutting down")])
 }

@@ -201,8 +201,18 @@ public struct StoreDirectory: Sendable {
     /// against the originals), then swaps them in as a set, keeping each original in
     /// `backups/` (the broker's part). Returns the backups. Nothing is swapped unless all verify.
     public func swapIn(_ plan: MigrationPlan) throws(StoreError) -> [String] {
+        try verifyCopies(plan)
+        return try swapVerified(plan)
+    }
+
+    /// The check of `swapIn`, alone: it only reads, so it may run on any thread.
+    public func verifyCopies(_ plan: MigrationPlan) throws(StoreError) {
         try MigrationExecutor.verifyBuilt(plan, layout: layout)
-        return try MigrationExecutor.swap(plan.files.map(\.configuration), layout: layout)
+    }
+
+    /// The swap of `swapIn`, alone, for copies `verifyCopies` passed.
+    public func swapVerified(_ plan: MigrationPlan) throws(StoreError) -> [String] {
+        try MigrationExecutor.swap(plan.files.map(\.configuration), layout: layout)
     }
 
     /// Removes what a failed or abandoned migration of `configurations` left: copies and their

@@ -2,6 +2,11 @@ import Glibc
 
 /// The process environment and the paths Seam derives from it (see `design.md`, Contracts).
 public enum Environment {
+    /// Sets a variable for this process and the programs it starts (before any thread runs).
+    public static func set(_ name: String, _ value: String) {
+        setenv(name, value, 1)
+    }
+
     public static func value(_ name: String) -> String? {
         guard let v = getenv(name) else { return nil }
         let s = String(cString: v)

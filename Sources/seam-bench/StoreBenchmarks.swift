@@ -31,9 +31,10 @@ enum StoreBenchmarks {
 
         // The current release, then a build whose only change is one added attribute per file.
         let current = work + "/current"
-        try writeRelease(4, rows: rows, to: current)
+        let latest = TimerModel.history.current.version
+        try writeRelease(latest, rows: rows, to: current)
         let (vacuumCurrent, add) = try interleaved(current, work: work, mode: "add-attribute")
-        table.add(["VACUUM INTO (release-4 files)", Harness.duration(vacuumCurrent), "1.00×", "-", mb(size(current))])
+        table.add(["VACUUM INTO (release-\(latest) files)", Harness.duration(vacuumCurrent), "1.00×", "-", mb(size(current))])
         table.add(["add-an-attribute migration", Harness.duration(add.time), Harness.ratio(add.time, vacuumCurrent),
                    mb(add.peakRSS), mb(add.size)])
         table.print()
@@ -53,12 +54,13 @@ enum StoreBenchmarks {
         try FixtureWriter(schema: TimerApp.schema, versions: versions, rowsPerEntity: perEntity).write(to: dir)
     }
 
-    /// The timer schema plus a version 5 that only adds an attribute to Timer and to Session.
+    /// The timer schema plus a next version that only adds an attribute to Timer and to Session.
     static func addAttributeSchema() throws -> Schema {
-        var v5 = try TimerModel.draft(4).next()
-        try v5.modify("Timer") { e throws(SchemaError) in try e.add(Attribute("note", .string, optional: true)) }
-        try v5.modify("Session") { e throws(SchemaError) in try e.add(Attribute("note", .string, optional: true)) }
-        let timers = try VersionedModel((1...4).map { try TimerModel.draft($0) } + [v5])
+        let latest = TimerModel.history.current.version
+        var next = try TimerModel.draft(latest).next()
+        try next.modify("Timer") { e throws(SchemaError) in try e.add(Attribute("sound", .string, optional: true)) }
+        try next.modify("Session") { e throws(SchemaError) in try e.add(Attribute("sound", .string, optional: true)) }
+        let timers = try VersionedModel((1...latest).map { try TimerModel.draft($0) } + [next])
         return try Schema([timers, SyncMetadataModel.history])
     }
 

@@ -9,6 +9,6 @@ let seam = CommandSet(
         Timers are referred to by name or by the start of their uuid. Listings take --json.
         """,
     commonOptions: ["socket"],
-    commands: TimerCommands.all + [WatchCommand.command] + StoreCommands.all + ServiceCommands.all
+    commands: TimerCommands.all + [WatchCommand.command] + StoreCommands.all + SyncCommands.all + ServiceCommands.all
 )
 await seam.main(Array(CommandLine.arguments.dropFirst()))

@@ -45,8 +45,9 @@ do {
     configuration.listenDescriptor = Environment.socketActivationDescriptor
     configuration.interfaces = [TimerService.interface]
     if !args.flag("no-roles") {
-        configuration.supervision = SupervisorConfiguration.load(
-            path: args.value("config") ?? FileSystem.join(Environment.configDirectory, "seamd.json"))
+        let path = args.value("config") ?? FileSystem.join(Environment.configDirectory, "seamd.json")
+        configuration.supervision = SupervisorConfiguration.load(path: path)
+        configuration.syncConfigurationPath = SupervisorConfiguration.syncPath(besides: path)
     }
     if let t = args.value("handshake-timeout") {
         guard let seconds = Double(t), seconds > 0, seconds <= 3600 else {

@@ -24,7 +24,7 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(info["product"]?.stringValue, "seamd")
         XCTAssertNotNil(info["version"]?.stringValue)
         XCTAssertNotNil(info["url"]?.stringValue)
-        XCTAssertEqual(info["interfaces"]?.arrayValue?.compactMap(\.stringValue), ["org.seam.Migration", "org.seam.Store", "org.seam.Timers", "org.varlink.service"])
+        XCTAssertEqual(info["interfaces"]?.arrayValue?.compactMap(\.stringValue), ["org.seam.Migration", "org.seam.Store", "org.seam.Sync", "org.seam.Timers", "org.varlink.service"])
         let description = try c.call("org.varlink.service.GetInterfaceDescription", ["interface": "org.seam.Store"])
         XCTAssertEqual(description["description"]?.stringValue, Interfaces.store)
         XCTAssertTrue(Interfaces.store.hasPrefix("# Seam's store broker") && Interfaces.store.contains("interface org.seam.Store"))
@@ -37,6 +37,7 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(try RepositoryFiles.text("Protocol/org.seam.Store.varlink"), Interfaces.store)
         XCTAssertEqual(try RepositoryFiles.text("Protocol/org.varlink.service.varlink"), Interfaces.service)
         XCTAssertEqual(try RepositoryFiles.text("Protocol/org.seam.Migration.varlink"), Interfaces.migration)
+        XCTAssertEqual(try RepositoryFiles.text("Protocol/org.seam.Sync.varlink"), Interfaces.sync)
     }
 
     func testHelloSaveFetchCountStatus() throws {

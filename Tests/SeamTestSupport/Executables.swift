@@ -22,13 +22,14 @@ public enum Executables {
 
     /// Runs `name` with `arguments` to completion and returns its exit status and output.
     @discardableResult
-    public static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
-        try runTool(path(name), arguments, environment: environment)
+    public static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws -> Result {
+        try runTool(path(name), arguments, environment: environment, input: input)
     }
 
     /// Runs the program at `executable` (a system tool, say) to completion.
     @discardableResult
-    public static func runTool(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+    public static func runTool(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                               input: String? = nil) throws -> Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = arguments
@@ -39,7 +40,13 @@ public enum Executables {
         let err = Pipe()
         p.standardOutput = out
         p.standardError = err
+        let stdin = Pipe()
+        p.standardInput = input == nil ? FileHandle.nullDevice : stdin
         try p.run()
+        if let input {
+            stdin.fileHandleForWriting.write(Data(input.utf8))
+            try? stdin.fileHandleForWriting.close()
+        }
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()

@@ -1,0 +1,144 @@
+import SeamContext
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import SeamSystem
+
+/// The broker's side of sync (`org.seam.Sync`): the sync worker, which seamd starts once sync is
+/// configured, reads the Cloud store's persistent history through `History`, says how far it
+/// has exported with `Acknowledge` (the broker then forgets that history), hears of new local
+/// commits through `Listen`, and reports its state for `seam sync status`. Its saves carry the
+/// author `sync`, set here from the connection, so that imported changes are never exported
+/// again.
+extension Broker {
+    func syncCall(_ call: Call, _ c: Connection) -> [UInt8] {
+        let result: Result<JSONObject, VarlinkError>
+        switch call.member {
+        case "Status": result = .success(syncStatus())
+        case "Now":
+            guard c.hello != nil else { return Reply(.permissionDenied("say Hello first"), id: call.id).frame() }
+            guard hasSyncWorker else {
+                return Reply(.syncNotConfigured("sync is not configured: run `seam sync setup URL`"), id: call.id).frame()
+            }
+            tellSyncListeners(event: "now")
+            result = .success([:])
+        case "Reload":
+            guard c.hello?.role == "cli" else { return Reply(.permissionDenied("Reload takes a client that said Hello as cli"), id: call.id).frame() }
+            result = reloadSync()
+        case "History", "Acknowledge", "Listen", "Report":
+            guard c.hello?.role == "sync", c.supervisedAs != nil else {
+                result = .failure(.permissionDenied("only the sync worker seamd started may call \(call.member)"))
+                break
+            }
+            switch call.member {
+            case "History": result = history(call.parameters)
+            case "Acknowledge": result = acknowledge(call.parameters)
+            case "Listen":
+                guard call.more else { return Reply(.expectedMore, id: call.id).frame() }
+                syncListeners.append((c, call.id))
+                return Reply(parameters: ["event": .string("listening"), "sequence": .integer(context.sequence)],
+                             continues: true, id: call.id).frame()
+            default:
+                syncReport = call.parameters
+                result = .success([:])
+            }
+        default: result = .failure(.methodNotFound(call.method))
+        }
+        switch result {
+        case .success(let parameters): return Reply(parameters: parameters, id: call.id).frame()
+        case .failure(let error): return Reply(error, id: call.id).frame()
+        }
+    }
+
+    /// Starts, restarts or stops the sync worker as the sync configuration now says.
+    private func reloadSync() -> Result<JSONObject, VarlinkError> {
+        guard let path = configuration.syncConfigurationPath else {
+            return .failure(.syncNotConfigured("this seamd runs without roles (--no-roles): restart it with them to sync"))
+        }
+        let existing = supervised.first { $0.spec.role == "sync" && !$0.retired }
+        let configured = FileSystem.exists(path)
+        switch (configured, existing) {
+        case (true, nil):
+            let p = SupervisedProcess(spec: SupervisorConfiguration.syncWorker(configuration: path))
+            supervised.append(p)
+            start(p)
+            return .success(["action": .string("started")])
+        case (true, let p?):
+            // It comes back with the new configuration, after the usual first backoff.
+            if let pid = p.pid { Processes.signal(pid, Signals.terminate) }
+            return .success(["action": .string("restarted")])
+        case (false, let p?):
+            p.retired = true
+            if let t = p.restartTimer { loop.cancel(t) }
+            p.restartTimer = nil
+            if p.pid == nil { p.state = .stopped }
+            if let pid = p.pid { Processes.signal(pid, Signals.terminate) }
+            syncReport = nil
+            return .success(["action": .string("stopped")])
+        case (false, nil):
+            return .success(["action": .string("none")])
+        }
+    }
+
+    private var hasSyncWorker: Bool { supervised.contains { $0.spec.role == "sync" && !$0.retired } }
+
+    /// The history after `since`, oldest first: one entry per changed row, its row as the wire
+    /// encodes rows (null for a delete).
+    private func history(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
+        guard let since = p["since"]?.int64Value, since >= 0 else { return .failure(.invalidParameter("since")) }
+        let limit = Int(p["limit"]?.int64Value ?? 1000)
+        guard (1...10_000).contains(limit) else { return .failure(.invalidParameter("limit")) }
+        let sets: [ChangeSet]
+        do { sets = try context.history(since: since, limit: limit) } catch { return .failure(Self.varlink(error)) }
+        var changes: [JSON] = []
+        for set in sets {
+            for change in set.changes {
+                let order = context.schema.entity(change.entity)?.entity.attributes.map(\.name) ?? []
+                changes.append(.object([
+                    "sequence": .integer(set.sequence), "author": .string(set.author), "time": .double(set.time),
+                    "entity": .string(change.entity), "uuid": .string(change.uuid), "kind": .string(change.kind.rawValue),
+                    "changedKeys": .array(change.changedKeys.map(JSON.string)),
+                    "row": change.new.map { WireValues.encode($0, order: order) } ?? .null,
+                ]))
+            }
+        }
+        return .success(["changes": .array(changes), "last": .integer(sets.last?.sequence ?? since),
+                         "sequence": .integer(context.sequence)])
+    }
+
+    private func acknowledge(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
+        guard let through = p["through"]?.int64Value, through >= 0 else { return .failure(.invalidParameter("through")) }
+        do { try context.purgeHistory(through: min(through, context.sequence)) } catch { return .failure(Self.varlink(error)) }
+        return .success([:])
+    }
+
+    /// Tells the sync worker something happened: a local commit it has to export, or a
+    /// person asking for a sync now.
+    func tellSyncListeners(event: String) {
+        guard !syncListeners.isEmpty else { return }
+        syncListeners.removeAll { $0.connection.closed }
+        let frame = Reply(parameters: ["event": .string(event), "sequence": .integer(context.sequence)], continues: true, id: nil)
+        for (c, id) in syncListeners {
+            var r = frame
+            r.id = id
+            if queue(frame: r.frame(), to: c) { flush(c) }
+        }
+    }
+
+    /// After a commit: the sync worker hears of it unless the worker made it, or it touched
+    /// nothing that syncs.
+    func noteCommitForSync(_ set: ChangeSet) {
+        guard !syncListeners.isEmpty, set.author != "sync" else { return }
+        let synced = context.options.historyConfiguration
+        guard set.changes.contains(where: { $0.store == synced }) else { return }
+        tellSyncListeners(event: "commit")
+    }
+
+    func syncStatus() -> JSONObject {
+        let worker = supervised.first { $0.spec.role == "sync" && !$0.retired }
+        var o: JSONObject = ["configured": .bool(worker != nil), "running": .bool(worker?.pid != nil)]
+        if let report = syncReport { for (k, v) in report { o[k] = v } }
+        if worker != nil, o["lastError"] == nil || o["lastError"] == .null, let e = worker?.lastError { o["lastError"] = .string(e) }
+        return o
+    }
+}

@@ -1,0 +1,71 @@
+import SeamPostgres
+
+/// The server's tables, created and upgraded by `seam-sync` itself and versioned: one zone per
+/// database role (row-level security: a role sees and writes only its own zone), one record per
+/// synced row, a server-wide change sequence that every write takes a tag from. See
+/// `Protocol/sync.md`.
+public enum ServerSchema {
+    /// The version this build writes and understands.
+    public static let version = 1
+
+    /// Each version's statements, from nothing (index 0 makes version 1).
+    static let steps: [[String]] = [[
+        "CREATE SCHEMA IF NOT EXISTS seam",
+        "CREATE TABLE IF NOT EXISTS seam.meta (key text PRIMARY KEY, value text NOT NULL)",
+        "CREATE SEQUENCE IF NOT EXISTS seam.changes",
+        """
+        CREATE TABLE IF NOT EXISTS seam.records (
+            zone name NOT NULL DEFAULT current_user,
+            record_type text NOT NULL,
+            uuid uuid NOT NULL,
+            fields jsonb NOT NULL DEFAULT '{}',
+            change_tag bigint NOT NULL,
+            modified_at timestamptz NOT NULL DEFAULT now(),
+            deleted boolean NOT NULL DEFAULT false,
+            PRIMARY KEY (zone, record_type, uuid)
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS records_by_change ON seam.records (zone, change_tag)",
+        "ALTER TABLE seam.records ENABLE ROW LEVEL SECURITY",
+        "ALTER TABLE seam.records FORCE ROW LEVEL SECURITY",
+        "DROP POLICY IF EXISTS zone_owner ON seam.records",
+        "CREATE POLICY zone_owner ON seam.records USING (zone = current_user) WITH CHECK (zone = current_user)",
+        "GRANT USAGE ON SCHEMA seam TO PUBLIC",
+        "GRANT SELECT ON seam.meta TO PUBLIC",
+        "GRANT SELECT, INSERT, UPDATE ON seam.records TO PUBLIC",
+        "GRANT USAGE ON SEQUENCE seam.changes TO PUBLIC",
+    ]]
+
+    /// Brings the server to `version` (creating it on first use), under a lock so that two
+    /// workers starting at once do not race. Returns the version found before. A server at a
+    /// newer version than this build knows stops sync with a message rather than a guess.
+    @discardableResult
+    public static func ensure(_ pg: PostgresConnection) throws -> Int {
+        try pg.transaction {
+            try pg.query("SELECT pg_advisory_xact_lock(7283450912)")
+            let exists = try pg.query("SELECT to_regclass('seam.meta') IS NOT NULL")[0][0] == "t"
+            let found = exists ? Int(try pg.query("SELECT value FROM seam.meta WHERE key = 'schemaVersion'").first?[0] ?? "0") ?? 0 : 0
+            if found > version {
+                throw SyncFailure("the server's sync schema is version \(found); this seam-sync knows up to version \(version): "
+                                  + "upgrade Seam on this machine to sync with it", permanent: true)
+            }
+            guard found < version else { return found }
+            for statements in steps[found..<version] {
+                for sql in statements { try pg.query(sql) }
+            }
+            try pg.query("INSERT INTO seam.meta (key, value) VALUES ('schemaVersion', $1) ON CONFLICT (key) DO UPDATE SET value = $1",
+                         [String(version)])
+            return found
+        }
+    }
+}
+
+/// Why sync stopped or a cycle failed; `permanent` when trying again cannot help.
+public struct SyncFailure: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public var permanent: Bool
+    public init(_ description: String, permanent: Bool = false) {
+        self.description = description
+        self.permanent = permanent
+    }
+}

@@ -1,0 +1,487 @@
+import SeamClient
+import SeamJSON
+import SeamPostgres
+import SeamProtocol
+import SeamSchema
+import SeamSystem
+import Glibc
+
+/// The sync worker: mirrors the Cloud store's synced entities to a PostgreSQL server and back.
+///
+/// A cycle exports first (the broker's history since the exported token, coalesced per record,
+/// written as upserts and tombstones in one server transaction), then imports (the server's
+/// records since the server token, applied through the broker in one save whose author the
+/// broker makes `sync`). Its tokens and per-record change tags live in the `SyncMetadata`
+/// entities of the Cloud store, written in the same saves as the data they describe. See
+/// `Protocol/sync.md` for the rules.
+public final class SyncWorker {
+    let broker: SeamConnection
+    let configuration: SyncConfiguration
+    let url: SyncURL
+    var pg: PostgresConnection?
+    /// Synced entity → its attributes (the Cloud entities outside the sync worker's own model).
+    var synced: [String: [String]] = [:]
+    var tokens: [String: (uuid: String, value: Int64)] = [:]
+    var report = Report()
+    let log: (String) -> Void
+
+    struct Report {
+        var state = "starting"
+        var lastPush: Double?
+        var lastPull: Double?
+        var pending = 0
+        var pushed = 0
+        var pulled = 0
+        var lastError: String?
+    }
+
+    /// Rows per server round trip and per broker save.
+    static let batch = 500
+    static let channel = "seam_changes"
+
+    public init(broker: SeamConnection, configuration: SyncConfiguration, log: @escaping (String) -> Void) throws {
+        self.broker = broker
+        self.configuration = configuration
+        self.url = try SyncURL.parse(configuration.url)
+        self.log = log
+        try loadSchema()
+        try loadTokens()
+    }
+
+    // MARK: - The loop
+
+    /// Syncs until seamd goes away: on every local commit and every server notification, and
+    /// every `pollInterval` seconds; reconnects to the server with backoff when it is away.
+    public func run() throws -> Never {
+        let listen = try broker.start("org.seam.Sync.Listen")
+        var backoff = 0.5
+        var wanted = true
+        while true {
+            if pg == nil {
+                do {
+                    try connectServer()
+                    backoff = 0.5
+                    wanted = true
+                } catch let e as SyncFailure where e.permanent {
+                    fail(e.description)
+                    waitForBroker(listen, seconds: 3600)
+                    continue
+                } catch {
+                    fail("cannot reach the server: \(error)")
+                    waitForBroker(listen, seconds: backoff)
+                    backoff = min(backoff * 2, 30)
+                    continue
+                }
+            }
+            if wanted {
+                do {
+                    try cycle()
+                    report.lastError = nil
+                    report.state = "idle"
+                } catch let e as PostgresError where e.isConnectionLoss {
+                    fail("lost the server: \(e)")
+                    pg = nil
+                    continue
+                } catch {
+                    fail("\(error)")
+                    if let pg, !pg.isConnected { self.pg = nil }
+                }
+                sendReport()
+            }
+            wanted = wait(listen)
+        }
+    }
+
+    /// Waits for a local commit, a server notification, or the poll interval; true when a
+    /// cycle is due.
+    private func wait(_ listen: JSON) -> Bool {
+        guard let pg else { return true }
+        // Events that arrived while a call waited for its reply are read already.
+        if brokerEvents(listen) { return true }
+        let ready = UnixSocket.waitReadable([broker.descriptor, pg.socket],
+                                            timeoutMilliseconds: Int32(configuration.pollInterval * 1000))
+        var due = !ready.contains(true)
+        if ready[0] { due = brokerEvents(listen) || due }
+        if ready[1] {
+            do { due = !(try pg.notifications()).isEmpty || due } catch {
+                fail("lost the server: \(error)")
+                self.pg = nil
+                return true
+            }
+        }
+        return due
+    }
+
+    private func waitForBroker(_ listen: JSON, seconds: Double) {
+        if UnixSocket.waitReadable([broker.descriptor], timeoutMilliseconds: Int32(seconds * 1000))[0] { _ = brokerEvents(listen) }
+    }
+
+    /// Reads the broker's replies to Listen; exits when seamd is gone.
+    private func brokerEvents(_ listen: JSON) -> Bool {
+        let replies: [Reply]
+        do { replies = try broker.pending() } catch {
+            log("seamd closed the connection; stopping")
+            Glibc.exit(0)
+        }
+        return replies.contains { $0.id == listen && $0.error == nil && $0.parameters["event"]?.stringValue != "listening" }
+    }
+
+    private func fail(_ message: String) {
+        if report.lastError != message { log(message) }
+        report.lastError = message
+        report.state = "error"
+        sendReport()
+    }
+
+    private func sendReport() {
+        var p: JSONObject = ["server": .string(configuration.url), "state": .string(report.state),
+                             "pending": .integer(Int64(report.pending)), "pushed": .integer(Int64(report.pushed)),
+                             "pulled": .integer(Int64(report.pulled))]
+        p["lastPush"] = report.lastPush.map(JSON.double) ?? .null
+        p["lastPull"] = report.lastPull.map(JSON.double) ?? .null
+        p["lastError"] = report.lastError.map(JSON.string) ?? .null
+        _ = try? broker.call("org.seam.Sync.Report", p)
+    }
+
+    private func connectServer() throws {
+        let connection = try PostgresConnection(configuration.url)
+        let before = try ServerSchema.ensure(connection)
+        if before < ServerSchema.version { log("set up the server's sync schema (version \(ServerSchema.version), was \(before))") }
+        try connection.query("LISTEN \(Self.channel)")
+        pg = connection
+        log("connected to \(configuration.url)")
+    }
+
+    /// One export, then one import.
+    public func cycle() throws {
+        report.state = "syncing"
+        let pushed = try export()
+        report.pushed += pushed
+        report.lastPush = WallClock.now()
+        let pulled = try importChanges()
+        report.pulled += pulled
+        report.lastPull = WallClock.now()
+        if pushed + pulled > 0 { log("pushed \(pushed), pulled \(pulled)") }
+    }
+
+    // MARK: - What syncs
+
+    private func loadSchema() throws {
+        let schema = try broker.call("org.seam.Store.Schema")
+        for model in schema["models"]?.arrayValue ?? [] where model["name"]?.stringValue != "SyncMetadata" {
+            for e in model["entities"]?.arrayValue ?? [] where e["configuration"]?.stringValue == "Cloud" {
+                guard let name = e["name"]?.stringValue else { continue }
+                synced[name] = (e["attributes"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+            }
+        }
+    }
+
+    private func loadTokens() throws {
+        for row in try broker.fetch("SyncToken") {
+            guard let name = row["name"]?.stringValue, let uuid = row["uuid"]?.stringValue else { continue }
+            tokens[name] = (uuid, Int64(row["value"]?.stringValue ?? "") ?? 0)
+        }
+    }
+
+    /// The save that moves a token, to join the save of what it covers.
+    private func tokenChange(_ name: String, _ value: Int64, into save: inout SaveBuilder) {
+        if let t = tokens[name] {
+            save.update("SyncToken", t.uuid, ["value": .string(String(value))])
+        } else {
+            let uuid = UUIDText.random()
+            save.insert("SyncToken", ["uuid": .string(uuid), "name": .string(name), "value": .string(String(value))])
+            tokens[name] = (uuid, value)
+        }
+        tokens[name]?.value = value
+    }
+
+    /// SyncRecord rows for these records: (type, uuid) → (its own uuid, the change tag known).
+    private func syncRecords(_ uuids: [String]) throws -> [RecordKey: (uuid: String, tag: Int64?)] {
+        var out: [RecordKey: (String, Int64?)] = [:]
+        for chunk in uuids.chunked(Self.batch) {
+            for row in try broker.fetch("SyncRecord", where: Self.inList("recordUUID", chunk.count), parameters: Self.parameters(Array(chunk))) {
+                guard let type = row["recordType"]?.stringValue, let record = row["recordUUID"]?.stringValue,
+                      let uuid = row["uuid"]?.stringValue else { continue }
+                out[RecordKey(type: type, uuid: record)] = (uuid, row["changeTag"]?.stringValue.flatMap { Int64($0) })
+            }
+        }
+        return out
+    }
+
+    static func inList(_ attribute: String, _ count: Int) -> String {
+        "\(attribute) IN {" + (0..<count).map { "$p\($0)" }.joined(separator: ", ") + "}"
+    }
+
+    static func parameters(_ values: [String]) -> JSONObject {
+        JSONObject(uniqueKeysWithValues: values.enumerated().map { ("p\($0.offset)", JSON.string($0.element)) })
+    }
+
+    // MARK: - Export
+
+    /// One record's local state to push: its last row (nil: deleted) and the keys changed.
+    struct Outgoing {
+        var key: RecordKey
+        var row: JSONObject?
+        var changedKeys: Set<String> = []
+    }
+
+    /// Exports the history since the exported token. Returns the records written. The first
+    /// export of a store sends every synced row as it is: history older than sync may be gone.
+    func export() throws -> Int {
+        guard let pg else { return 0 }
+        var written = 0
+        if tokens["exported"] == nil { written += try exportEverything(on: pg) }
+        var token = tokens["exported"]?.value ?? 0
+        while true {
+            let h = try broker.call("org.seam.Sync.History", ["since": .integer(token), "limit": .integer(Int64(Self.batch))])
+            let changes = h["changes"]?.arrayValue ?? []
+            let last = h["last"]?.int64Value ?? token
+            report.pending = changes.count
+            if changes.isEmpty { return written }
+            var order: [RecordKey] = []
+            var outgoing: [RecordKey: Outgoing] = [:]
+            for c in changes where c["author"]?.stringValue != "sync" {
+                guard let entity = c["entity"]?.stringValue, let uuid = c["uuid"]?.stringValue, synced[entity] != nil else { continue }
+                let key = RecordKey(type: entity, uuid: uuid)
+                if outgoing[key] == nil { order.append(key) }
+                var o = outgoing[key] ?? Outgoing(key: key)
+                o.row = c["row"]?.objectValue
+                if o.row == nil { o.changedKeys = [] } else {
+                    o.changedKeys.formUnion((c["changedKeys"]?.arrayValue ?? []).compactMap(\.stringValue))
+                }
+                outgoing[key] = o
+            }
+            guard !order.isEmpty else {
+                // Nothing here to export (the worker's own saves): forget it, and move on
+                // without a save of the token, which would itself be history to read.
+                try broker.call("org.seam.Sync.Acknowledge", ["through": .integer(last)])
+                tokens["exported"]?.value = last
+                token = last
+                continue
+            }
+            let known = try syncRecords(order.map(\.uuid))
+            let results = try push(order.map { outgoing[$0]! }, on: pg)
+            var save = SaveBuilder()
+            for (key, tag) in results {
+                let existing = known[key]
+                if let tag {
+                    if let existing {
+                        save.update("SyncRecord", existing.uuid, ["changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(WallClock.now()))])
+                    } else {
+                        save.insert("SyncRecord", ["recordType": .string(key.type), "recordUUID": .string(key.uuid),
+                                                   "changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(WallClock.now()))])
+                    }
+                } else if let existing {
+                    // The server's version holds more than ours: forget the tag, so that the
+                    // import brings it whole.
+                    save.update("SyncRecord", existing.uuid, ["changeTag": .null])
+                }
+            }
+            tokenChange("exported", last, into: &save)
+            try save.send(broker)
+            try broker.call("org.seam.Sync.Acknowledge", ["through": .integer(last)])
+            written += results.count
+            token = last
+        }
+    }
+
+    /// Sends every row of every synced entity, in batches, then records the history sequence
+    /// read before the first batch as exported (later changes follow through the history).
+    private func exportEverything(on pg: PostgresConnection) throws -> Int {
+        let start = try broker.call("org.seam.Sync.History", ["since": .integer(Int64.max / 2), "limit": .integer(1)])
+        let sequence = start["sequence"]?.int64Value ?? 0
+        var written = 0
+        for entity in synced.keys.sorted() {
+            var offset = 0
+            while true {
+                let rows = try broker.fetch(entity, sort: "uuid", limit: Self.batch, offset: offset)
+                if rows.isEmpty { break }
+                let outgoing = rows.compactMap { row in
+                    row["uuid"]?.stringValue.map { Outgoing(key: RecordKey(type: entity, uuid: $0), row: row, changedKeys: Set(synced[entity] ?? [])) }
+                }
+                let results = try push(outgoing, on: pg)
+                var save = SaveBuilder()
+                let known = try syncRecords(outgoing.map(\.key.uuid))
+                for (key, tag) in results {
+                    guard let tag else { continue }
+                    let stamp: JSONObject = ["changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(WallClock.now()))]
+                    if let existing = known[key] { save.update("SyncRecord", existing.uuid, stamp) } else {
+                        var values = stamp
+                        values["recordType"] = .string(key.type)
+                        values["recordUUID"] = .string(key.uuid)
+                        save.insert("SyncRecord", values)
+                    }
+                }
+                try save.send(broker)
+                written += results.count
+                offset += rows.count
+            }
+        }
+        var save = SaveBuilder()
+        tokenChange("exported", sequence, into: &save)
+        try save.send(broker)
+        if written > 0 { log("first export: \(written) record(s)") }
+        return written
+    }
+
+    /// Writes the records in one server transaction, under the zone's lock, so that change
+    /// tags are handed out in commit order. Each upsert carries the keys changed here over the
+    /// server's current fields; a record deleted on the server stays deleted. Returns, per
+    /// record written, the tag to remember (nil when the server's fields now differ from ours).
+    func push(_ records: [Outgoing], on pg: PostgresConnection) throws -> [(RecordKey, Int64?)] {
+        guard !records.isEmpty else { return [] }
+        return try pg.transaction {
+            try pg.query("SELECT pg_advisory_xact_lock(hashtext(current_user::text))")
+            var server: [RecordKey: (fields: JSONObject, tag: Int64, deleted: Bool)] = [:]
+            let uuids = "{" + records.map(\.key.uuid).joined(separator: ",") + "}"
+            for row in try pg.query("SELECT record_type, uuid::text, fields::text, change_tag, deleted FROM seam.records "
+                                    + "WHERE zone = current_user AND uuid = ANY($1::uuid[])", [uuids]) {
+                guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }) else { continue }
+                let fields = (try? JSON.decode(row[2] ?? "{}"))?.objectValue ?? [:]
+                server[RecordKey(type: type, uuid: uuid)] = (fields, tag, row[4] == "t")
+            }
+            var out: [(RecordKey, Int64?)] = []
+            for r in records {
+                let current = server[r.key]
+                guard let row = r.row else {
+                    guard let current, !current.deleted else { continue }
+                    let tag = try pg.query("UPDATE seam.records SET deleted = true, fields = '{}', change_tag = nextval('seam.changes'), "
+                                           + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
+                                           + "RETURNING change_tag", [r.key.type, r.key.uuid])
+                    out.append((r.key, tag.first?[0].flatMap { Int64($0) }))
+                    continue
+                }
+                if current?.deleted == true { continue }
+                var fields = current?.fields ?? [:]
+                let attributes = synced[r.key.type] ?? []
+                let keys = current == nil ? Set(attributes) : r.changedKeys
+                for k in attributes where keys.contains(k) { fields[k] = row[k] ?? .null }
+                fields["uuid"] = nil
+                if let current, current.fields == fields {
+                    out.append((r.key, Self.matches(fields, row, attributes) ? current.tag : nil))
+                    continue
+                }
+                let text = String(decoding: JSON.object(fields).encoded(), as: UTF8.self)
+                let tag = try pg.query("""
+                    INSERT INTO seam.records AS r (record_type, uuid, fields, change_tag) VALUES ($1, $2::uuid, $3::jsonb, nextval('seam.changes'))
+                    ON CONFLICT (zone, record_type, uuid) DO UPDATE SET fields = EXCLUDED.fields, change_tag = EXCLUDED.change_tag,
+                        deleted = false, modified_at = now()
+                    RETURNING change_tag
+                    """, [r.key.type, r.key.uuid, text])
+                out.append((r.key, Self.matches(fields, row, attributes) ? tag.first?[0].flatMap { Int64($0) } : nil))
+            }
+            if !out.isEmpty { try pg.query("SELECT pg_notify($1, '')", [Self.channel]) }
+            return out
+        }
+    }
+
+    /// Whether the fields written are exactly the local row's (then the server's version needs
+    /// no import here).
+    static func matches(_ fields: JSONObject, _ row: JSONObject, _ attributes: [String]) -> Bool {
+        attributes.allSatisfy { $0 == "uuid" || (fields[$0] ?? .null) == (row[$0] ?? .null) }
+    }
+
+    // MARK: - Import
+
+    /// Applies the server's records since the server token. Returns the records applied.
+    func importChanges() throws -> Int {
+        guard let pg else { return 0 }
+        var applied = 0
+        var token = tokens["server"]?.value ?? 0
+        while true {
+            let rows = try pg.query("SELECT record_type, uuid::text, fields::text, change_tag, deleted FROM seam.records "
+                                    + "WHERE zone = current_user AND change_tag > $1 ORDER BY change_tag LIMIT \(Self.batch)",
+                                    [String(token)])
+            guard !rows.isEmpty else { return applied }
+            let last = rows.last?[3].flatMap { Int64($0) } ?? token
+            var incoming: [(key: RecordKey, fields: JSONObject, tag: Int64, deleted: Bool)] = []
+            for row in rows {
+                guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }), synced[type] != nil else { continue }
+                incoming.append((RecordKey(type: type, uuid: uuid), (try? JSON.decode(row[2] ?? "{}"))?.objectValue ?? [:], tag, row[4] == "t"))
+            }
+            let known = try syncRecords(incoming.map(\.key.uuid))
+            var existing: Set<RecordKey> = []
+            for (type, group) in Dictionary(grouping: incoming.map(\.key), by: \.type) {
+                for chunk in group.map(\.uuid).chunked(Self.batch) {
+                    for row in try broker.fetch(type, where: Self.inList("uuid", chunk.count), parameters: Self.parameters(Array(chunk)),
+                                                fields: ["uuid"]) {
+                        if let u = row["uuid"]?.stringValue { existing.insert(RecordKey(type: type, uuid: u)) }
+                    }
+                }
+            }
+            var save = SaveBuilder()
+            for r in incoming {
+                let record = known[r.key]
+                // Our own write coming back: nothing to apply.
+                if record?.tag == r.tag { continue }
+                let attributes = Set(synced[r.key.type] ?? [])
+                if r.deleted {
+                    if existing.contains(r.key) { save.delete(r.key.type, r.key.uuid) }
+                    if let record { save.delete("SyncRecord", record.uuid) }
+                    applied += 1
+                    continue
+                }
+                var values = JSONObject(uniqueKeysWithValues: r.fields.filter { attributes.contains($0.key) && $0.key != "uuid" }
+                    .map { ($0.key, $0.value) })
+                if existing.contains(r.key) {
+                    save.update(r.key.type, r.key.uuid, values)
+                } else {
+                    values["uuid"] = .string(r.key.uuid)
+                    save.insert(r.key.type, values)
+                }
+                var stamp: JSONObject = ["changeTag": .string(String(r.tag)), "modifiedAt": .string(RFC3339.format(WallClock.now()))]
+                if let record {
+                    save.update("SyncRecord", record.uuid, stamp)
+                } else {
+                    stamp["recordType"] = .string(r.key.type)
+                    stamp["recordUUID"] = .string(r.key.uuid)
+                    save.insert("SyncRecord", stamp)
+                }
+                applied += 1
+            }
+            tokenChange("server", last, into: &save)
+            try save.send(broker)
+            token = last
+        }
+    }
+}
+
+/// A synced record's identity on the server.
+struct RecordKey: Hashable {
+    var type: String
+    var uuid: String
+}
+
+/// The changes of one `org.seam.Store.Save`, built up and sent at once (all or nothing).
+struct SaveBuilder {
+    var inserts: [JSON] = []
+    var updates: [JSON] = []
+    var deletes: [JSON] = []
+    /// Rows touched already, so that a row updated twice merges.
+    private var updateIndex: [String: Int] = [:]
+
+    mutating func insert(_ entity: String, _ values: JSONObject) {
+        inserts.append(.object(["entity": .string(entity), "values": .object(values)]))
+    }
+
+    mutating func update(_ entity: String, _ uuid: String, _ values: JSONObject) {
+        updates.append(.object(["entity": .string(entity), "uuid": .string(uuid), "values": .object(values)]))
+    }
+
+    mutating func delete(_ entity: String, _ uuid: String) {
+        deletes.append(.object(["entity": .string(entity), "uuid": .string(uuid)]))
+    }
+
+    var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
+
+    func send(_ broker: SeamConnection) throws {
+        guard !isEmpty else { return }
+        try broker.call("org.seam.Store.Save", ["inserts": .array(inserts), "updates": .array(updates), "deletes": .array(deletes)])
+    }
+}
+
+extension Array {
+    func chunked(_ size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+}

@@ -1,0 +1,77 @@
+import SeamClient
+import SeamCommandLine
+import SeamJSON
+import SeamPostgres
+import SeamSync
+import SeamSystem
+
+/// `seam sync …`: set sync up, see how it stands, ask for it now.
+enum SyncCommands {
+    static let all: [Command] = [
+        Command("sync setup", "URL [--password-stdin | --no-password] [--config-dir DIR]",
+                "sync the Cloud store through a PostgreSQL server: postgresql://USER@HOST[:PORT]/DATABASE (no password in it)",
+                operands: 1...1, options: ["config-dir"], flags: ["password-stdin", "no-password"]) { operands, args in
+            try setup(operands[0], args)
+        },
+        Command("sync status", "[--json]", "the server, the last push and pull, changes waiting, the last error", flags: ["json"]) { _, args in
+            let s = try connect(args, hello: false).call("org.seam.Sync.Status")
+            if args.flag("json") { return output(.object(s)) }
+            guard s["configured"]?.boolValue == true else {
+                print("sync is not configured: `seam sync setup postgresql://USER@HOST/DATABASE` sets it up")
+                return
+            }
+            print("server: \(s["server"]?.stringValue ?? "(the worker has not reported yet)")")
+            print("worker: \(s["running"]?.boolValue == true ? "running" : "not running"), \(s["state"]?.stringValue ?? "starting")")
+            func when(_ key: String) -> String {
+                guard let t = s[key]?.doubleValue else { return "never" }
+                let ago = max(0, WallClock.now() - t)
+                return ago < 1 ? "just now" : "\(Int(ago)) s ago"
+            }
+            print("last push: \(when("lastPush")), last pull: \(when("lastPull"))")
+            print("pending: \(s["pending"]?.int64Value ?? 0) change(s); pushed \(s["pushed"]?.int64Value ?? 0), "
+                  + "pulled \(s["pulled"]?.int64Value ?? 0) record(s) since the worker started")
+            if let e = s["lastError"]?.stringValue { print("last error: \(e)") }
+        },
+        Command("sync now", "", "ask the sync worker to sync at once") { _, args in
+            try connect(args).call("org.seam.Sync.Now")
+            print("asked seam-sync to sync now; `seam sync status` shows how it went")
+        },
+    ]
+
+    /// Checks the URL, takes the password into a 0600 file (or leaves it to libpq's own files),
+    /// proves the server answers, writes sync.json and has seamd start its worker.
+    static func setup(_ text: String, _ args: Arguments) throws {
+        let url = try SyncURL.parse(text)
+        let directory = args.value("config-dir") ?? Environment.configDirectory
+        try FileSystem.makeDirectory(directory, mode: 0o700)
+        let passwordFile = FileSystem.join(directory, "sync.pgpass")
+        var configuration = SyncConfiguration(url: text, passwordFile: nil)
+        if !args.flag("no-password") {
+            let prompt = "password for \(url.user) at \(url.host):\(url.port)/\(url.database): "
+            guard let password = Secret.readLine(prompt: args.flag("password-stdin") ? "" : prompt), !password.isEmpty else {
+                throw Arguments.UsageError("no password given; type it, pipe it with --password-stdin, or use --no-password to rely on "
+                                           + "libpq's ~/.pgpass or service file")
+            }
+            try FileSystem.writeAtomically(Array(url.passwordFileLine(password: password).utf8), to: passwordFile, mode: 0o600)
+            configuration.passwordFile = passwordFile
+            Environment.set("PGPASSFILE", passwordFile)
+        }
+        do {
+            let pg = try PostgresConnection(text)
+            let version = try ServerSchema.ensure(pg)
+            print("connected to \(url.host):\(url.port)/\(url.database) as \(url.user)"
+                  + (version == 0 ? "; created the sync tables" : ""))
+        } catch {
+            throw SyncSetupError("cannot sync with \(text): \(error); nothing was changed")
+        }
+        let path = FileSystem.join(directory, "sync.json")
+        try FileSystem.writeAtomically(configuration.encoded, to: path, mode: 0o600)
+        print("wrote \(path)")
+        do {
+            let reply = try connect(args).call("org.seam.Sync.Reload")
+            print("seamd \(reply["action"]?.stringValue ?? "started") seam-sync; `seam sync status` shows how it goes")
+        } catch {
+            print("seamd will start seam-sync when it next starts (`seam up`)")
+        }
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+import SeamClient
+import SeamJSON
+import SeamPostgres
+import SeamTestSupport
+import XCTest
+
+/// Sync through a real PostgreSQL 15 from Debian (started by `scripts/pg-server` in a
+/// directory and on a port of its own), between machines that are real `seamd` processes on
+/// stores of their own, each with the `seam-sync` worker it supervises.
+final class SyncTests: XCTestCase {
+    nonisolated(unsafe) static var server: PostgresTestServer?
+
+    override class func setUp() {
+        super.setUp()
+        do {
+            let s = try PostgresTestServer(user: "alice")
+            try s.addUser("bob")
+            server = s
+        } catch {
+            print("SyncTests: no PostgreSQL: \(error)")
+        }
+    }
+
+    override class func tearDown() {
+        server = nil
+        super.tearDown()
+    }
+
+    func pg() throws -> PostgresTestServer { try XCTUnwrap(Self.server, "PostgreSQL did not start (see the log above)") }
+
+    /// What one machine does shows on the other: a timer added, renamed, put in a new group,
+    /// and deleted; an edit on the second comes back to the first. `seam sync setup` took the
+    /// password on standard input, and it appears in no log, no status and no configuration but
+    /// its 0600 password file.
+    func testTwoMachinesFollowEachOther() throws {
+        let server = try pg()
+        let user = "alice"
+        let a = try SyncMachine("a", server: server, user: user)
+        let b = try SyncMachine("b", server: server, user: user)
+        let timer = try a.addTimer("Tea \(UUID().uuidString.prefix(4))")
+        try eventually(10, "B has the timer") { try b.timer(timer)?["name"] != nil }
+        try a.update("Timer", timer, ["name": "Green tea"])
+        try eventually(10, "B has the new name") { try b.timer(timer)?["name"]?.stringValue == "Green tea" }
+        let group = try a.insert("UserGroup", ["name": .string("Kitchen \(UUID().uuidString.prefix(4))")])
+        try a.update("Timer", timer, ["groupUUID": .string(group)])
+        try eventually(10, "B has it in the group") {
+            try b.timer(timer)?["groupUUID"]?.stringValue == group && b.connection.row("UserGroup", uuid: group) != nil
+        }
+        try b.update("Timer", timer, ["repeatCount": 3])
+        try eventually(10, "A has B's edit") { try a.timer(timer)?["repeatCount"]?.int64Value == 3 }
+        XCTAssertEqual(try a.timer(timer)?["name"]?.stringValue, "Green tea")
+        try a.connection.save([.delete(entity: "Timer", uuid: timer)])
+        try eventually(10, "B lost the timer") { try b.timer(timer) == nil }
+
+        let password = try XCTUnwrap(server.passwords[user])
+        for m in [a, b] {
+            XCTAssertFalse(m.broker.log.contains(password), "the password is in seamd's log")
+            let status = try Executables.run("seam", ["sync", "status", "--socket", m.broker.socketPath])
+            XCTAssertTrue(status.stdout.contains("server: \(server.url(user))") && !status.stdout.contains(password), status.stdout)
+            XCTAssertFalse(try String(contentsOfFile: m.config + "/sync.json", encoding: .utf8).contains(password))
+            let attributes = try FileManager.default.attributesOfItem(atPath: m.config + "/sync.pgpass")
+            XCTAssertEqual((attributes[.posixPermissions] as? Int), 0o600)
+        }
+    }
+
+    /// Nothing from the Local store reaches the server, however busy the machine: no Session
+    /// record, no session attribute inside another record. And a run ignores sync: a timer edited
+    /// and then deleted on another machine changes nothing in a session running here, which
+    /// keeps running as an orphan.
+    func testTheLocalStoreNeverReachesTheServerAndRunsIgnoreSync() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "alice")
+        let b = try SyncMachine("b", server: server, user: "alice")
+        var timers: [String] = []
+        for i in 0..<5 { timers.append(try a.addTimer("Busy \(i) \(UUID().uuidString.prefix(4))")) }
+        for t in timers { _ = try a.connection.call("org.seam.Timers.Start", ["timer": .string(t), "note": "secret note"]) }
+        _ = try a.connection.call("org.seam.Timers.Flash", ["seconds": 600, "name": "flash"])
+        for t in timers { try a.update("Timer", t, ["icon": "bolt"]) }
+        try eventually(10, "B has every timer") { try timers.allSatisfy { try b.timer($0)?["icon"]?.stringValue == "bolt" } }
+
+        let tea = timers[0]
+        let started = try b.connection.call("org.seam.Timers.Start", ["timer": .string(tea)])
+        let session = try XCTUnwrap(started["session"]?.stringValue)
+        let before = try XCTUnwrap(b.connection.row("Session", uuid: session))
+        try a.update("Timer", tea, ["steps": .array([.object(["label": "long", "seconds": 9999])]), "name": "Renamed"])
+        try eventually(10, "B has the edit") { try b.timer(tea)?["name"]?.stringValue == "Renamed" }
+        let during = try XCTUnwrap(b.connection.row("Session", uuid: session))
+        XCTAssertEqual(during["steps"], before["steps"])
+        XCTAssertEqual(during["name"], before["name"])
+        try a.connection.save([.delete(entity: "Timer", uuid: tea)])
+        try eventually(10, "B lost the timer") { try b.timer(tea) == nil }
+        let after = try XCTUnwrap(b.connection.row("Session", uuid: session), "the session runs on")
+        XCTAssertEqual(after["state"]?.stringValue, "running")
+        XCTAssertEqual(after["timerUUID"], .null, "an orphan now")
+        XCTAssertEqual(after["steps"], before["steps"])
+
+        let admin = try PostgresConnection(server.adminConnection)
+        let types = try admin.query("SELECT DISTINCT record_type FROM seam.records").compactMap { $0[0] }
+        XCTAssertFalse(types.contains("Session"), "\(types)")
+        XCTAssertTrue(Set(types).isSubset(of: ["Timer", "UserGroup"]), "\(types)")
+        let keys = Set(try admin.query("SELECT DISTINCT jsonb_object_keys(fields) FROM seam.records").compactMap { $0[0] })
+        let sessionOnly: Set<String> = ["startedAt", "stepEndsAt", "stepIndex", "pausedAt", "round", "finishedAt", "state", "timerUUID", "note"]
+        XCTAssertTrue(keys.isDisjoint(with: sessionOnly), "session fields on the server: \(keys.intersection(sessionOnly))")
+        let text = try admin.query("SELECT fields::text FROM seam.records").compactMap { $0[0] }.joined()
+        XCTAssertFalse(text.contains("secret note"))
+    }
+
+    /// Row-level security: a role sees and writes only its own zone.
+    func testEachRoleSeesOnlyItsOwnZone() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "alice")
+        let timer = try a.addTimer("Alice's \(UUID().uuidString.prefix(4))")
+        try eventually(10, "the timer is on the server") {
+            try PostgresConnection(server.adminConnection).query("SELECT 1 FROM seam.records WHERE uuid = $1::uuid", [timer]).count == 1
+        }
+        let bobPassword = try XCTUnwrap(server.passwords["bob"])
+        let bob = try PostgresConnection("\(server.url("bob"))?password=\(bobPassword)")
+        XCTAssertEqual(try bob.query("SELECT count(*) FROM seam.records WHERE zone = 'alice'")[0][0], "0")
+        XCTAssertThrowsError(try bob.query("INSERT INTO seam.records (zone, record_type, uuid, fields, change_tag) "
+                                           + "VALUES ('alice', 'Timer', gen_random_uuid(), '{}', 1)")) { error in
+            XCTAssertEqual((error as? PostgresError)?.sqlState, "42501", "\(error)")
+        }
+        XCTAssertEqual(try bob.query("UPDATE seam.records SET fields = '{}' WHERE uuid = $1::uuid RETURNING 1", [timer]).count, 0)
+    }
+
+    /// A burst of saves while the server restarts and the worker is killed: in the end the other
+    /// machine has every timer exactly once, and so has the server.
+    func testServerRestartAndAKilledWorkerLoseAndDuplicateNothing() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "alice")
+        let b = try SyncMachine("b", server: server, user: "alice")
+        let tag = "burst-\(UUID().uuidString.prefix(6))"
+        var made: [String] = []
+        for i in 0..<120 {
+            made.append(try a.addTimer("\(tag) \(i)"))
+            if i == 30 { try server.restart() }
+            if i == 60 || i == 90, let pid = try a.syncWorkerPID() { kill(pid, SIGKILL) }
+        }
+        try eventually(30, "B has all 120") {
+            try b.connection.count("Timer", where: "name BEGINSWITH $t", parameters: ["t": .string(tag)]) == 120
+        }
+        let admin = try PostgresConnection(server.adminConnection)
+        let count = try admin.query("SELECT count(*) FROM seam.records WHERE record_type = 'Timer' AND fields->>'name' LIKE $1",
+                                    [tag + " %"])[0][0]
+        XCTAssertEqual(count, "120")
+        XCTAssertEqual(Set(try b.connection.fetch("Timer", where: "name BEGINSWITH $t", parameters: ["t": .string(tag)]).compactMap { $0["uuid"]?.stringValue }),
+                       Set(made))
+        XCTAssertTrue(a.broker.log.contains("lost the server") || a.broker.log.contains("cannot reach the server"), a.broker.log)
+    }
+
+    /// A machine that was off while the other worked catches up when it comes back, and what it
+    /// did while the server was away reaches the other once the server is back.
+    func testAMachineThatWasAwayCatchesUp() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "alice")
+        var b: SyncMachine? = try SyncMachine("b", server: server, user: "alice")
+        let first = try a.addTimer("Before \(UUID().uuidString.prefix(4))")
+        try eventually(10, "B has the first timer") { try b!.timer(first) != nil }
+        let data = b!.data, config = b!.config, home = b!.home
+        b!.broker.stop()
+        b = nil
+        let second = try a.addTimer("While B was off \(UUID().uuidString.prefix(4))")
+        try a.update("Timer", first, ["name": "Edited while B was off"])
+        let back = try SyncMachine("b", server: server, user: "alice", reusing: (home, data, config))
+        try eventually(10, "B caught up") {
+            try back.timer(second) != nil && back.timer(first)?["name"]?.stringValue == "Edited while B was off"
+        }
+
+        try server.stop()
+        let offline = try back.addTimer("Made offline \(UUID().uuidString.prefix(4))")
+        try server.restart()
+        try eventually(30, "A has what B made while the server was away") { try a.timer(offline) != nil }
+    }
+}
+
+/// One machine: a seamd with its own stores and configuration, syncing as `user`.
+final class SyncMachine {
+    let home: TemporaryDirectory
+    let data: String
+    let config: String
+    let broker: BrokerProcess
+    let connection: SeamConnection
+
+    init(_ name: String, server: PostgresTestServer, user: String, reusing: (TemporaryDirectory, String, String)? = nil) throws {
+        if let (home, data, config) = reusing {
+            self.home = home
+            self.data = data
+            self.config = config
+        } else {
+            home = TemporaryDirectory("seam-sync-\(name)")
+            data = home.file("data")
+            config = home.file("config")
+            try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
+            try Data(#"{"roles": {"ticker": {"enabled": false}}}"#.utf8).write(to: URL(fileURLWithPath: config + "/seamd.json"))
+        }
+        broker = try BrokerProcess(arguments: ["--config", config + "/seamd.json"], dataDirectory: data)
+        connection = try SeamConnection.connect(path: broker.socketPath)
+        try connection.hello()
+        if reusing == nil {
+            let setup = try Executables.run("seam", ["sync", "setup", server.url(user), "--password-stdin", "--config-dir", config,
+                                                     "--socket", broker.socketPath], input: (server.passwords[user] ?? "") + "\n")
+            guard setup.status == 0 else { throw SetupFailure(description: "seam sync setup: \(setup.stderr)\(setup.stdout)") }
+        }
+    }
+
+    struct SetupFailure: Error, CustomStringConvertible { var description: String }
+
+    func addTimer(_ name: String) throws -> String {
+        try insert("Timer", ["name": .string(name), "steps": .array([.object(["label": "go", "seconds": 60])])])
+    }
+
+    func insert(_ entity: String, _ values: JSONObject) throws -> String {
+        try XCTUnwrap(connection.save([.insert(entity: entity, values: values)]).inserted.first)
+    }
+
+    func update(_ entity: String, _ uuid: String, _ values: JSONObject) throws {
+        try connection.save([.update(entity: entity, uuid: uuid, values: values)])
+    }
+
+    func timer(_ uuid: String) throws -> JSONObject? { try connection.row("Timer", uuid: uuid) }
+
+    func syncWorkerPID() throws -> Int32? {
+        let roles = try connection.status()["roles"]?.arrayValue ?? []
+        return roles.first { $0["role"]?.stringValue == "sync" }?["pid"]?.int64Value.map { Int32($0) }
+    }
+}
