@@ -25,13 +25,14 @@ extension Broker {
         case "Reload":
             guard c.hello?.role == "cli" else { return Reply(.permissionDenied("Reload takes a client that said Hello as cli"), id: call.id).frame() }
             result = reloadSync()
-        case "History", "Acknowledge", "Listen", "Report":
+        case "History", "Acknowledge", "Listen", "Report", "Served":
             guard c.hello?.role == "sync", c.supervisedAs != nil else {
                 result = .failure(.permissionDenied("only the sync worker seamd started may call \(call.member)"))
                 break
             }
             switch call.member {
             case "History": result = history(call.parameters)
+            case "Served": result = .success(served())
             case "Acknowledge": result = acknowledge(call.parameters)
             case "Listen":
                 guard call.more else { return Reply(.expectedMore, id: call.id).frame() }
@@ -110,6 +111,21 @@ extension Broker {
         guard let through = p["through"]?.int64Value, through >= 0 else { return .failure(.invalidParameter("through")) }
         do { try context.purgeHistory(through: min(through, context.sequence)) } catch { return .failure(Self.varlink(error)) }
         return .success([:])
+    }
+
+    /// The entities of the synced configuration as their store holds them now (an older
+    /// version while it awaits migration; none while it is closed), with their models.
+    private func served() -> JSONObject {
+        let synced = context.options.historyConfiguration
+        var entities: [JSON] = []
+        for model in context.schema.models {
+            for e in model.current.entities(in: synced) {
+                guard let served = try? context.servedEntity(e.name) else { continue }
+                entities.append(.object(["name": .string(e.name), "model": .string(model.name),
+                                         "attributes": .array(served.attributes.map { .string($0.name) })]))
+            }
+        }
+        return ["entities": .array(entities)]
     }
 
     /// Tells the sync worker something happened: a local commit it has to export, or a

@@ -147,11 +147,14 @@ extension Context {
         p.new = nil
         work.set(p, uuid: uuid)
         for (source, link) in incoming[entity] ?? [] {
+            // A delete that sync brings: within the synced store the deleting machine's own link
+            // effects arrive by sync too (applying them again here would diverge from what it
+            // did: a concurrent edit may have linked a row since); across stores, a running
+            // session outlives its timer, as an orphan.
+            if author == "sync", configuration(of: source.name) == configuration(of: entity) { continue }
             for linking in try linkingRows(source, link, to: uuid, in: work) {
                 var rule = link.deleteRule
-                if author == "sync", rule == .cascade, configuration(of: source.name) != configuration(of: entity) {
-                    rule = .nullify
-                }
+                if author == "sync" { rule = .nullify }
                 switch rule {
                 case .cascade:
                     try stageDelete(source.name, linking, author: author, into: &work)

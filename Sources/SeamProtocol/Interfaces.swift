@@ -283,6 +283,10 @@ public enum Interfaces {
         # first; last is the sequence of the last change set returned.
         method History(since: int, limit: ?int) -> (changes: []HistoryChange, last: int, sequence: int)
 
+        # The synced configuration's entities as their store holds them now (an older version
+        # while it awaits migration; none while it is closed): what the worker may write.
+        method Served() -> (entities: []object)
+
         # Forgets the history through a sequence number: the worker has exported it.
         method Acknowledge(through: int) -> ()
 

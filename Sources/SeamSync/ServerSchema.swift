@@ -6,7 +6,8 @@ import SeamPostgres
 /// `Protocol/sync.md`.
 public enum ServerSchema {
     /// The version this build writes and understands.
-    public static let version = 1
+    /// 1. records, zones, the change sequence; 2. per-field versions (`versions`).
+    public static let version = 2
 
     /// Each version's statements, from nothing (index 0 makes version 1).
     static let steps: [[String]] = [[
@@ -34,6 +35,10 @@ public enum ServerSchema {
         "GRANT SELECT ON seam.meta TO PUBLIC",
         "GRANT SELECT, INSERT, UPDATE ON seam.records TO PUBLIC",
         "GRANT USAGE ON SEQUENCE seam.changes TO PUBLIC",
+    ], [
+        // Per field: the version of its value, "MICROSECONDS.DEVICE" (fixed width, so that text
+        // order is version order). A field without one predates version 2 and loses to any.
+        "ALTER TABLE seam.records ADD COLUMN IF NOT EXISTS versions jsonb NOT NULL DEFAULT '{}'",
     ]]
 
     /// Brings the server to `version` (creating it on first use), under a lock so that two

@@ -22,6 +22,9 @@ public final class SyncWorker {
     /// Synced entity → its attributes (the Cloud entities outside the sync worker's own model).
     var synced: [String: [String]] = [:]
     var tokens: [String: (uuid: String, value: Int64)] = [:]
+    var checkedKeptFields = false
+    /// This machine's name in field versions: made once, kept as the `device` token.
+    var device = ""
     var report = Report()
     let log: (String) -> Void
 
@@ -46,6 +49,18 @@ public final class SyncWorker {
         self.log = log
         try loadSchema()
         try loadTokens()
+        try loadDevice()
+    }
+
+    private func loadDevice() throws {
+        if let known = try broker.fetch("SyncToken", where: "name == 'device'").first?["value"]?.stringValue {
+            device = known
+            return
+        }
+        device = String(UUIDText.random().prefix(8))
+        try broker.call("org.seam.Store.Save", ["inserts": .array([.object([
+            "entity": "SyncToken", "values": .object(["name": "device", "value": .string(device)]),
+        ])])])
     }
 
     // MARK: - The loop
@@ -154,6 +169,16 @@ public final class SyncWorker {
 
     /// One export, then one import.
     public func cycle() throws {
+        // At the first cycle too: the store may have been migrated while the worker was away.
+        if try loadSchema() || !checkedKeptFields {
+            try fillKeptFields()
+            checkedKeptFields = true
+        }
+        // The Cloud store is closed (migrating): nothing can be read or written until it returns.
+        guard !synced.isEmpty else {
+            report.state = "waiting for the Cloud store"
+            return
+        }
         report.state = "syncing"
         let pushed = try export()
         report.pushed += pushed
@@ -166,19 +191,22 @@ public final class SyncWorker {
 
     // MARK: - What syncs
 
-    private func loadSchema() throws {
-        let schema = try broker.call("org.seam.Store.Schema")
-        for model in schema["models"]?.arrayValue ?? [] where model["name"]?.stringValue != "SyncMetadata" {
-            for e in model["entities"]?.arrayValue ?? [] where e["configuration"]?.stringValue == "Cloud" {
-                guard let name = e["name"]?.stringValue else { continue }
-                synced[name] = (e["attributes"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
-            }
+    /// The synced entities as the Cloud store holds them now; true when they changed (the
+    /// store was migrated: values kept for fields it did not know may now have a column).
+    @discardableResult
+    func loadSchema() throws -> Bool {
+        var now: [String: [String]] = [:]
+        for e in try broker.call("org.seam.Sync.Served")["entities"]?.arrayValue ?? [] where e["model"]?.stringValue != "SyncMetadata" {
+            guard let name = e["name"]?.stringValue else { continue }
+            now[name] = (e["attributes"]?.arrayValue ?? []).compactMap(\.stringValue)
         }
+        defer { synced = now }
+        return now != synced
     }
 
     private func loadTokens() throws {
         for row in try broker.fetch("SyncToken") {
-            guard let name = row["name"]?.stringValue, let uuid = row["uuid"]?.stringValue else { continue }
+            guard let name = row["name"]?.stringValue, name != "device", let uuid = row["uuid"]?.stringValue else { continue }
             tokens[name] = (uuid, Int64(row["value"]?.stringValue ?? "") ?? 0)
         }
     }
@@ -222,7 +250,9 @@ public final class SyncWorker {
     struct Outgoing {
         var key: RecordKey
         var row: JSONObject?
-        var changedKeys: Set<String> = []
+        /// Each key changed here, with the version of its change (the latest one).
+        var stamps: [String: String] = [:]
+        var changedKeys: Set<String> { Set(stamps.keys) }
     }
 
     /// Exports the history since the exported token. Returns the records written. The first
@@ -246,8 +276,9 @@ public final class SyncWorker {
                 if outgoing[key] == nil { order.append(key) }
                 var o = outgoing[key] ?? Outgoing(key: key)
                 o.row = c["row"]?.objectValue
-                if o.row == nil { o.changedKeys = [] } else {
-                    o.changedKeys.formUnion((c["changedKeys"]?.arrayValue ?? []).compactMap(\.stringValue))
+                if o.row == nil { o.stamps = [:] } else {
+                    let stamp = FieldVersion.stamp(time: c["time"]?.doubleValue ?? 0, device: device)
+                    for k in (c["changedKeys"]?.arrayValue ?? []).compactMap(\.stringValue) { o.stamps[k] = stamp }
                 }
                 outgoing[key] = o
             }
@@ -296,8 +327,13 @@ public final class SyncWorker {
             while true {
                 let rows = try broker.fetch(entity, sort: "uuid", limit: Self.batch, offset: offset)
                 if rows.isEmpty { break }
+                // Rows as they stand, of unknown age: their fields lose to any versioned edit.
+                let oldest = FieldVersion.stamp(time: 0, device: device)
                 let outgoing = rows.compactMap { row in
-                    row["uuid"]?.stringValue.map { Outgoing(key: RecordKey(type: entity, uuid: $0), row: row, changedKeys: Set(synced[entity] ?? [])) }
+                    row["uuid"]?.stringValue.map { uuid in
+                        Outgoing(key: RecordKey(type: entity, uuid: uuid), row: row,
+                                 stamps: Dictionary(uniqueKeysWithValues: (synced[entity] ?? []).map { ($0, oldest) }))
+                    }
                 }
                 let results = try push(outgoing, on: pg)
                 var save = SaveBuilder()
@@ -332,13 +368,14 @@ public final class SyncWorker {
         guard !records.isEmpty else { return [] }
         return try pg.transaction {
             try pg.query("SELECT pg_advisory_xact_lock(hashtext(current_user::text))")
-            var server: [RecordKey: (fields: JSONObject, tag: Int64, deleted: Bool)] = [:]
+            var server: [RecordKey: (fields: JSONObject, versions: JSONObject, tag: Int64, deleted: Bool)] = [:]
             let uuids = "{" + records.map(\.key.uuid).joined(separator: ",") + "}"
-            for row in try pg.query("SELECT record_type, uuid::text, fields::text, change_tag, deleted FROM seam.records "
+            for row in try pg.query("SELECT record_type, uuid::text, fields::text, change_tag, deleted, versions::text FROM seam.records "
                                     + "WHERE zone = current_user AND uuid = ANY($1::uuid[])", [uuids]) {
                 guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }) else { continue }
                 let fields = (try? JSON.decode(row[2] ?? "{}"))?.objectValue ?? [:]
-                server[RecordKey(type: type, uuid: uuid)] = (fields, tag, row[4] == "t")
+                let versions = (try? JSON.decode(row[5] ?? "{}"))?.objectValue ?? [:]
+                server[RecordKey(type: type, uuid: uuid)] = (fields, versions, tag, row[4] == "t")
             }
             var out: [(RecordKey, Int64?)] = []
             for r in records {
@@ -352,22 +389,24 @@ public final class SyncWorker {
                     continue
                 }
                 if current?.deleted == true { continue }
-                var fields = current?.fields ?? [:]
                 let attributes = synced[r.key.type] ?? []
-                let keys = current == nil ? Set(attributes) : r.changedKeys
-                for k in attributes where keys.contains(k) { fields[k] = row[k] ?? .null }
-                fields["uuid"] = nil
-                if let current, current.fields == fields {
-                    out.append((r.key, Self.matches(fields, row, attributes) ? current.tag : nil))
+                var merged = FieldVersion.merge(server: current.map { ($0.fields, $0.versions) }, row: row, stamps: r.stamps,
+                                                attributes: attributes)
+                merged.fields["uuid"] = nil
+                merged.versions["uuid"] = nil
+                if let current, current.fields == merged.fields, current.versions == merged.versions {
+                    out.append((r.key, Self.matches(merged.fields, row, attributes) ? current.tag : nil))
                     continue
                 }
-                let text = String(decoding: JSON.object(fields).encoded(), as: UTF8.self)
+                let fields = merged.fields
                 let tag = try pg.query("""
-                    INSERT INTO seam.records AS r (record_type, uuid, fields, change_tag) VALUES ($1, $2::uuid, $3::jsonb, nextval('seam.changes'))
-                    ON CONFLICT (zone, record_type, uuid) DO UPDATE SET fields = EXCLUDED.fields, change_tag = EXCLUDED.change_tag,
-                        deleted = false, modified_at = now()
+                    INSERT INTO seam.records AS r (record_type, uuid, fields, versions, change_tag)
+                    VALUES ($1, $2::uuid, $3::jsonb, $4::jsonb, nextval('seam.changes'))
+                    ON CONFLICT (zone, record_type, uuid) DO UPDATE SET fields = EXCLUDED.fields, versions = EXCLUDED.versions,
+                        change_tag = EXCLUDED.change_tag, deleted = false, modified_at = now()
                     RETURNING change_tag
-                    """, [r.key.type, r.key.uuid, text])
+                    """, [r.key.type, r.key.uuid, String(decoding: JSON.object(merged.fields).encoded(), as: UTF8.self),
+                          String(decoding: JSON.object(merged.versions).encoded(), as: UTF8.self)])
                 out.append((r.key, Self.matches(fields, row, attributes) ? tag.first?[0].flatMap { Int64($0) } : nil))
             }
             if !out.isEmpty { try pg.query("SELECT pg_notify($1, '')", [Self.channel]) }
@@ -379,6 +418,32 @@ public final class SyncWorker {
     /// no import here).
     static func matches(_ fields: JSONObject, _ row: JSONObject, _ attributes: [String]) -> Bool {
         attributes.allSatisfy { $0 == "uuid" || (fields[$0] ?? .null) == (row[$0] ?? .null) }
+    }
+
+    /// Values kept for fields this store did not know, now that it does (it was migrated):
+    /// written into their new columns, and no longer kept.
+    func fillKeptFields() throws {
+        var save = SaveBuilder()
+        var filled = 0
+        var rows: [JSONObject] = []
+        while true {
+            let page = try broker.fetch("SyncRecord", sort: "uuid", limit: Self.batch, offset: rows.count)
+            rows += page
+            if page.count < Self.batch { break }
+        }
+        for row in rows where !(row["unknownFields"]?.objectValue?.isEmpty ?? true) {
+            guard let type = row["recordType"]?.stringValue, let uuid = row["recordUUID"]?.stringValue,
+                  let own = row["uuid"]?.stringValue, let attributes = synced[type],
+                  let kept = row["unknownFields"]?.objectValue else { continue }
+            let now = JSONObject(uniqueKeysWithValues: kept.filter { attributes.contains($0.key) }.map { ($0.key, $0.value) })
+            guard !now.isEmpty else { continue }
+            if try broker.row(type, uuid: uuid) != nil { save.update(type, uuid, now) }
+            save.update("SyncRecord", own, ["unknownFields": .object(JSONObject(uniqueKeysWithValues: kept.filter { !attributes.contains($0.key) }
+                .map { ($0.key, $0.value) }))])
+            filled += 1
+        }
+        try save.send(broker)
+        if filled > 0 { log("filled new fields of \(filled) record(s) with the values kept for them") }
     }
 
     // MARK: - Import
@@ -423,13 +488,19 @@ public final class SyncWorker {
                 }
                 var values = JSONObject(uniqueKeysWithValues: r.fields.filter { attributes.contains($0.key) && $0.key != "uuid" }
                     .map { ($0.key, $0.value) })
+                // Fields of a newer model version than this store's: kept, to fill the columns
+                // when this store is migrated (the server keeps them meanwhile: exports only
+                // ever put changed fields over the server's).
+                let kept = JSONObject(uniqueKeysWithValues: r.fields.filter { !attributes.contains($0.key) && $0.key != "uuid" }
+                    .map { ($0.key, $0.value) })
                 if existing.contains(r.key) {
                     save.update(r.key.type, r.key.uuid, values)
                 } else {
                     values["uuid"] = .string(r.key.uuid)
                     save.insert(r.key.type, values)
                 }
-                var stamp: JSONObject = ["changeTag": .string(String(r.tag)), "modifiedAt": .string(RFC3339.format(WallClock.now()))]
+                var stamp: JSONObject = ["changeTag": .string(String(r.tag)), "modifiedAt": .string(RFC3339.format(WallClock.now())),
+                                         "unknownFields": .object(kept)]
                 if let record {
                     save.update("SyncRecord", record.uuid, stamp)
                 } else {

@@ -16,6 +16,7 @@ final class ContextTests: ContextTestCase {
     func testDeletingATimerDeletesItsSessionAcrossTheSeam() throws { try onFilesAndInMemory(checkDeletingATimerDeletesItsSessionAcrossTheSeam) }
     func testDeletingAGroupNullifiesItsTimers() throws { try onFilesAndInMemory(checkDeletingAGroupNullifiesItsTimers) }
     func testASyncDeleteLeavesTheRunningSessionAsAnOrphan() throws { try onFilesAndInMemory(checkASyncDeleteLeavesTheRunningSessionAsAnOrphan) }
+    func testASyncDeleteOfAGroupLeavesItsTimersAlone() throws { try onFilesAndInMemory(checkASyncDeleteOfAGroupLeavesItsTimersAlone) }
     func testASecondSessionForOneTimerIsRefusedAndNothingChanges() throws { try onFilesAndInMemory(checkASecondSessionForOneTimerIsRefusedAndNothingChanges) }
     func testBadInputGetsTypedErrors() throws { try onFilesAndInMemory(checkBadInputGetsTypedErrors) }
     func testDanglingLinksAreReported() throws { try onFilesAndInMemory(checkDanglingLinksAreReported) }
@@ -151,6 +152,18 @@ final class ContextTests: ContextTestCase {
         let kept = try XCTUnwrap(context.row("Session", session))
         XCTAssertEqual(kept["timerUUID"], .null)
         XCTAssertEqual(kept["state"], .string("running"))
+    }
+
+    /// A sync-authored delete of a group changes no timer: the deleting machine's own
+    /// nullifications arrive through sync, and a timer linked to it since keeps its link
+    /// (dangling), as it is on the server.
+    func checkASyncDeleteOfAGroupLeavesItsTimersAlone() throws {
+        let group = try XCTUnwrap(context.save(SaveRequest([.insert(entity: "UserGroup", values: ["name": .string("G")])])))
+            .changes[0].uuid
+        let a = try addTimer("A", group: group)
+        let set = try XCTUnwrap(context.save(SaveRequest([.delete(entity: "UserGroup", uuid: group)]), author: "sync"))
+        XCTAssertEqual(set.changes.map(\.entity), ["UserGroup"])
+        XCTAssertEqual(try context.row("Timer", a)?["groupUUID"], .uuid(group))
     }
 
     func checkASecondSessionForOneTimerIsRefusedAndNothingChanges() throws {
