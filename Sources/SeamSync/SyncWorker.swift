@@ -79,7 +79,7 @@ public final class SyncWorker {
                     wanted = true
                 } catch let e as SyncFailure where e.permanent {
                     fail(e.description)
-                    waitForBroker(listen, seconds: 3600)
+                    waitForBroker(listen, seconds: 60)  // or at once on `seam sync now`
                     continue
                 } catch {
                     fail("cannot reach the server: \(error)")

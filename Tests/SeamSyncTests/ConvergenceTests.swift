@@ -72,6 +72,28 @@ final class ConvergenceTests: XCTestCase {
         try eventually(15, "the delete wins everywhere") { try a.timer(timer) == nil && b.timer(timer) == nil }
     }
 
+    /// A server whose sync schema is newer than this seam-sync knows stops sync with a message
+    /// saying so (and what to do), rather than a guess; sync resumes once it is one it knows.
+    func testANewerServerSchemaStopsSyncWithAClearMessage() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "carol")
+        let admin = try PostgresConnection(server.adminConnection)
+        try admin.query("UPDATE seam.meta SET value = '99' WHERE key = 'schemaVersion'")
+        defer { _ = try? admin.query("UPDATE seam.meta SET value = '2' WHERE key = 'schemaVersion'") }
+        if let pid = try a.syncWorkerPID() { kill(pid, SIGKILL) }
+        try eventually(15, "the worker says the server is newer") {
+            (try a.syncStatus()["lastError"]?.stringValue ?? "").contains("version 99")
+        }
+        let status = try Executables.run("seam", ["sync", "status", "--socket", a.broker.socketPath])
+        XCTAssertTrue(status.stdout.contains("upgrade Seam on this machine"), status.stdout)
+        try admin.query("UPDATE seam.meta SET value = '2' WHERE key = 'schemaVersion'")
+        if let pid = try a.syncWorkerPID() { kill(pid, SIGKILL) }
+        let timer = try a.addTimer("After the server came back to a known version")
+        try eventually(15, "sync works again") {
+            try admin.query("SELECT 1 FROM seam.records WHERE uuid = $1::uuid", [timer]).count == 1
+        }
+    }
+
     /// Three machines, many random operations (add, edit fields, move between groups, delete,
     /// add, rename and delete groups) on random machines, with random sync pauses, killed
     /// workers and server restarts. At the end every machine's Cloud data is equal, every
