@@ -14,6 +14,8 @@ public struct SyncURL: Sendable, Equatable {
     public var host: String
     public var port: Int
     public var database: String
+    /// A libpq service name (`?service=`): then user, host and port may come from the service file.
+    public var service: String?
 
     /// Parses `postgresql://USER@HOST[:PORT]/DATABASE[?…]` (or `postgres://`).
     public static func parse(_ text: String) throws(SyncSetupError) -> SyncURL {
@@ -22,15 +24,22 @@ public struct SyncURL: Sendable, Equatable {
             throw SyncSetupError("give a URL such as postgresql://alice@db.example.net/seam (it starts with postgresql://)")
         }
         var rest = Substring(text.dropFirst(scheme.count))
+        var service: String?
         if let q = rest.firstIndex(of: "?") {
-            let query = rest[rest.index(after: q)...]
-            if query.split(separator: "&").contains(where: { $0.hasPrefix("password=") }) {
+            let query = rest[rest.index(after: q)...].split(separator: "&")
+            if query.contains(where: { $0.hasPrefix("password=") }) {
                 throw SyncSetupError("put no password in the URL: seam sync setup asks for it and keeps it in a 0600 file")
             }
+            service = query.first { $0.hasPrefix("service=") }.map { String($0.dropFirst("service=".count)) }
             rest = rest[..<q]
         }
         guard let at = rest.lastIndex(of: "@") else {
-            throw SyncSetupError("the URL names no user: postgresql://USER@HOST/DATABASE")
+            // postgresql:///?service=NAME: who and where come from libpq's service file.
+            if let service, !service.isEmpty, !rest.contains(":") {
+                let database = rest.split(separator: "/").first.map(String.init) ?? ""
+                return SyncURL(text: text, user: "", host: "", port: 5432, database: database, service: service)
+            }
+            throw SyncSetupError("the URL names no user: postgresql://USER@HOST/DATABASE (or postgresql:///?service=NAME)")
         }
         let userPart = rest[..<at]
         if userPart.contains(":") {
@@ -52,7 +61,8 @@ public struct SyncURL: Sendable, Equatable {
             hostPart = hostPart[..<colon]
         }
         guard !userPart.isEmpty, !hostPart.isEmpty else { throw SyncSetupError("the URL needs a user and a host: postgresql://USER@HOST/DATABASE") }
-        return SyncURL(text: text, user: Self.decoded(userPart), host: String(hostPart), port: port, database: Self.decoded(Substring(database)))
+        return SyncURL(text: text, user: Self.decoded(userPart), host: String(hostPart), port: port, database: Self.decoded(Substring(database)),
+                       service: service)
     }
 
     /// Undoes %XX escapes (a user name with an @, say).

@@ -46,6 +46,9 @@ enum SyncCommands {
         try FileSystem.makeDirectory(directory, mode: 0o700)
         let passwordFile = FileSystem.join(directory, "sync.pgpass")
         var configuration = SyncConfiguration(url: text, passwordFile: nil)
+        if url.service != nil, !args.flag("no-password") {
+            throw Arguments.UsageError("a service URL takes its password from libpq's files: add --no-password")
+        }
         if !args.flag("no-password") {
             let prompt = "password for \(url.user) at \(url.host):\(url.port)/\(url.database): "
             guard let password = Secret.readLine(prompt: args.flag("password-stdin") ? "" : prompt), !password.isEmpty else {
@@ -59,7 +62,7 @@ enum SyncCommands {
         do {
             let pg = try PostgresConnection(text)
             let version = try ServerSchema.ensure(pg)
-            print("connected to \(url.host):\(url.port)/\(url.database) as \(url.user)"
+            print("connected to " + (url.service.map { "service \($0)" } ?? "\(url.host):\(url.port)/\(url.database) as \(url.user)")
                   + (version == 0 ? "; created the sync tables" : ""))
         } catch {
             throw SyncSetupError("cannot sync with \(text): \(error); nothing was changed")

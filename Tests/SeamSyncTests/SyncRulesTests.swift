@@ -1,0 +1,53 @@
+import SeamJSON
+import SeamSync
+import XCTest
+
+/// The pure parts of sync: URLs and their refusals, the password-file line, the configuration
+/// file, and the per-field merge rule.
+final class SyncRulesTests: XCTestCase {
+    func testURLs() throws {
+        let u = try SyncURL.parse("postgresql://alice@db.example.net:6543/timers?sslmode=require")
+        XCTAssertEqual([u.user, u.host, String(u.port), u.database], ["alice", "db.example.net", "6543", "timers"])
+        XCTAssertEqual(try SyncURL.parse("postgres://a%40b@h/").user, "a@b")
+        XCTAssertEqual(try SyncURL.parse("postgres://a@h").database, "seam")
+        XCTAssertEqual(try SyncURL.parse("postgresql:///?service=home").service, "home")
+        for (bad, says) in [("mysql://a@h/db", "starts with postgresql://"), ("postgresql://a:secret@h/db", "no password"),
+                            ("postgresql://a@h/db?password=x", "no password"), ("postgresql://h/db", "names no user"),
+                            ("postgresql://a@h:99999/db", "port"), ("postgresql://a@/db", "a user and a host")] {
+            XCTAssertThrowsError(try SyncURL.parse(bad), bad) { XCTAssertTrue("\($0)".contains(says), "\(bad): \($0)") }
+        }
+        XCTAssertEqual(u.passwordFileLine(password: "p:w\\d"), "db.example.net:6543:timers:alice:p\\:w\\\\d\n")
+    }
+
+    func testTheConfigurationFile() throws {
+        var c = SyncConfiguration(url: "postgresql://a@h/db", passwordFile: "/x/sync.pgpass")
+        c.pollInterval = 2
+        XCTAssertEqual(try SyncConfiguration.parse(c.encoded, path: "sync.json"), c)
+        for bad in ["", "[]", #"{"passwordFile": "x"}"#, #"{"url": "postgresql://a:pw@h/db"}"#] {
+            XCTAssertThrowsError(try SyncConfiguration.parse(Array(bad.utf8), path: "sync.json"), bad)
+        }
+    }
+
+    /// Per field, the greater version wins, whatever order the edits arrive in; keys not
+    /// edited keep the server's value; a record the server lacks takes every attribute.
+    func testThePerFieldMergeIsOrderIndependent() {
+        let attributes = ["uuid", "name", "colour"]
+        let early = FieldVersion.stamp(time: 100, device: "aaaaaaaa")
+        let late = FieldVersion.stamp(time: 200, device: "bbbbbbbb")
+        XCTAssertLessThan(early, late)
+        XCTAssertLessThan(FieldVersion.stamp(time: 9, device: "z"), FieldVersion.stamp(time: 10, device: "a"))
+        let base = FieldVersion.merge(server: nil, row: ["name": "n0", "colour": "c0"], stamps: ["name": early, "colour": early],
+                                      attributes: attributes)
+        let fromA: JSONObject = ["name": "A", "colour": "c0"]
+        let fromB: JSONObject = ["name": "B", "colour": "blue"]
+        let aThenB = FieldVersion.merge(server: FieldVersion.merge(server: base, row: fromA, stamps: ["name": early], attributes: attributes),
+                                        row: fromB, stamps: ["name": late, "colour": late], attributes: attributes)
+        let bThenA = FieldVersion.merge(server: FieldVersion.merge(server: base, row: fromB, stamps: ["name": late, "colour": late], attributes: attributes),
+                                        row: fromA, stamps: ["name": early], attributes: attributes)
+        XCTAssertEqual(aThenB.fields, bThenA.fields)
+        XCTAssertEqual(aThenB.fields["name"], "B")
+        let different = FieldVersion.merge(server: base, row: ["name": "n0", "colour": "red"], stamps: ["colour": late], attributes: attributes)
+        XCTAssertEqual(different.fields["name"], "n0", "a key not edited keeps the server's value")
+        XCTAssertEqual(different.fields["colour"], "red")
+    }
+}
