@@ -25,14 +25,14 @@ extension Broker {
         case "Reload":
             guard c.hello?.role == "cli" else { return Reply(.permissionDenied("Reload takes a client that said Hello as cli"), id: call.id).frame() }
             result = reloadSync()
-        case "History", "Acknowledge", "Listen", "Report", "Served":
+        case "Served": result = .success(served())
+        case "History", "Acknowledge", "Listen", "Report":
             guard c.hello?.role == "sync", c.supervisedAs != nil else {
                 result = .failure(.permissionDenied("only the sync worker seamd started may call \(call.member)"))
                 break
             }
             switch call.member {
             case "History": result = history(call.parameters)
-            case "Served": result = .success(served())
             case "Acknowledge": result = acknowledge(call.parameters)
             case "Listen":
                 guard call.more else { return Reply(.expectedMore, id: call.id).frame() }

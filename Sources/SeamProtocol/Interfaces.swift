@@ -285,6 +285,7 @@ public enum Interfaces {
 
         # The synced configuration's entities as their store holds them now (an older version
         # while it awaits migration; none while it is closed): what the worker may write.
+        # Anyone may ask.
         method Served() -> (entities: []object)
 
         # Forgets the history through a sequence number: the worker has exported it.

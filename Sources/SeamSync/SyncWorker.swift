@@ -360,58 +360,92 @@ public final class SyncWorker {
         return written
     }
 
-    /// Writes the records in one server transaction, under the zone's lock, so that change
-    /// tags are handed out in commit order. Each upsert carries the keys changed here over the
-    /// server's current fields; a record deleted on the server stays deleted. Returns, per
-    /// record written, the tag to remember (nil when the server's fields now differ from ours).
+    /// The server's version of a record: its fields, their versions, its change tag.
+    typealias ServerRecord = (fields: JSONObject, versions: JSONObject, tag: Int64, deleted: Bool)
+
+    /// Writes the records with optimistic concurrency on change tags: the server's versions are
+    /// read without a lock, merged, and each write is conditional on the tag read (`WHERE
+    /// change_tag = seen`, or an insert that finds no row). A record another machine wrote in
+    /// between is read and merged again, up to a few times. The writes of one round commit
+    /// together, under the zone's lock only for that commit, so that tags are handed out in
+    /// commit order. Returns, per record written, the tag to remember (nil when the server's
+    /// fields now differ from the local row).
     func push(_ records: [Outgoing], on pg: PostgresConnection) throws -> [(RecordKey, Int64?)] {
-        guard !records.isEmpty else { return [] }
-        return try pg.transaction {
-            try pg.query("SELECT pg_advisory_xact_lock(hashtext(current_user::text))")
-            var server: [RecordKey: (fields: JSONObject, versions: JSONObject, tag: Int64, deleted: Bool)] = [:]
-            let uuids = "{" + records.map(\.key.uuid).joined(separator: ",") + "}"
-            for row in try pg.query("SELECT record_type, uuid::text, fields::text, change_tag, deleted, versions::text FROM seam.records "
-                                    + "WHERE zone = current_user AND uuid = ANY($1::uuid[])", [uuids]) {
-                guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }) else { continue }
-                let fields = (try? JSON.decode(row[2] ?? "{}"))?.objectValue ?? [:]
-                let versions = (try? JSON.decode(row[5] ?? "{}"))?.objectValue ?? [:]
-                server[RecordKey(type: type, uuid: uuid)] = (fields, versions, tag, row[4] == "t")
-            }
-            var out: [(RecordKey, Int64?)] = []
-            for r in records {
-                let current = server[r.key]
-                guard let row = r.row else {
-                    guard let current, !current.deleted else { continue }
-                    let tag = try pg.query("UPDATE seam.records SET deleted = true, fields = '{}', change_tag = nextval('seam.changes'), "
-                                           + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
-                                           + "RETURNING change_tag", [r.key.type, r.key.uuid])
-                    out.append((r.key, tag.first?[0].flatMap { Int64($0) }))
-                    continue
+        var remaining = records
+        var out: [(RecordKey, Int64?)] = []
+        for attempt in 0..<8 where !remaining.isEmpty {
+            if attempt > 0 { log("\(remaining.count) record(s) changed on the server meanwhile; merging again") }
+            let server = try read(remaining.map(\.key), on: pg)
+            var conflicted: [Outgoing] = []
+            try pg.transaction {
+                try pg.query("SELECT pg_advisory_xact_lock(hashtext(current_user::text))")
+                for r in remaining {
+                    switch try write(r, over: server[r.key], on: pg) {
+                    case .written(let tag): out.append((r.key, tag))
+                    case .unchanged: break
+                    case .conflict: conflicted.append(r)
+                    }
                 }
-                if current?.deleted == true { continue }
-                let attributes = synced[r.key.type] ?? []
-                var merged = FieldVersion.merge(server: current.map { ($0.fields, $0.versions) }, row: row, stamps: r.stamps,
-                                                attributes: attributes)
-                merged.fields["uuid"] = nil
-                merged.versions["uuid"] = nil
-                if let current, current.fields == merged.fields, current.versions == merged.versions {
-                    out.append((r.key, Self.matches(merged.fields, row, attributes) ? current.tag : nil))
-                    continue
-                }
-                let fields = merged.fields
-                let tag = try pg.query("""
-                    INSERT INTO seam.records AS r (record_type, uuid, fields, versions, change_tag)
-                    VALUES ($1, $2::uuid, $3::jsonb, $4::jsonb, nextval('seam.changes'))
-                    ON CONFLICT (zone, record_type, uuid) DO UPDATE SET fields = EXCLUDED.fields, versions = EXCLUDED.versions,
-                        change_tag = EXCLUDED.change_tag, deleted = false, modified_at = now()
-                    RETURNING change_tag
-                    """, [r.key.type, r.key.uuid, String(decoding: JSON.object(merged.fields).encoded(), as: UTF8.self),
-                          String(decoding: JSON.object(merged.versions).encoded(), as: UTF8.self)])
-                out.append((r.key, Self.matches(fields, row, attributes) ? tag.first?[0].flatMap { Int64($0) } : nil))
+                if conflicted.count < remaining.count { try pg.query("SELECT pg_notify($1, '')", [Self.channel]) }
             }
-            if !out.isEmpty { try pg.query("SELECT pg_notify($1, '')", [Self.channel]) }
-            return out
+            remaining = conflicted
         }
+        guard remaining.isEmpty else {
+            throw SyncFailure("\(remaining.count) record(s) kept changing on the server while being written; trying again later")
+        }
+        return out
+    }
+
+    private func read(_ keys: [RecordKey], on pg: PostgresConnection) throws -> [RecordKey: ServerRecord] {
+        var server: [RecordKey: ServerRecord] = [:]
+        let uuids = "{" + keys.map(\.uuid).joined(separator: ",") + "}"
+        for row in try pg.query("SELECT record_type, uuid::text, fields::text, change_tag, deleted, versions::text FROM seam.records "
+                                + "WHERE zone = current_user AND uuid = ANY($1::uuid[])", [uuids]) {
+            guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }) else { continue }
+            server[RecordKey(type: type, uuid: uuid)] = ((try? JSON.decode(row[2] ?? "{}"))?.objectValue ?? [:],
+                                                         (try? JSON.decode(row[5] ?? "{}"))?.objectValue ?? [:], tag, row[4] == "t")
+        }
+        return server
+    }
+
+    enum WriteOutcome { case written(Int64?), unchanged, conflict }
+
+    /// One record's write, conditional on the server's version `current` being still there.
+    private func write(_ r: Outgoing, over current: ServerRecord?, on pg: PostgresConnection) throws -> WriteOutcome {
+        guard let row = r.row else {
+            // A delete: a tombstone, unless the server has none of it (or has one already).
+            guard let current, !current.deleted else { return .unchanged }
+            let tag = try pg.query("UPDATE seam.records SET deleted = true, fields = '{}', change_tag = nextval('seam.changes'), "
+                                   + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
+                                   + "AND change_tag = $3 RETURNING change_tag", [r.key.type, r.key.uuid, String(current.tag)])
+            guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
+            return .written(t)
+        }
+        // Deleted on the server: the delete wins.
+        if current?.deleted == true { return .unchanged }
+        let attributes = synced[r.key.type] ?? []
+        var merged = FieldVersion.merge(server: current.map { ($0.fields, $0.versions) }, row: row, stamps: r.stamps, attributes: attributes)
+        merged.fields["uuid"] = nil
+        merged.versions["uuid"] = nil
+        let mine = Self.matches(merged.fields, row, attributes)
+        if let current, current.fields == merged.fields, current.versions == merged.versions {
+            return .written(mine ? current.tag : nil)
+        }
+        let fields = String(decoding: JSON.object(merged.fields).encoded(), as: UTF8.self)
+        let versions = String(decoding: JSON.object(merged.versions).encoded(), as: UTF8.self)
+        let tag: [[String?]]
+        if let current {
+            tag = try pg.query("UPDATE seam.records SET fields = $3::jsonb, versions = $4::jsonb, change_tag = nextval('seam.changes'), "
+                               + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
+                               + "AND change_tag = $5 RETURNING change_tag", [r.key.type, r.key.uuid, fields, versions, String(current.tag)])
+        } else {
+            tag = try pg.query("INSERT INTO seam.records (record_type, uuid, fields, versions, change_tag) "
+                               + "VALUES ($1, $2::uuid, $3::jsonb, $4::jsonb, nextval('seam.changes')) "
+                               + "ON CONFLICT (zone, record_type, uuid) DO NOTHING RETURNING change_tag",
+                               [r.key.type, r.key.uuid, fields, versions])
+        }
+        guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
+        return .written(mine ? t : nil)
     }
 
     /// Whether the fields written are exactly the local row's (then the server's version needs

@@ -109,6 +109,31 @@ final class PostgresConnection {
         }
     }
 
+    /// The connection's socket, to poll beside other descriptors.
+    var socket: Int32 { PQsocket(connection) }
+
+    /// The rows of a query's first column (NULL as "").
+    func column(_ sql: String) throws -> [String] {
+        let result = PQexec(connection, sql)
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_TUPLES_OK else {
+            throw BenchError("PostgreSQL: \(String(cString: PQerrorMessage(connection))) in \(sql)")
+        }
+        return (0..<PQntuples(result)).map { String(cString: PQgetvalue(result, $0, 0)) }
+    }
+
+    /// Reads what the socket holds (never blocks) and returns the payloads of the
+    /// notifications that have arrived.
+    func notifications() throws -> [String] {
+        guard PQconsumeInput(connection) == 1 else { throw BenchError("PostgreSQL: \(String(cString: PQerrorMessage(connection)))") }
+        var out: [String] = []
+        while let n = PQnotifies(connection) {
+            out.append(String(cString: n.pointee.extra))
+            PQfreemem(n)
+        }
+        return out
+    }
+
     /// Waits for the next notification and returns its payload.
     func nextNotification(timeoutMilliseconds: Int32 = 5000) throws -> String {
         while true {

@@ -182,7 +182,10 @@ final class SyncMachine {
     let broker: BrokerProcess
     let connection: SeamConnection
 
-    init(_ name: String, server: PostgresTestServer, user: String, reusing: (TemporaryDirectory, String, String)? = nil) throws {
+    /// A machine; `reusing` a home, store and configuration directory that exist (a machine coming
+    /// back, already set up — or, with `setUp`, a store prepared beforehand that is set up now).
+    init(_ name: String, server: PostgresTestServer, user: String, reusing: (TemporaryDirectory, String, String)? = nil,
+         setUp: Bool = false) throws {
         if let (home, data, config) = reusing {
             self.home = home
             self.data = data
@@ -197,7 +200,7 @@ final class SyncMachine {
         broker = try BrokerProcess(arguments: ["--config", config + "/seamd.json"], dataDirectory: data)
         connection = try SeamConnection.connect(path: broker.socketPath)
         try connection.hello()
-        if reusing == nil {
+        if reusing == nil || setUp {
             let setup = try Executables.run("seam", ["sync", "setup", server.url(user), "--password-stdin", "--config-dir", config,
                                                      "--socket", broker.socketPath], input: (server.passwords[user] ?? "") + "\n")
             guard setup.status == 0 else { throw SetupFailure(description: "seam sync setup: \(setup.stderr)\(setup.stdout)") }

@@ -1,0 +1,394 @@
+import Foundation
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import SeamSystem
+
+/// Sync of the Cloud store through PostgreSQL (issue: sync), between machines that are real
+/// `seamd` processes with stores of their own, each running the `seam-sync` worker it
+/// supervises, on a PostgreSQL from Debian's packages started by `scripts/pg-server`.
+///
+/// 1. Latency: two machines of one person (one role, one zone). On B a subscription to
+///    `Timer` (`name BEGINSWITH "bench"`); on A `SEAM_BENCH_SYNC_SAVES` saves (default 200), one
+///    at a time, inserts and renames of timers taking turns; each is timed from just before the
+///    Save is written on A to the diff that holds it reaching B's subscriber. The server's own
+///    NOTIFY, heard by a listener of the benchmark's, splits that time into A's export and B's
+///    import. The next save waits until the last has arrived everywhere, and 25 ms more, so that
+///    this measures latency, not queueing.
+/// 2. Catching up: in a zone of its own, machine A gets `SEAM_BENCH_SYNC_RECORDS` timers
+///    (default 100,000) through `org.seam.Store.Save`, 1,000 a save, before sync is set up; then
+///    `seam sync setup` has its worker send them all (the first export), and a fresh machine C
+///    is set up against the same zone and timed until it holds them all (`Count` every 50 ms).
+enum SyncBenchmarks {
+    /// `SEAM_BENCH_SYNC_SAVES`, default 200: the saves timed from A to B.
+    static var saves: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_SYNC_SAVES"] ?? "") ?? 200 }
+    /// `SEAM_BENCH_SYNC_RECORDS`, default 100,000: the timers a new machine catches up with.
+    static var records: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_SYNC_RECORDS"] ?? "") ?? 100_000 }
+    static let insertBatch = 1_000
+    /// Between one save's arrival and the next save.
+    static let pause = 0.025
+    static let pollInterval = 0.05
+
+    static func run() throws {
+        let work = try Harness.scratchDirectory("sync")
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        // The server's directory lies directly under /tmp, where the postgres user reaches it.
+        let server = try SyncServer(directory: "/tmp/seam-bench-sync-pg-\(getpid())", user: "bench")
+        defer { server.stop() }
+
+        try latency(server, work: work).print()
+        print("target: p50 ≤ 200 ms from the save on A to the diff at B's subscriber")
+        print("(each save waits for the last to arrive, then \(Int(pause * 1000)) ms; the workers also sync every 5 s on their own, "
+              + "and a save that lands during such a cycle waits for it)")
+
+        try catchingUp(server, work: work).print()
+        print("target: ≥ 10,000 records/s for a new machine catching up")
+    }
+
+    // MARK: - Save on A → subscriber on B
+
+    static func latency(_ server: SyncServer, work: String) throws -> BenchTable {
+        let a = try Machine("a", work: work)
+        defer { a.stop() }
+        let b = try Machine("b", work: work)
+        defer { b.stop() }
+        for m in [a, b] { try m.setUp(server, user: "bench") }
+        for m in [a, b] { try m.waitUntilIdle() }
+
+        let subscriber = try b.connect()
+        let first = try subscriber.call("org.seam.Store.Subscribe", ["entity": "Timer", "predicate": "name BEGINSWITH \"bench\"",
+                                                                    "fields": ["name"]], more: true)
+        guard first.parameters["kind"]?.stringValue == "result" else { throw BenchError("Subscribe answered \(first.parameters)") }
+        let saver = try a.connect()
+        // The server's NOTIFY (sent in the transaction of A's export) marks the moment the change is on the server.
+        let admin = try PostgresConnection(server.adminConnection)
+        try admin.execute("LISTEN seam_changes")
+
+        var total: [Double] = [], export: [Double] = [], importing: [Double] = [], roundTrip: [Double] = []
+        var timers: [String] = []
+        for i in 0..<saves {
+            let name = "bench \(i)"
+            let change: JSONObject
+            if i % 2 == 0 || timers.isEmpty {
+                let uuid = UUIDText.random()
+                timers.append(uuid)
+                change = ["inserts": [["entity": "Timer", "values": ["uuid": .string(uuid), "name": .string(name), "steps": steps(i)]]]]
+            } else {
+                change = ["updates": [["entity": "Timer", "uuid": .string(timers[(i * 7919) % timers.count]), "values": ["name": .string(name)]]]]
+            }
+            let frame = RawSeam.frame("org.seam.Store.Save", change, id: Int64(i))
+            _ = try admin.notifications()
+            let start = Harness.now()
+            try UnixSocket.writeAll(saver.fd, frame)
+            var saved: UInt64?, notified: UInt64?, heard: UInt64?
+            while saved == nil || notified == nil || heard == nil {
+                while let r = try saver.bufferedReply() {
+                    if let e = r.error { throw BenchError("Save on A: \(e) \(r.parameters)") }
+                    saved = saved ?? Harness.now()
+                }
+                while let r = try subscriber.bufferedReply() {
+                    guard r.parameters["kind"]?.stringValue == "diff" else { throw BenchError("B's subscriber heard \(r.parameters)") }
+                    if heard == nil, contains(r.parameters, name: name) { heard = Harness.now() }
+                }
+                if saved != nil, notified != nil, heard != nil { break }
+                if Double(Harness.now() - start) / 1e9 > 30 {
+                    throw BenchError("save \(i) (\(name)) did not reach B within 30 s (saved: \(saved != nil), on the server: "
+                                     + "\(notified != nil)); A's log:\n\(a.logTail)\nB's log:\n\(b.logTail)")
+                }
+                var fds = [saver.fd, subscriber.fd, admin.socket].map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+                guard poll(&fds, nfds_t(fds.count), 100) >= 0 || errno == EINTR else { throw BenchError("poll: errno \(errno)") }
+                if fds[0].revents != 0 { try saver.fill() }
+                if fds[1].revents != 0 { try subscriber.fill() }
+                if fds[2].revents != 0, !(try admin.notifications()).isEmpty { notified = notified ?? Harness.now() }
+            }
+            func seconds(_ from: UInt64, _ to: UInt64?) -> Double { Double(Int64(to!) - Int64(from)) / 1e9 }
+            total.append(seconds(start, heard))
+            export.append(seconds(start, notified))
+            importing.append(seconds(notified!, heard))
+            roundTrip.append(seconds(start, saved))
+            Threads.sleep(pause)
+        }
+
+        var table = BenchTable("Sync latency: a save on machine A heard by a subscriber on machine B (one person's two machines, "
+                               + "one PostgreSQL \(server.version) on this machine; \(saves) saves, inserts and renames taking turns)",
+                               columns: ["measure", "p50", "p99", "max", "count"])
+        func row(_ what: String, _ xs: [Double]) -> [String] {
+            [what, Harness.duration(Harness.percentile(xs, 0.5)), Harness.duration(Harness.percentile(xs, 0.99)),
+             Harness.duration(xs.max() ?? .nan), "\(xs.count)"]
+        }
+        table.add(row("save on A → the diff at B's subscriber", total))
+        table.add(row("  of which: save on A → on the server (A's worker exported it; its NOTIFY heard)", export))
+        table.add(row("  of which: on the server → the diff at B's subscriber (B's worker imported it)", importing))
+        table.add(row("Save round trip on A (the local commit, for scale)", roundTrip))
+        return table
+    }
+
+    /// Whether a diff inserts or updates a row named `name`.
+    static func contains(_ diff: JSONObject, name: String) -> Bool {
+        for key in ["inserted", "updated"] {
+            for entry in diff[key]?.arrayValue ?? [] where entry["row"]?["name"]?.stringValue == name { return true }
+        }
+        return false
+    }
+
+    static func steps(_ i: Int) -> JSON {
+        .array((0...(i % 3)).map { k in .object(["label": .string("step \(k + 1)"), "seconds": .integer(Int64(30 + (i * 7 + k * 13) % 600))]) })
+    }
+
+    // MARK: - A new machine catching up
+
+    static func catchingUp(_ server: SyncServer, work: String) throws -> BenchTable {
+        let n = records
+        let user = "bulk"
+        try server.addUser(user)
+        let admin = try PostgresConnection(server.adminConnection)
+        func onServer() throws -> Int { Int(try admin.column("SELECT count(*) FROM seam.records WHERE zone = '\(user)'")[0]) ?? 0 }
+
+        // A: the timers saved before sync is set up, 1,000 a save.
+        let a = try Machine("bulk-a", work: work)
+        defer { a.stop() }
+        let saver = try a.connect()
+        let insertStart = Harness.now()
+        for first in stride(from: 0, to: n, by: insertBatch) {
+            let inserts: [JSON] = (first..<min(first + insertBatch, n)).map { i in
+                .object(["entity": "Timer", "values": .object(["name": .string("bulk \(i)"), "steps": steps(i),
+                                                               "icon": .string(["clock", "bolt", "cup", "bell"][i % 4]),
+                                                               "repeatCount": .integer(Int64(1 + i % 5))])])
+            }
+            _ = try saver.call("org.seam.Store.Save", ["inserts": .array(inserts)])
+        }
+        let insertTime = Double(Harness.now() - insertStart) / 1e9
+
+        // A's first export: from `seam sync setup` finishing to the server holding every record.
+        try a.setUp(server, user: user)
+        let exported = try waitFor(n, "A's first export to the server", machine: a, onServer)
+        try a.waitUntilIdle(timeout: 600)
+
+        // C: a new machine, empty stores, the same zone.
+        let c = try Machine("bulk-c", work: work)
+        defer { c.stop() }
+        let counter = try c.connect()
+        try c.setUp(server, user: user)
+        let caughtUp = try waitFor(n, "C catching up", machine: c) {
+            Int(try counter.call("org.seam.Store.Count", ["entity": "Timer"]).parameters["count"]?.int64Value ?? 0)
+        }
+
+        var table = BenchTable("Sync: a new machine catching up with \(n.formatted()) timers (one zone, PostgreSQL \(server.version) on this machine; "
+                               + "times from `seam sync setup` finishing, polled every \(Int(pollInterval * 1000)) ms)",
+                               columns: ["step", "records", "time", "records/s", "first record after"])
+        func rate(_ seconds: Double) -> String { Int((Double(n) / seconds).rounded()).formatted() }
+        table.add(["A: saved locally (Save, \(insertBatch.formatted()) a save; sync not set up yet)", n.formatted(),
+                   Harness.duration(insertTime), rate(insertTime), "-"])
+        table.add(["A: first export (A's worker → the server holding them all)", n.formatted(),
+                   Harness.duration(exported.total), rate(exported.total), Harness.duration(exported.first)])
+        table.add(["C: new machine, empty stores → holding them all (Count on C)", n.formatted(),
+                   Harness.duration(caughtUp.total), rate(caughtUp.total), Harness.duration(caughtUp.first)])
+        return table
+    }
+
+    /// Polls `count` every 50 ms until it reaches `n`; seconds until the first record and until
+    /// the last. Gives up when the count has not moved for 60 s.
+    static func waitFor(_ n: Int, _ what: String, machine: Machine, _ count: () throws -> Int) throws -> (first: Double, total: Double) {
+        let start = Harness.now()
+        func elapsed() -> Double { Double(Harness.now() - start) / 1e9 }
+        var first = Double.nan
+        var last = 0
+        var moved = elapsed()
+        while true {
+            let k = try count()
+            if k > 0, first.isNaN { first = elapsed() }
+            if k >= n { return (first, elapsed()) }
+            if k != last {
+                last = k
+                moved = elapsed()
+            } else if elapsed() - moved > 60 {
+                throw BenchError("\(what): stuck at \(k) of \(n) for 60 s; \(machine.name)'s log:\n\(machine.logTail)")
+            }
+            Threads.sleep(pollInterval)
+        }
+    }
+
+    // MARK: - Machines
+
+    /// One machine: a seamd with stores and a configuration of its own (ticker off), syncing
+    /// once `setUp` has run `seam sync setup` against it.
+    final class Machine {
+        let name: String
+        let config: String
+        let socket: String
+        let log: String
+        let process: Process
+
+        init(_ name: String, work: String) throws {
+            self.name = name
+            let dir = work + "/" + name
+            config = dir + "/config"
+            socket = dir + "/s.sock"
+            log = dir + "/seamd.log"
+            try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
+            let roles: JSON = ["roles": ["ticker": ["enabled": false]]]
+            try Data(roles.encoded()).write(to: URL(fileURLWithPath: config + "/seamd.json"))
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: Executables.sibling("seamd"))
+            process.arguments = ["--data-dir", dir + "/data", "--socket", socket, "--config", config + "/seamd.json"]
+            process.standardOutput = FileHandle(forWritingAtPath: log)
+            process.standardError = FileHandle(forWritingAtPath: log)
+            try process.run()
+            try BrokerBenchmarks.waitForSocket(socket)
+        }
+
+        /// SIGTERM, and waits for it (it stops its sync worker).
+        func stop() { BrokerBenchmarks.stop(process) }
+
+        /// A connection that has said Hello.
+        func connect() throws -> RawSeam {
+            let c = try RawSeam(socket)
+            _ = try c.call("org.seam.Store.Hello", ["version": 1])
+            return c
+        }
+
+        /// `seam sync setup URL --password-stdin` for this machine; returns once it has exited
+        /// (seamd has started its worker by then).
+        func setUp(_ server: SyncServer, user: String) throws {
+            let (exit, output) = try SyncServer.capture(Executables.sibling("seam"),
+                                                        ["sync", "setup", server.url(user), "--password-stdin", "--config-dir", config,
+                                                         "--socket", socket], input: (server.passwords[user] ?? "") + "\n")
+            guard exit.succeeded else { throw BenchError("seam sync setup on \(name): \(exit): \(output)") }
+        }
+
+        /// Waits until the worker has finished a cycle with no error.
+        func waitUntilIdle(timeout: Double = 30) throws {
+            let c = try RawSeam(socket)
+            let start = Harness.now()
+            var status: JSONObject = [:]
+            while Double(Harness.now() - start) / 1e9 < timeout {
+                status = try c.call("org.seam.Sync.Status").parameters
+                if status["state"]?.stringValue == "idle", status["lastPull"]?.doubleValue != nil { return }
+                Threads.sleep(0.02)
+            }
+            throw BenchError("\(name)'s sync worker is not idle after \(Int(timeout)) s: \(status); its log:\n\(logTail)")
+        }
+
+        var logTail: String {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(30).joined(separator: "\n")
+        }
+    }
+}
+
+/// A PostgreSQL for sync, started by `scripts/pg-server` (Debian's packages) in a directory of
+/// its own directly under /tmp, on a port of its own, with login roles that each own a zone.
+final class SyncServer {
+    let directory: String
+    private(set) var port = 0
+    /// Role name → password.
+    private(set) var passwords: [String: String] = [:]
+    private let script: String
+
+    init(directory: String, user: String) throws {
+        self.directory = directory
+        guard let script = Self.repositoryFile("scripts/pg-server") else {
+            throw BenchError("scripts/pg-server not found (run seam-bench from the repository, as scripts/bench does)")
+        }
+        self.script = script
+        // A port someone else holds fails the start: try another.
+        var failure = ""
+        for _ in 0..<3 {
+            try? FileManager.default.removeItem(atPath: directory)
+            port = Int.random(in: 20_000...60_000)
+            let (exit, output) = try Self.capture(script, ["start", directory, "--port", String(port), "--user", user])
+            if exit.succeeded {
+                passwords[user] = try Self.password(output)
+                return
+            }
+            failure = output
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+        throw BenchError("scripts/pg-server start: \(failure)")
+    }
+
+    /// Adds a role: a zone of its own.
+    func addUser(_ name: String) throws {
+        let (exit, output) = try Self.capture(script, ["add-user", directory, name])
+        guard exit.succeeded else { throw BenchError("scripts/pg-server add-user \(name): \(output)") }
+        passwords[name] = try Self.password(output)
+    }
+
+    func url(_ user: String) -> String { "postgresql://\(user)@127.0.0.1:\(port)/seam" }
+
+    /// The superuser, over the Unix socket in `directory`: sees every zone.
+    var adminConnection: String { "host=\(directory) port=\(port) user=postgres dbname=seam" }
+
+    /// The server's major version, as its data directory records it.
+    var version: String {
+        ((try? String(contentsOfFile: directory + "/data/PG_VERSION", encoding: .utf8)) ?? "?").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Stops the server and removes its directory.
+    func stop() {
+        _ = try? Self.capture(script, ["stop", directory])
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    static func password(_ output: String) throws -> String {
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("password: ") }) else {
+            throw BenchError("scripts/pg-server printed no password: \(output)")
+        }
+        return String(line.dropFirst("password: ".count))
+    }
+
+    /// Runs a program to its end with `input` on its standard input (nothing: /dev/null) and
+    /// returns how it ended and what it wrote (standard output and error together).
+    static func capture(_ path: String, _ arguments: [String], input: String? = nil) throws -> (Processes.Exit, String) {
+        // The input goes into the pipe before the program starts (it fits: a pipe holds 64 KiB),
+        // so that no write can meet a closed pipe.
+        var stdin: Int32 = -1
+        if let input {
+            let p = try Pipes.make()
+            let bytes = Array(input.utf8)
+            let written = write(p.write, bytes, bytes.count)
+            close(p.write)
+            guard written == bytes.count else {
+                close(p.read)
+                throw BenchError("could not write the input of \(path)")
+            }
+            stdin = p.read
+        }
+        defer { if stdin >= 0 { close(stdin) } }
+        let output = try Pipes.make()
+        let pid: Int32
+        do {
+            pid = try Processes.spawn(path, arguments: arguments, environment: ProcessInfo.processInfo.environment,
+                                      descriptors: [stdin, output.write, output.write])
+        } catch {
+            close(output.read)
+            close(output.write)
+            throw error
+        }
+        close(output.write)
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(output.read, &chunk, chunk.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+        }
+        close(output.read)
+        guard let exit = Processes.wait(pid) else { throw BenchError("\(path): lost its process") }
+        return (exit, String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// `relative` in the repository: from the current directory (scripts/bench runs from the
+    /// repository's root) or above this executable (`.build/release/seam-bench`).
+    static func repositoryFile(_ relative: String) -> String? {
+        var places = [FileManager.default.currentDirectoryPath]
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        while url.pathComponents.count > 1 {
+            places.append(url.path)
+            url = url.deletingLastPathComponent()
+        }
+        return places.map { $0 + "/" + relative }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+}
