@@ -21,8 +21,8 @@ _seam_subcommands() {
 
 _seam_options() {
     case $1 in
-        "timer add") echo "--step --repeat --icon --colour --group --json" ;;
-        "timer edit") echo "--name --step --repeat --icon --colour --group --no-group --json" ;;
+        "timer add") echo "--step --repeat --icon --colour --sound --group --json" ;;
+        "timer edit") echo "--name --step --repeat --icon --colour --sound --group --no-group --json" ;;
         "timer ls" | "timer show" | "group add" | "group ls" | ls | status | schema | "store info") echo "--json" ;;
         start) echo "--note" ;;
         flash) echo "--name --note" ;;
@@ -40,7 +40,7 @@ _seam_options() {
 # Options that take a value (the next word, or after "=").
 _seam_takes_value() {
     case $1 in
-        --socket | --step | --repeat | --icon | --colour | --group | --name | --note | --where | --sort | --limit | --fields | --dir | --data-dir | --config-dir)
+        --socket | --step | --repeat | --icon | --colour | --sound | --group | --name | --note | --where | --sort | --limit | --fields | --dir | --data-dir | --config-dir)
             return 0 ;;
     esac
     return 1

@@ -152,6 +152,11 @@ public enum TimerService {
         values["timerUUID"] = .uuid(timerUUID)
         values["startedAt"] = .date(now)
         for key in ["name", "icon", "colour", "steps", "repeatCount"] { values[key] = timer[key] }
+        // The sound too — when the Session table as served has it: a Local store may be served
+        // at a version before sounds while its migration is pending (or after it failed).
+        let served: Entity
+        do { served = try call.context.servedEntity("Session") } catch { throw Broker.varlink(error) }
+        if served.attribute("sound") != nil { values["sound"] = timer["sound"] }
         if let note { values["note"] = note }
         request.insert("Session", values)
         let set = try call.save(request)

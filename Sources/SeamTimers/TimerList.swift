@@ -34,10 +34,26 @@ public struct TimerListEntry: Sendable, Hashable {
 
     /// The session's note, when it has one that is not empty.
     public var note: String? { (session?["note"]?.stringValue).flatMap { $0.isEmpty ? nil : $0 } }
+
+    /// The group as a person should read it, honest about what sync can deliver: its name;
+    /// its name and uuid prefix when another group has the same name (made offline on two
+    /// machines); "(missing 1a2b3c4d)" when the group it names is not there; "" for none.
+    public func groupLabel(duplicateNames: Set<String>) -> String {
+        if groupMissing { return "(missing \(String((timer?["groupUUID"]?.stringValue ?? "").prefix(8))))" }
+        guard let g = group, let name = g["name"]?.stringValue else { return "" }
+        return duplicateNames.contains(name) ? "\(name) (\(String((g["uuid"]?.stringValue ?? "").prefix(8))))" : name
+    }
 }
 
 /// Builds the unified list.
 public enum TimerList {
+    /// The names two or more groups share.
+    public static func duplicateNames(_ groups: [[String: AttributeValue]]) -> Set<String> {
+        var seen: [String: Int] = [:]
+        for g in groups { if let n = g["name"]?.stringValue { seen[n, default: 0] += 1 } }
+        return Set(seen.filter { $0.value > 1 }.keys)
+    }
+
     /// Merges `timers`, `sessions` and `groups` (rows as attribute dictionaries) into the list a
     /// person reads, in the order they expect: grouped timers by group order and name, then
     /// ungrouped timers, each by sort order and name (ASCII case folded); then sessions without

@@ -16,6 +16,7 @@ import SeamSchema
 /// 4. `Run` → `Session`: copies of the timer's fields, pause and finish times, rounds, one
 ///    session per timer (unique `timerUUID`, nil for a flash timer), indexed by state.
 /// 5. A session gets a `note` (empty by default), given when it starts.
+/// 6. A timer gets a `sound` (empty by default); a session copies it when it starts.
 public enum TimerModel {
     public static let name = "Timers"
 
@@ -26,7 +27,7 @@ public enum TimerModel {
     }()
 
     public static func build() throws(SchemaError) -> VersionedModel {
-        try VersionedModel([try v1(), try v2(), try v3(), try v4(), try v5()])
+        try VersionedModel([try v1(), try v2(), try v3(), try v4(), try v5(), try v6()])
     }
 
     /// The draft of version `label`, for building a later version on top of it (tests,
@@ -38,7 +39,8 @@ public enum TimerModel {
         case 3: return try v3()
         case 4: return try v4()
         case 5: return try v5()
-        default: throw SchemaError(.versionOutOfOrder(expected: 5), model: name, version: label)
+        case 6: return try v6()
+        default: throw SchemaError(.versionOutOfOrder(expected: 6), model: name, version: label)
         }
     }
 
@@ -162,6 +164,17 @@ public enum TimerModel {
         var m = try v4().next()
         try m.modify("Session") { e throws(SchemaError) in
             try e.add(Attribute("note", .string, default: .string("")))
+        }
+        return m
+    }
+
+    static func v6() throws(SchemaError) -> ModelDraft {
+        var m = try v5().next()
+        try m.modify("Timer") { e throws(SchemaError) in
+            try e.add(Attribute("sound", .string, default: .string("")))
+        }
+        try m.modify("Session") { e throws(SchemaError) in
+            try e.add(Attribute("sound", .string, default: .string("")))
         }
         return m
     }

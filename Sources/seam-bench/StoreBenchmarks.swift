@@ -58,8 +58,8 @@ enum StoreBenchmarks {
     static func addAttributeSchema() throws -> Schema {
         let latest = TimerModel.history.current.version
         var next = try TimerModel.draft(latest).next()
-        try next.modify("Timer") { e throws(SchemaError) in try e.add(Attribute("sound", .string, optional: true)) }
-        try next.modify("Session") { e throws(SchemaError) in try e.add(Attribute("sound", .string, optional: true)) }
+        try next.modify("Timer") { e throws(SchemaError) in try e.add(Attribute("benchExtra", .string, optional: true)) }
+        try next.modify("Session") { e throws(SchemaError) in try e.add(Attribute("benchExtra", .string, optional: true)) }
         let timers = try VersionedModel((1...latest).map { try TimerModel.draft($0) } + [next])
         return try Schema([timers, SyncMetadataModel.history])
     }

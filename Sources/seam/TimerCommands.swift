@@ -11,9 +11,9 @@ enum TimerCommands {
     static let all: [Command] = timer + group + sessions + [list]
 
     static let timer: [Command] = [
-        Command("timer add", "NAME --step LABEL=DURATION … [--repeat N] [--icon I] [--colour C] [--group G] [--json]",
+        Command("timer add", "NAME --step LABEL=DURATION … [--repeat N] [--icon I] [--colour C] [--sound NAME] [--group G] [--json]",
                 "define a timer (durations: 90s, 5m, 1h30m, 1:30)", operands: 1...1,
-                options: ["step", "repeat", "icon", "colour", "group"], flags: ["json"]) { operands, args in
+                options: ["step", "repeat", "icon", "colour", "sound", "group"], flags: ["json"]) { operands, args in
             let c = try connect(args)
             var values: JSONObject = ["name": .string(operands[0])]
             let steps = args.values("step")
@@ -22,6 +22,7 @@ enum TimerCommands {
             if let n = try args.integer("repeat", in: 1...SessionClock.maxRounds) { values["repeatCount"] = .integer(Int64(n)) }
             if let i = args.value("icon") { values["icon"] = .string(i) }
             if let colour = args.value("colour") { values["colour"] = .string(colour) }
+            if let sound = args.value("sound") { values["sound"] = .string(sound) }
             if let g = args.value("group") { values["groupUUID"] = try resolveGroup(c, g)["uuid"]! }
             let now = WallClock.now()
             values["createdAt"] = .double(now)
@@ -33,10 +34,14 @@ enum TimerCommands {
             let c = try connect(args, hello: false)
             let rows = try timers(c)
             if args.flag("json") { return output(.array(rows.map(JSON.object))) }
-            let names = Dictionary(try groups(c).map { ($0["uuid"]?.stringValue ?? "", $0["name"]?.stringValue ?? "") }, uniquingKeysWith: { a, _ in a })
+            // The same honest group labels as `seam ls`: twins told apart, missing groups said.
+            let groupRows = try groups(c).map { values($0, entity: "UserGroup") }
+            let twins = TimerList.duplicateNames(groupRows)
+            let labels = Dictionary(TimerList.build(timers: rows.map { values($0, entity: "Timer") }, sessions: [], groups: groupRows)
+                .map { ($0.id, $0.groupLabel(duplicateNames: twins)) }, uniquingKeysWith: { a, _ in a })
             table([["NAME", "STEPS", "REPEAT", "GROUP", "UUID"]] + rows.map { t in
                 [t["name"]?.stringValue ?? "", describeSteps(t["steps"]), "\(t["repeatCount"]?.int64Value ?? 1)×",
-                 t["groupUUID"]?.stringValue.flatMap { names[$0] } ?? "", String((t["uuid"]?.stringValue ?? "").prefix(8))]
+                 labels[t["uuid"]?.stringValue ?? ""] ?? "", String((t["uuid"]?.stringValue ?? "").prefix(8))]
             })
         },
         Command("timer show", "TIMER [--json]", "one timer, by name or uuid prefix", operands: 1...1, flags: ["json"]) { operands, args in
@@ -45,9 +50,9 @@ enum TimerCommands {
             if args.flag("json") { return output(.object(t)) }
             for (k, v) in t { print("\(k): \(v.stringValue ?? v.description)") }
         },
-        Command("timer edit", "TIMER [--name N] [--step LABEL=DURATION …] [--repeat N] [--icon I] [--colour C] [--group G | --no-group]",
+        Command("timer edit", "TIMER [--name N] [--step LABEL=DURATION …] [--repeat N] [--icon I] [--colour C] [--sound NAME] [--group G | --no-group]",
                 "change a timer; a running session keeps what it started with", operands: 1...1,
-                options: ["name", "step", "repeat", "icon", "colour", "group"], flags: ["no-group", "json"]) { operands, args in
+                options: ["name", "step", "repeat", "icon", "colour", "sound", "group"], flags: ["no-group", "json"]) { operands, args in
             let c = try connect(args)
             let t = try resolveTimer(c, operands[0])
             var values: JSONObject = [:]
@@ -56,9 +61,12 @@ enum TimerCommands {
             if let n = try args.integer("repeat", in: 1...SessionClock.maxRounds) { values["repeatCount"] = .integer(Int64(n)) }
             if let i = args.value("icon") { values["icon"] = .string(i) }
             if let colour = args.value("colour") { values["colour"] = .string(colour) }
+            if let sound = args.value("sound") { values["sound"] = .string(sound) }
             if let g = args.value("group") { values["groupUUID"] = try resolveGroup(c, g)["uuid"]! }
             if args.flag("no-group") { values["groupUUID"] = .null }
-            guard !values.isEmpty else { throw Arguments.UsageError("nothing to change: give --name, --step, --repeat, --icon, --colour or --group") }
+            guard !values.isEmpty else {
+                throw Arguments.UsageError("nothing to change: give --name, --step, --repeat, --icon, --colour, --sound or --group")
+            }
             values["modifiedAt"] = .double(WallClock.now())
             let uuid = t["uuid"]!.stringValue!
             try c.save([.update(entity: "Timer", uuid: uuid, values: values)])
@@ -131,9 +139,10 @@ enum TimerCommands {
 
     static let list = Command("ls", "[--json]", "timers with their sessions, and sessions without a timer", flags: ["json"]) { _, args in
         let c = try connect(args, hello: false)
+        let groupRows = try groups(c).map { values($0, entity: "UserGroup") }
+        let twins = TimerList.duplicateNames(groupRows)
         let entries = TimerList.build(timers: try timers(c).map { values($0, entity: "Timer") },
-                                      sessions: try c.fetch("Session").map { values($0, entity: "Session") },
-                                      groups: try groups(c).map { values($0, entity: "UserGroup") })
+                                      sessions: try c.fetch("Session").map { values($0, entity: "Session") }, groups: groupRows)
         let now = WallClock.now()
         func clock(_ e: TimerListEntry) -> SessionClock? { e.session.flatMap { try? SessionClock(session: $0) } }
         if args.flag("json") {
@@ -142,6 +151,8 @@ enum TimerCommands {
                 if let t = e.timer { o["timer"] = WireValues.encode(t, order: t.keys.sorted()) }
                 if let s = e.session { o["session"] = WireValues.encode(s, order: s.keys.sorted()) }
                 if let g = e.group?["name"]?.stringValue { o["group"] = .string(g) }
+                if e.groupMissing { o["groupMissing"] = .bool(true) }
+                if e.timerMissing { o["timerMissing"] = .bool(true) }
                 if let note = e.note { o["note"] = .string(note) }
                 o["remaining"] = clock(e)?.remaining(at: now).map(JSON.double) ?? .null
                 return .object(o)
@@ -159,8 +170,9 @@ enum TimerCommands {
             } else {
                 step = ""
             }
-            return [e.name + (e.timer == nil ? " (no timer)" : ""), c?.state.rawValue ?? "-",
-                    c?.remaining(at: now).map(DurationText.clock) ?? "", step, e.group?["name"]?.stringValue ?? ""]
+            let backing = e.timer != nil ? "" : e.timerMissing ? " (its timer is gone)" : " (no timer)"
+            return [e.name + backing, c?.state.rawValue ?? "-",
+                    c?.remaining(at: now).map(DurationText.clock) ?? "", step, e.groupLabel(duplicateNames: twins)]
                 + (notes ? [e.note ?? ""] : [])
         })
     }

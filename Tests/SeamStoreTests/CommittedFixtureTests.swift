@@ -38,27 +38,50 @@ final class CommittedFixtureTests: StoreTestCase {
             XCTAssertFalse(before.isEmpty)
             let report = try migrateAndCompare(dir)
             XCTAssertEqual(report.rowsCopied, release >= 4 ? 0 : (release == 3 ? 12 : 60), "release \(release)")
-            // Release 3 already had the current Cloud shape; release 5 is current.
-            XCTAssertEqual(report.configurations, release == 5 ? [] : (release >= 3 ? ["Local"] : ["Cloud", "Local"]),
-                           "release \(release)")
+            // Release 6 is current; every older one changes both files (Timer and Session gained
+            // `sound` in version 6).
+            XCTAssertEqual(report.configurations, release == 6 ? [] : ["Cloud", "Local"], "release \(release)")
             XCTAssertEqual(try count(dir + "/Cloud.sqlite", "Timer"), 12)
             XCTAssertEqual(try count(dir + "/Local.sqlite", "Session"), 12)
             XCTAssertEqual(try count(dir + "/Cloud.sqlite", "SyncRecord"), 12)
         }
     }
 
-    /// Release 4 → 5: only Local changes (Session gains `note`); every session keeps its values
-    /// and gets an empty note, and the Cloud file, already current, is not written.
+    /// Release 4 → current: every session keeps its values and gets an empty note (version 5)
+    /// and an empty sound (version 6); every timer keeps its values and gets an empty sound.
     func testRelease4SessionsGainAnEmptyNote() throws {
         let dir = temp.file("committed-4")
         try FileManager.default.copyItem(atPath: committed(4), toPath: dir)
         let columns = try XCTUnwrap(TimerModel.history.version(4)?.entity("Session")).attributes.map(\.name)
         let sessions = try dump(dir + "/Local.sqlite", "Session", columns: columns)
-        let cloud = try bytes(dir + "/Cloud.sqlite")
-        XCTAssertEqual(try migrateAndCompare(dir).configurations, ["Local"])
+        XCTAssertEqual(try migrateAndCompare(dir).configurations, ["Cloud", "Local"])
         XCTAssertEqual(try dump(dir + "/Local.sqlite", "Session", columns: columns), sessions)
-        XCTAssertEqual(try open(dir + "/Local.sqlite").scalar("SELECT count(*) FROM Session WHERE note = ''"), .integer(12))
-        XCTAssertEqual(try bytes(dir + "/Cloud.sqlite"), cloud)
+        XCTAssertEqual(try open(dir + "/Local.sqlite").scalar("SELECT count(*) FROM Session WHERE note = '' AND sound = ''"), .integer(12))
+        XCTAssertEqual(try open(dir + "/Cloud.sqlite").scalar("SELECT count(*) FROM Timer WHERE sound = ''"), .integer(12))
+    }
+
+    /// Release 5 → 6: both files change (Timer and Session gain `sound`); every timer and every
+    /// session keeps its values (the sessions their notes) and gets an empty sound; the other
+    /// tables of Cloud (groups, sync metadata) keep every row as it was.
+    func testRelease5TimersAndSessionsGainAnEmptySound() throws {
+        let dir = temp.file("committed-5")
+        try FileManager.default.copyItem(atPath: committed(5), toPath: dir)
+        let v5 = try XCTUnwrap(TimerModel.history.version(5))
+        let timerColumns = try XCTUnwrap(v5.entity("Timer")).attributes.map(\.name)
+        let sessionColumns = try XCTUnwrap(v5.entity("Session")).attributes.map(\.name)
+        let timers = try dump(dir + "/Cloud.sqlite", "Timer", columns: timerColumns)
+        let sessions = try dump(dir + "/Local.sqlite", "Session", columns: sessionColumns)
+        let others = try ["UserGroup", "SyncRecord", "SyncToken"].map { try dump(dir + "/Cloud.sqlite", $0) }
+        let report = try migrateAndCompare(dir)
+        XCTAssertEqual(report.configurations, ["Cloud", "Local"])
+        XCTAssertEqual(report.rowsCopied, 0, "an added attribute with a default is altered in place")
+        XCTAssertEqual(try dump(dir + "/Cloud.sqlite", "Timer", columns: timerColumns), timers)
+        XCTAssertEqual(try dump(dir + "/Local.sqlite", "Session", columns: sessionColumns), sessions)
+        XCTAssertEqual(try ["UserGroup", "SyncRecord", "SyncToken"].map { try dump(dir + "/Cloud.sqlite", $0) }, others)
+        XCTAssertEqual(try open(dir + "/Cloud.sqlite").scalar("SELECT count(*) FROM Timer WHERE sound = ''"), .integer(12))
+        XCTAssertEqual(try open(dir + "/Local.sqlite").scalar("SELECT count(*) FROM Session WHERE sound = ''"), .integer(12))
+        XCTAssertEqual(try open(dir + "/Local.sqlite").scalar("SELECT count(*) FROM Session WHERE note != ''"), .integer(12),
+                       "the notes written by release 5 are kept")
     }
 
     /// The newest release's files are current: they open with no write at all.
@@ -71,6 +94,8 @@ final class CommittedFixtureTests: StoreTestCase {
         do {
             let stores = try StoreDirectory(path: dir, schema: TimerApp.schema).open()
             XCTAssertEqual(try stores["Local"]!.scalar("SELECT count(*) FROM Session WHERE note != ''"), .integer(12), "written with notes")
+            XCTAssertEqual(try stores["Local"]!.scalar("SELECT count(*) FROM Session WHERE sound != ''"), .integer(12), "and sounds")
+            XCTAssertEqual(try stores["Cloud"]!.scalar("SELECT count(*) FROM Timer WHERE sound != ''"), .integer(12), "timers too")
             XCTAssertEqual(stores["Cloud"]!.totalChanges, 0)
             XCTAssertEqual(stores["Local"]!.totalChanges, 0)
         }

@@ -12,14 +12,16 @@ import XCTest
 /// when it verifies. Workers that crash or hand over a bad copy are real processes too (a small
 /// Python program speaking the protocol on fd 3, configured as the migrate role's command).
 final class MigrationRoleTests: XCTestCase {
-    /// An outdated Local store (Timers v4) is migrated at start through the worker: Cloud serves
-    /// throughout, Local comes back at v5 with every row, the original is kept as the backup,
-    /// no temporary file is left, and `seam store info` says so.
+    /// An outdated Local store (Timers v4, beside a current Cloud) is migrated at start through
+    /// the worker: Cloud serves throughout, Local comes back at the current version with every
+    /// row, the original is kept as the backup, no temporary file is left, and `seam store info`
+    /// says so.
     func testAnOutdatedStoreIsMigratedByTheWorkerAtStart() throws {
         let tmp = TemporaryDirectory("seam-role")
         let data = tmp.file("data")
-        try BadInputSupport.writeFixture(timersVersion: 4, rows: 300, to: data)
+        try MigrationRoleSupport.writeOutdatedLocalFixture(rows: 300, to: data)
         let before = try MigrationRoleSupport.uuids(in: data)
+        let current = TimerModel.history.current.version
         let broker = try BrokerProcess(dataDirectory: data)
         let c = try SeamConnection.connect(path: broker.socketPath)
         XCTAssertEqual(try c.count("Timer"), 300, "Cloud serves while Local migrates")
@@ -27,19 +29,49 @@ final class MigrationRoleTests: XCTestCase {
             try MigrationRoleSupport.store("Local", c)["state"]?.stringValue == "open"
         }
         let local = try MigrationRoleSupport.store("Local", c)
-        XCTAssertEqual(local["versions"]?.arrayValue?.first?["version"]?.int64Value, 5, "\(local)")
+        XCTAssertEqual(local["versions"]?.arrayValue?.first?["version"]?.int64Value, Int64(current), "\(local)")
         XCTAssertEqual(local["backup"]?.stringValue, data + "/backups/Local.sqlite")
+        XCTAssertEqual(try MigrationRoleSupport.store("Cloud", c)["backup"], .null, "Cloud was current: not migrated")
         XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before, "every row is there after the migration")
         XCTAssertEqual(try c.count("Session"), 300)
         XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
         let last = try c.status()["migration"]?["last"]
         XCTAssertEqual(last?["error"], .null, "\(String(describing: last))")
         let info = try Executables.run("seam", ["store", "info", "--socket", broker.socketPath])
-        XCTAssertTrue(info.stdout.contains("Local: open") && info.stdout.contains("Timers v5 (current)")
+        XCTAssertTrue(info.stdout.contains("Local: open") && info.stdout.contains("Timers v\(current) (current)")
                       && info.stdout.contains("backup: \(data)/backups/Local.sqlite"), info.stdout)
-        XCTAssertTrue(broker.log.contains("migrated Local"), broker.log)
+        XCTAssertTrue(broker.log.contains("migrated Local in"), broker.log)
         let again = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
         XCTAssertEqual(again.stdout, "Nothing to migrate: every store is current.\n", again.stderr)
+    }
+
+    /// A directory of release 4 (Timers v4 in both files: version 6 changed Timer and Session)
+    /// has both stores migrated at start through the worker, as one run: both come back at the
+    /// current version with every row, both originals are kept as backups, no temporary file is
+    /// left, and the timers and sessions have the new attributes' defaults.
+    func testARelease4DirectoryHasBothStoresMigratedByTheWorkerAtStart() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        try BadInputSupport.writeFixture(timersVersion: 4, rows: 300, to: data)
+        let before = try MigrationRoleSupport.uuids(in: data)
+        let current = TimerModel.history.current.version
+        let broker = try BrokerProcess(dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try eventually(20, "both stores are open at the current version") {
+            try ["Cloud", "Local"].allSatisfy { try MigrationRoleSupport.store($0, c)["state"]?.stringValue == "open" }
+        }
+        for name in ["Cloud", "Local"] {
+            let store = try MigrationRoleSupport.store(name, c)
+            let timers = store["versions"]?.arrayValue?.first { $0["model"]?.stringValue == TimerModel.name }
+            XCTAssertEqual(timers?["version"]?.int64Value, Int64(current), "\(store)")
+            XCTAssertEqual(store["backup"]?.stringValue, data + "/backups/\(name).sqlite", "\(store)")
+        }
+        XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before, "every row is there after the migration")
+        XCTAssertEqual(try c.count("Timer", where: #"sound == """#), 300)
+        XCTAssertEqual(try c.count("Session", where: #"sound == "" AND note == """#), 300)
+        XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
+        XCTAssertEqual(try c.status()["migration"]?["last"]?["error"], .null)
+        XCTAssertTrue(broker.log.contains("migrated Cloud, Local in"), broker.log)
     }
 
     /// While a worker copies, a call that needs the migrating store fails at once with
@@ -51,7 +83,7 @@ final class MigrationRoleTests: XCTestCase {
     func testAWorkerThatDiesLeavesTheOriginalInServiceAndALaterMigrateRetries() throws {
         let tmp = TemporaryDirectory("seam-role")
         let data = tmp.file("data")
-        try BadInputSupport.writeFixture(timersVersion: 4, rows: 200, to: data)
+        try MigrationRoleSupport.writeOutdatedLocalFixture(rows: 200, to: data)
         let before = try MigrationRoleSupport.uuids(in: data)
         let fake = try MigrationRoleSupport.FakeWorker(in: tmp, mode: "crash")
         let broker = try BrokerProcess(arguments: ["--config", fake.config], dataDirectory: data)
@@ -96,7 +128,8 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertTrue(retry.stdout.hasPrefix("migrated Local in "), retry.stdout)
         XCTAssertTrue(retry.stderr.contains("Local copying") || retry.stderr.contains("Local verifying"), retry.stderr)
         let resumed = subscriber.readFrame() ?? ""
-        XCTAssertTrue(resumed.contains(#""kind":"resync""#) && resumed.contains(#""note":"""#), resumed)
+        XCTAssertTrue(resumed.contains(#""kind":"resync""#) && resumed.contains(#""note":"""#) && resumed.contains(#""sound":"""#),
+                      resumed)
         XCTAssertEqual(try MigrationRoleSupport.store("Local", c)["state"]?.stringValue, "open")
         XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before)
         XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
@@ -104,11 +137,12 @@ final class MigrationRoleTests: XCTestCase {
 
     /// The ticker, started while Local is closed for a migration, is refused its subscription
     /// and tries again; once Local serves again (here at its old version: the worker died) it
-    /// follows sessions, and a flash timer started then finishes on time.
+    /// follows sessions, and a flash timer started then finishes on time. Start works on the old
+    /// version too: the session copies its timer but for the sound, which Local cannot hold yet.
     func testTheTickerFollowsSessionsOnceTheMigratingStoreReturns() throws {
         let tmp = TemporaryDirectory("seam-role")
         let data = tmp.file("data")
-        try BadInputSupport.writeFixture(timersVersion: 4, rows: 10, to: data)
+        try MigrationRoleSupport.writeOutdatedLocalFixture(rows: 10, to: data)
         let fake = try MigrationRoleSupport.FakeWorker(in: tmp, mode: "crash", ticker: true)
         let broker = try BrokerProcess(arguments: ["--config", fake.config], dataDirectory: data)
         let c = try SeamConnection.connect(path: broker.socketPath)
@@ -124,6 +158,14 @@ final class MigrationRoleTests: XCTestCase {
         try eventually(5, "the ticker finishes the flash on the old-version store") {
             try c.row("Session", uuid: session)?["state"]?.stringValue == "finished"
         }
+
+        let timer = try c.save([.insert(entity: "Timer", values: ["name": "Kettle", "steps": [["label": "Boil", "seconds": 60]],
+                                                                   "sound": "whistle"])]).inserted[0]
+        let started = try XCTUnwrap(try c.call("org.seam.Timers.Start", ["timer": .string(timer)])["session"]?.stringValue)
+        let row = try XCTUnwrap(try c.row("Session", uuid: started))
+        XCTAssertEqual(row["name"]?.stringValue, "Kettle", "\(row)")
+        XCTAssertNil(row["sound"], "a Session of Timers v4 has no sound: \(row)")
+        XCTAssertEqual(try c.row("Timer", uuid: timer)?["sound"]?.stringValue, "whistle")
     }
 
     /// A worker that hands over a copy that does not verify (here: the original itself, at the
@@ -132,7 +174,7 @@ final class MigrationRoleTests: XCTestCase {
     func testACopyThatFailsVerificationIsNeverSwappedIn() throws {
         let tmp = TemporaryDirectory("seam-role")
         let data = tmp.file("data")
-        try BadInputSupport.writeFixture(timersVersion: 4, rows: 100, to: data)
+        try MigrationRoleSupport.writeOutdatedLocalFixture(rows: 100, to: data)
         let original = try BadInputSupport.bytes(data + "/Local.sqlite")
         let fake = try MigrationRoleSupport.FakeWorker(in: tmp, mode: "stale-copy")
         let broker = try BrokerProcess(arguments: ["--config", fake.config], dataDirectory: data)
@@ -157,7 +199,7 @@ final class MigrationRoleTests: XCTestCase {
     func testAStoreFromANewerBuildStaysClosedAndTheOtherServes() throws {
         let tmp = TemporaryDirectory("seam-role")
         let data = tmp.file("data")
-        try BadInputSupport.writeFixture(timersVersion: 5, rows: 20, to: data)
+        try BadInputSupport.writeFixture(timersVersion: TimerModel.history.current.version, rows: 20, to: data)
         try BadInputSupport.rewriteModelRecord("Timers", in: data + "/Cloud.sqlite", version: 99,
                                        configurationHash: String(repeating: "0f", count: 32))
         let cloud = try BadInputSupport.bytes(data + "/Cloud.sqlite")
@@ -182,7 +224,7 @@ final class MigrationRoleTests: XCTestCase {
     func testAFullDiskLeavesTheOriginalInService() throws {
         let tmp = TemporaryDirectory("seam-role")
         let source = tmp.file("source")
-        try BadInputSupport.writeFixture(timersVersion: 4, rows: 3000, to: source)
+        try MigrationRoleSupport.writeOutdatedLocalFixture(rows: 3000, to: source)
         let sizes = ["Cloud.sqlite", "Local.sqlite"].map { (try? FileManager.default.attributesOfItem(atPath: source + "/" + $0)[.size] as? Int) ?? 0 }
         let mountPoint = tmp.file("small")
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
@@ -209,6 +251,19 @@ final class MigrationRoleTests: XCTestCase {
 
 /// What the migration role tests share.
 enum MigrationRoleSupport {
+    /// Stores where only Local is outdated: Cloud as the newest release wrote it, Local as
+    /// Timers v4 wrote it (same rows and seed, so sessions still link to the timers). No release
+    /// left such a pair since version 6 changed both files, but it is what a test needs where
+    /// one store serves while the other migrates (and what the fake worker pretends to copy).
+    static func writeOutdatedLocalFixture(rows: Int, to directory: String) throws {
+        try BadInputSupport.writeFixture(timersVersion: TimerModel.history.current.version, rows: rows, to: directory)
+        let older = directory + "-v4"
+        try BadInputSupport.writeFixture(timersVersion: 4, rows: rows, to: older)
+        try FileManager.default.removeItem(atPath: directory + "/Local.sqlite")
+        try FileManager.default.copyItem(atPath: older + "/Local.sqlite", toPath: directory + "/Local.sqlite")
+        try FileManager.default.removeItem(atPath: older)
+    }
+
     /// One store's entry in `Status`.
     static func store(_ name: String, _ c: SeamConnection) throws -> JSON {
         try XCTUnwrap(c.status()["stores"]?.arrayValue?.first { $0["name"]?.stringValue == name })

@@ -62,8 +62,17 @@ final class MigrationTests: StoreTestCase {
         }
     }
 
-    func testFromRelease3OnlyLocalChanges() throws {
+    func testFromRelease3BothFilesChange() throws {
         let dir = try fixture(release: 3, rows: 25, in: "r3")
+        let report = try migrateAndCompare(dir)
+        XCTAssertEqual(report.configurations, ["Cloud", "Local"], "Cloud gains Timer.sound (v6); Run → Session")
+        XCTAssertEqual(report.rowsCopied, 25, "Cloud is altered in place; only Local's runs are copied")
+        XCTAssertEqual(try count(dir + "/Local.sqlite", "Session"), 25)
+    }
+
+    /// A current Cloud beside a Local of release 3: only Local changes.
+    func testAFileWhoseShapeDidNotChangeIsNotRewritten() throws {
+        let dir = try mixedFixture(cloud: TimerApp.releases.count, local: 3, rows: 25, in: "r3-local")
         let cloudBefore = try bytes(dir + "/Cloud.sqlite")
         let report = try migrateAndCompare(dir)
         XCTAssertEqual(report.configurations, ["Local"])

@@ -32,12 +32,19 @@ final class OfflineToolTests: StoreTestCase {
         XCTAssertTrue(again.stdout.contains("Nothing to migrate"), again.stdout)
     }
 
+    /// From release 3, Cloud only gains an attribute with a default (`Timer.sound`, version 6):
+    /// it is planned as a copy altered in place; Local (Run → Session) is rebuilt.
     func testAnAdditiveChangeIsPlannedAsAnInPlaceAlter() throws {
         let dir = temp.file("alter")
         XCTAssertEqual(try Executables.run("seam-fixture", ["--version", "3", "--rows", "5", dir]).status, 0)
         let dry = try Executables.run("seam-migrate", ["--dry-run", dir])
-        XCTAssertTrue(dry.stdout.contains("Local.sqlite"), dry.stdout)
-        XCTAssertFalse(dry.stdout.contains("Cloud.sqlite —"), "Cloud already has the current shape")
+        let parts = dry.stdout.components(separatedBy: "Local.sqlite —")
+        XCTAssertEqual(parts.count, 2, dry.stdout)
+        let cloud = parts[0], local = parts.last ?? ""
+        XCTAssertTrue(cloud.contains("Cloud.sqlite —") && cloud.contains("copy the file as it is"), dry.stdout)
+        XCTAssertTrue(cloud.contains(#"ALTER TABLE "Timer" ADD COLUMN "sound" TEXT NOT NULL DEFAULT '';"#), dry.stdout)
+        XCTAssertFalse(local.contains("copy the file as it is"), "Run → Session rewrites rows: \(dry.stdout)")
+        XCTAssertTrue(local.contains(#"CREATE TABLE "Session""#), dry.stdout)
     }
 
     func testErrorsAreOneLineWithAStatus() throws {
@@ -55,7 +62,7 @@ final class OfflineToolTests: StoreTestCase {
 
         let badVersion = try Executables.run("seam-fixture", ["--version", "9", temp.file("v9")])
         XCTAssertEqual(badVersion.status, 1)
-        XCTAssertTrue(badVersion.stderr.contains("Timers has no version 9; versions: 1 to 5"), badVersion.stderr)
+        XCTAssertTrue(badVersion.stderr.contains("Timers has no version 9; versions: 1 to 6"), badVersion.stderr)
 
         let dir = temp.file("garbage")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

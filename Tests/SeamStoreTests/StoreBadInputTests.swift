@@ -65,12 +65,12 @@ final class StoreBadInputTests: XCTestCase {
 
     // MARK: - Truncated
 
-    /// A current store (version 5, 2,000 rows per entity, so many pages) cut to half its size is
+    /// A current store (version 6, 2,000 rows per entity, so many pages) cut to half its size is
     /// refused as `.notAStore` by every entry point, with a message that says it is truncated and
     /// gives both sizes; the file and its sibling stay byte-identical.
     func testTruncatedStoreIsRefusedAndSaysTruncated() throws {
         let tmp = TemporaryDirectory("seam-badinput")
-        try Support.writeFixture(timersVersion: 5, rows: 2000, to: tmp.path)
+        try Support.writeFixture(timersVersion: 6, rows: 2000, to: tmp.path)
         let cloud = tmp.file("Cloud.sqlite")
         let size = try Support.bytes(cloud).count
         XCTAssertGreaterThan(size, 64 * 4096, "the fixture should span many pages")
@@ -174,12 +174,12 @@ final class StoreBadInputTests: XCTestCase {
 
     /// A current store whose `seam_models` row for Timers says version 99 with a hash this build
     /// has never seen: `inspect()` classifies it `.newer` without throwing; `plan()`, `open()` and
-    /// `migrate()` refuse it with `.newer(Timers, 99, 5)` and a message that starts with the file,
+    /// `migrate()` refuse it with `.newer(Timers, 99, 6)` and a message that starts with the file,
     /// names the model, both versions, says it was left untouched and to use a newer Seam; both
     /// files stay byte-identical.
     func testStoreWrittenByANewerBuildIsRefusedUntouched() throws {
         let tmp = TemporaryDirectory("seam-badinput")
-        try Support.writeFixture(timersVersion: 5, rows: 50, to: tmp.path)
+        try Support.writeFixture(timersVersion: 6, rows: 50, to: tmp.path)
         let cloud = tmp.file("Cloud.sqlite")
         try Support.rewriteModelRecord("Timers", in: cloud, version: 99, configurationHash: String(repeating: "0f", count: 32))
         let store = StoreDirectory(path: tmp.path, schema: TimerApp.schema)
@@ -355,12 +355,12 @@ final class StoreBadInputTests: XCTestCase {
                       "\(entry) should say the directory is read-only: \(error)", file: file, line: line)
     }
 
-    /// A current fixture whose Timers record claims version 5 with an unknown hash and garbled
+    /// A current fixture whose Timers record claims version 6 with an unknown hash and garbled
     /// canonical JSON. Returns the path of its `Cloud.sqlite`.
     private func makeUnknownStore(_ tmp: TemporaryDirectory) throws -> String {
-        try Support.writeFixture(timersVersion: 5, rows: 50, to: tmp.path)
+        try Support.writeFixture(timersVersion: 6, rows: 50, to: tmp.path)
         let cloud = tmp.file("Cloud.sqlite")
-        try Support.rewriteModelRecord("Timers", in: cloud, version: 5, configurationHash: String(repeating: "ab", count: 32),
+        try Support.rewriteModelRecord("Timers", in: cloud, version: 6, configurationHash: String(repeating: "ab", count: 32),
                                        canonicalJSON: "{\"model\":\"Timers\",\"entities\":[{\"na")
         return cloud
     }

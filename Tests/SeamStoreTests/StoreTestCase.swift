@@ -28,6 +28,18 @@ class StoreTestCase: XCTestCase {
         return dir
     }
 
+    /// A directory whose Cloud file is as release `cloud` wrote it and whose Local file is as
+    /// release `local` wrote it (same rows and seed, so links between the files still match):
+    /// the one way to have a single file outdated now that every release changes both.
+    func mixedFixture(cloud: Int, local: Int, rows: Int, in name: String, seed: UInt64 = 7) throws -> String {
+        let dir = try fixture(release: cloud, rows: rows, in: name, seed: seed)
+        let other = try fixture(release: local, rows: rows, in: name + "-local", seed: seed)
+        try FileManager.default.removeItem(atPath: dir + "/Local.sqlite")
+        try FileManager.default.copyItem(atPath: other + "/Local.sqlite", toPath: dir + "/Local.sqlite")
+        try FileManager.default.removeItem(atPath: other)
+        return dir
+    }
+
     func open(_ path: String) throws -> Database {
         var o = Database.Options()
         o.readOnly = true

@@ -94,6 +94,51 @@ final class ConvergenceTests: XCTestCase {
         }
     }
 
+    /// Mixed model versions: one machine's Cloud store is still at Timers v5 (it knows no
+    /// `Timer.sound`; its migration waits), two are current. The old machine keeps the sound it
+    /// cannot store, never erases it when it edits the timer, and fills its new column with the
+    /// kept value once it is migrated; all three end equal.
+    func testAMachineOnAnOlderModelVersionKeepsWhatItDoesNotKnow() throws {
+        let server = try pg()
+        let home = TemporaryDirectory("seam-sync-old")
+        let data = home.file("data")
+        let fixture = try Executables.run("seam-fixture", ["--version", "5", "--rows", "0", data])
+        XCTAssertEqual(fixture.status, 0, fixture.stderr)
+        let config = home.file("config")
+        try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
+        try Data(#"{"roles": {"ticker": {"enabled": false}, "migrate": {"enabled": false}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: config + "/seamd.json"))
+        let old = try SyncMachine("old", server: server, user: "carol", reusing: (home, data, config), setUp: true)
+        XCTAssertEqual(try old.connection.call("org.seam.Sync.Served")["entities"]?.arrayValue?
+            .first { $0["name"]?.stringValue == "Timer" }?["attributes"]?.arrayValue?.contains(.string("sound")), false,
+                       "the old machine's Timer has no sound")
+        let new1 = try SyncMachine("new1", server: server, user: "carol")
+        let new2 = try SyncMachine("new2", server: server, user: "carol")
+
+        let timer = try new1.insert("Timer", ["name": "Bell timer", "sound": "bell", "steps": .array([.object(["label": "go", "seconds": 60])])])
+        try eventually(15, "the old machine has the timer") { try old.timer(timer) != nil }
+        try old.update("Timer", timer, ["name": "Renamed on the old machine"])
+        try eventually(15, "the rename reached the others, and the sound is still there") {
+            try [new1, new2].allSatisfy { m in
+                let t = try m.timer(timer)
+                return t?["name"]?.stringValue == "Renamed on the old machine" && t?["sound"]?.stringValue == "bell"
+            }
+        }
+        try new2.update("Timer", timer, ["sound": "gong"])
+        try eventually(15, "the old machine keeps the new sound for later") {
+            try old.connection.fetch("SyncRecord", where: "recordUUID == $u", parameters: ["u": .string(timer)])
+                .first?["unknownFields"]?["sound"]?.stringValue == "gong"
+        }
+
+        let migrate = try Executables.run("seam", ["migrate", "--socket", old.broker.socketPath])
+        XCTAssertEqual(migrate.status, 0, migrate.stderr)
+        try eventually(20, "the old machine, migrated, fills the sound it kept") { try old.timer(timer)?["sound"]?.stringValue == "gong" }
+        try eventually(15, "all three equal") {
+            let rows = try [old, new1, new2].map { try $0.timer(timer) }
+            return rows[0] == rows[1] && rows[1] == rows[2]
+        }
+    }
+
     /// Three machines, many random operations (add, edit fields, move between groups, delete,
     /// add, rename and delete groups) on random machines, with random sync pauses, killed
     /// workers and server restarts. At the end every machine's Cloud data is equal, every

@@ -56,8 +56,51 @@ final class CLITests: BrokerTestCase {
         try seam("group", "rm", "pantry")
     }
 
+    /// `--sound` on timer add and timer edit; timer show prints it (and --json has it); a
+    /// session started from the timer copies it; --help shows the option.
+    func testTheSoundRoundTripsThroughAddEditAndShow() throws {
+        let added = try json(try seam("timer", "add", "Tea", "--step", "Steep=3m", "--sound", "gong", "--json"))
+        XCTAssertEqual(added["sound"]?.stringValue, "gong")
+        XCTAssertTrue(try seam("timer", "show", "tea").split(separator: "\n").contains("sound: gong"))
+        try seam("timer", "add", "Eggs", "--step", "Boil=7m")
+        XCTAssertEqual(try json(try seam("timer", "show", "eggs", "--json"))["sound"]?.stringValue, "", "no sound by default")
+
+        try seam("timer", "edit", "tea", "--sound", "singing bowl")
+        XCTAssertTrue(try seam("timer", "show", "tea").split(separator: "\n").contains("sound: singing bowl"))
+        XCTAssertEqual(try json(try seam("timer", "show", "tea", "--json"))["sound"]?.stringValue, "singing bowl")
+        let edited = try json(try seam("timer", "edit", "tea", "--sound", "bell", "--json"))
+        XCTAssertEqual(edited["sound"]?.stringValue, "bell")
+        XCTAssertEqual(edited["name"]?.stringValue, "Tea", "the rest is unchanged")
+
+        try seam("start", "tea")
+        let ls = try json(try seam("ls", "--json")).arrayValue ?? []
+        XCTAssertEqual(ls.first { $0["name"]?.stringValue == "Tea" }?["session"]?["sound"]?.stringValue, "bell")
+        XCTAssertTrue(try seam("timer", "add", "--help").contains("[--sound NAME]"))
+        XCTAssertTrue(try seam("timer", "edit", "--help").contains("[--sound NAME]"))
+        XCTAssertTrue(try seam("timer", "edit", "tea", status: 64).contains("--sound"), "the usage error names every option")
+    }
+
     /// `--note` on start and flash; `seam ls` shows a note only where there is one (a NOTE column
     /// once any session has one; `note` in --json).
+    /// What sync can deliver, shown honestly by `seam ls` and `seam timer ls`: a timer whose
+    /// group is not there, and two groups of one name, each with its uuid prefix.
+    func testMissingAndTwinGroupsAreShownHonestly() throws {
+        try seam("group", "add", "Kitchen")
+        try seam("call", "org.seam.Store.Save", #"{"inserts": [{"entity": "UserGroup", "values": {"name": "Kitchen"}}]}"#)
+        try seam("call", "org.seam.Store.Save", #"{"inserts": [{"entity": "Timer", "values": {"name": "Stray", "groupUUID": "dddddddd-0000-4000-8000-000000000004"}}]}"#)
+        XCTAssertTrue(try seam("timer", "add", "Soup", "--step", "Boil=10m", "--group", "Kitchen", status: 1).contains("could be any of"))
+        for command in [["ls"], ["timer", "ls"]] {
+            let out = try Executables.run("seam", command, environment: ["SEAM_SOCKET": broker.socketPath]).stdout
+            XCTAssertTrue(out.split(separator: "\n").contains { $0.hasPrefix("Stray ") && $0.contains("(missing dddddddd)") }, out)
+        }
+        let groups = try json(try seam("group", "ls", "--json")).arrayValue?.compactMap { $0["uuid"]?.stringValue } ?? []
+        XCTAssertEqual(groups.count, 2)
+        try seam("timer", "add", "Soup", "--step", "Boil=10m", "--group", String(groups[0].prefix(8)))
+        XCTAssertTrue(try seam("ls").contains("Kitchen (\(groups[0].prefix(8)))"))
+        let listed = try json(try seam("ls", "--json")).arrayValue ?? []
+        XCTAssertEqual(listed.first { $0["name"]?.stringValue == "Stray" }?["groupMissing"], .bool(true))
+    }
+
     func testNotesOnStartAndFlashShowInTheList() throws {
         try seam("timer", "add", "Tea", "--step", "Steep=3m")
         try seam("flash", "5m")

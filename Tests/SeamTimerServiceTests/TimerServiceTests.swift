@@ -58,6 +58,28 @@ final class TimerServiceTests: BrokerTestCase {
         XCTAssertNil(try c.row("Session", uuid: second), "deleting a timer deletes its session")
     }
 
+    /// Start copies the timer's sound with the rest; a flash session has none; editing the
+    /// timer's sound changes nothing in the session under way, and the next run has the edit.
+    func testStartCopiesTheSound() throws {
+        let c = try client()
+        let tea = try addTimer(c, "Tea", steps: [("Steep", 180)])
+        let silent = try XCTUnwrap(try c.call("org.seam.Timers.Start", ["timer": .string(tea)])["session"]?.stringValue)
+        XCTAssertEqual(try c.row("Session", uuid: silent)?["sound"]?.stringValue, "", "a timer without a sound gives none")
+        try c.call("org.seam.Timers.Stop", ["session": .string(silent)])
+
+        try c.save([.update(entity: "Timer", uuid: tea, values: ["sound": "gong — 鐘"])])
+        let session = try XCTUnwrap(try c.call("org.seam.Timers.Start", ["timer": .string(tea)])["session"]?.stringValue)
+        XCTAssertEqual(try c.row("Session", uuid: session)?["sound"]?.stringValue, "gong — 鐘")
+        try c.save([.update(entity: "Timer", uuid: tea, values: ["sound": "bell"])])
+        XCTAssertEqual(try c.row("Session", uuid: session)?["sound"]?.stringValue, "gong — 鐘", "the run keeps what it started with")
+        try c.call("org.seam.Timers.Stop", ["session": .string(session)])
+        let next = try XCTUnwrap(try c.call("org.seam.Timers.Start", ["timer": .string(tea)])["session"]?.stringValue)
+        XCTAssertEqual(try c.row("Session", uuid: next)?["sound"]?.stringValue, "bell", "the next run has the edit")
+
+        let flash = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 60])["session"]?.stringValue)
+        XCTAssertEqual(try c.row("Session", uuid: flash)?["sound"]?.stringValue, "")
+    }
+
     /// The note of a new session comes from the call (a timer has none to copy): Start and Flash
     /// keep the one given, and without one (or with null) it is empty. It does not carry over to
     /// the timer's next run.

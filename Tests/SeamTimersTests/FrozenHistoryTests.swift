@@ -70,6 +70,32 @@ final class FrozenHistoryTests: XCTestCase {
         XCTAssertEqual(v5.hashes, TimerModel.history.version(5)?.hashes)
     }
 
+    /// The committed version 6, read back without the Swift definitions, is the committed
+    /// version 5 with `Timer.sound` and `Session.sound` (strings, default "") and nothing else;
+    /// both configurations' hashes move (Cloud's for the first time since version 3).
+    func testFrozenVersion6IsVersion5WithTheTimerAndSessionSound() throws {
+        func frozen(_ label: Int) throws -> ModelVersion {
+            try ModelVersion(canonicalJSON: try RepositoryFiles.text("Protocol/schemas/Timers/v\(label).json"), label: label)
+        }
+        let v5 = try frozen(5), v6 = try frozen(6)
+        let sound = Attribute("sound", .string, default: .string(""))
+        XCTAssertEqual(v6.entities.map(\.name), v5.entities.map(\.name))
+        for e in v5.entities where !["Timer", "Session"].contains(e.name) { XCTAssertEqual(v6.entity(e.name), e, e.name) }
+        for name in ["Timer", "Session"] {
+            let before = try XCTUnwrap(v5.entity(name)), after = try XCTUnwrap(v6.entity(name))
+            XCTAssertEqual(Set(after.attributes), Set(before.attributes).union([sound]), name)
+            XCTAssertEqual(v6.configuration(of: name), v5.configuration(of: name), name)
+            XCTAssertEqual(after.indexes, before.indexes, name)
+            XCTAssertEqual(after.uniqueConstraints, before.uniqueConstraints, name)
+            XCTAssertEqual(after.links, before.links, name)
+            XCTAssertNotEqual(v6.hashes.entities[name], v5.hashes.entities[name], name)
+        }
+        XCTAssertEqual(v6.hashes.entities["UserGroup"], v5.hashes.entities["UserGroup"])
+        XCTAssertNotEqual(v6.hashes.configurations["Cloud"], v5.hashes.configurations["Cloud"])
+        XCTAssertNotEqual(v6.hashes.configurations["Local"], v5.hashes.configurations["Local"])
+        XCTAssertEqual(v6.hashes, TimerModel.history.version(6)?.hashes)
+    }
+
     /// A label names one shape and a shape one label, across the whole history.
     func testLabelsAndShapesCorrespondOneToOne() {
         for model in Self.models {

@@ -34,4 +34,25 @@ final class TimerListTests: XCTestCase {
         XCTAssertTrue(list[6].timerMissing, "a session whose timer is gone is an orphan, marked")
         XCTAssertFalse(list[5].timerMissing, "a flash session is an ordinary orphan")
     }
+
+    /// What sync can deliver, shown honestly: a group that never arrived, and two groups of one
+    /// name made offline on two machines, each told apart by its uuid prefix.
+    func testGroupLabelsSayWhatIsMissingAndTellTwinsApart() {
+        let a = row(["uuid": .uuid("aaaaaaaa-0000-4000-8000-000000000001"), "name": .string("Kitchen")])
+        let b = row(["uuid": .uuid("bbbbbbbb-0000-4000-8000-000000000002"), "name": .string("Kitchen")])
+        let c = row(["uuid": .uuid("cccccccc-0000-4000-8000-000000000003"), "name": .string("Gym")])
+        let timers = [row(["uuid": .uuid("00000000-0000-4000-8000-000000000001"), "name": .string("one"), "groupUUID": a["uuid"]!]),
+                      row(["uuid": .uuid("00000000-0000-4000-8000-000000000002"), "name": .string("two"), "groupUUID": b["uuid"]!]),
+                      row(["uuid": .uuid("00000000-0000-4000-8000-000000000003"), "name": .string("three"), "groupUUID": c["uuid"]!]),
+                      row(["uuid": .uuid("00000000-0000-4000-8000-000000000004"), "name": .string("four"),
+                           "groupUUID": .uuid("dddddddd-0000-4000-8000-000000000004")]),
+                      row(["uuid": .uuid("00000000-0000-4000-8000-000000000005"), "name": .string("five")])]
+        let groups = [a, b, c]
+        let twins = TimerList.duplicateNames(groups)
+        XCTAssertEqual(twins, ["Kitchen"])
+        let labels = Dictionary(uniqueKeysWithValues: TimerList.build(timers: timers, sessions: [], groups: groups)
+            .map { ($0.name, $0.groupLabel(duplicateNames: twins)) })
+        XCTAssertEqual(labels, ["one": "Kitchen (aaaaaaaa)", "two": "Kitchen (bbbbbbbb)", "three": "Gym", "four": "(missing dddddddd)",
+                                "five": ""])
+    }
 }

@@ -5,7 +5,7 @@ import XCTest
 /// The timer model's current version is the contract `design.md` fixes.
 final class TimerModelTests: XCTestCase {
     func testTheHistoryBuilds() throws {
-        XCTAssertEqual(try TimerModel.build().versions.count, 5)
+        XCTAssertEqual(try TimerModel.build().versions.count, 6)
         XCTAssertEqual(try SyncMetadataModel.build().versions.count, 2)
         XCTAssertEqual(TimerApp.schema.configurations, ["Cloud", "Local"])
     }
@@ -14,10 +14,10 @@ final class TimerModelTests: XCTestCase {
         let v = TimerModel.history.current
         let expected: [String: (String, [String])] = [
             "Timer": ("Cloud", ["uuid", "name", "icon", "colour", "steps", "repeatCount", "groupUUID", "sortOrder", "createdAt",
-                                "modifiedAt"]),
+                                "modifiedAt", "sound"]),
             "UserGroup": ("Cloud", ["uuid", "name", "sortOrder", "createdAt", "modifiedAt"]),
             "Session": ("Local", ["uuid", "timerUUID", "name", "icon", "colour", "steps", "repeatCount", "state", "startedAt",
-                                  "pausedAt", "stepIndex", "round", "stepEndsAt", "finishedAt", "note"]),
+                                  "pausedAt", "stepIndex", "round", "stepEndsAt", "finishedAt", "note", "sound"]),
         ]
         XCTAssertEqual(Set(v.entities.map(\.name)), Set(expected.keys))
         for (name, (configuration, attributes)) in expected {
@@ -29,6 +29,9 @@ final class TimerModelTests: XCTestCase {
         XCTAssertEqual(session.attribute("timerUUID")?.isOptional, true, "nil for a flash timer")
         XCTAssertEqual(session.attribute("steps")?.type, .json)
         XCTAssertEqual(session.attribute("note"), Attribute("note", .string, default: .string("")), "a note, empty by default, never nil")
+        let sound = Attribute("sound", .string, default: .string(""))
+        XCTAssertEqual(v.entity("Timer")?.attribute("sound"), sound, "a sound, empty by default, never nil")
+        XCTAssertEqual(session.attribute("sound"), sound, "the session's copy of its timer's sound")
         XCTAssertTrue(session.uniqueConstraints.contains(UniqueConstraint("timerUUID")), "one session per timer")
         XCTAssertEqual(session.link(on: "timerUUID"), Link("timerUUID", to: "Timer", onDelete: .cascade))
         XCTAssertEqual(v.entity("Timer")?.link(on: "groupUUID"), Link("groupUUID", to: "UserGroup", onDelete: .nullify))
@@ -68,16 +71,31 @@ final class TimerModelTests: XCTestCase {
         XCTAssertEqual(vs[1].customStages.map(\.name), ["durationToSteps"])
     }
 
-    /// Version 5 is current and only adds `Session.note`, at the end of the table, with no stage
+    /// Version 5 only adds `Session.note`, at the end of the table, with no stage
     /// (`FrozenHistoryTests` compares the committed versions 4 and 5 in full).
-    func testVersion5IsCurrentAndOnlyAddsTheSessionNote() throws {
-        let v4 = try XCTUnwrap(TimerModel.history.version(4)), v5 = TimerModel.history.current
-        XCTAssertEqual(v5.version, 5)
+    func testVersion5OnlyAddsTheSessionNote() throws {
+        let v4 = try XCTUnwrap(TimerModel.history.version(4)), v5 = try XCTUnwrap(TimerModel.history.version(5))
         XCTAssertEqual(v5.entity("Session")?.attributes.map(\.name), (v4.entity("Session")?.attributes.map(\.name) ?? []) + ["note"])
         XCTAssertEqual(v5.customStages.map(\.name), [], "an added attribute with a default needs no stage")
-        XCTAssertEqual(v5.hashes.configurations["Cloud"], v4.hashes.configurations["Cloud"], "a Cloud file of release 4 is current")
+        XCTAssertEqual(v5.hashes.configurations["Cloud"], v4.hashes.configurations["Cloud"], "a Cloud file of release 4 was current")
         XCTAssertEqual(try TimerModel.draft(5).version, 5)
-        XCTAssertThrowsError(try TimerModel.draft(6))
+    }
+
+    /// Version 6 is current and only adds `sound` to Timer and to Session, each at the end of its
+    /// table, with no stage; both files change (`FrozenHistoryTests` compares the committed
+    /// versions 5 and 6 in full).
+    func testVersion6IsCurrentAndOnlyAddsTheTimerAndSessionSound() throws {
+        let v5 = try XCTUnwrap(TimerModel.history.version(5)), v6 = TimerModel.history.current
+        XCTAssertEqual(v6.version, 6)
+        for name in ["Timer", "Session"] {
+            XCTAssertEqual(v6.entity(name)?.attributes.map(\.name), (v5.entity(name)?.attributes.map(\.name) ?? []) + ["sound"], name)
+        }
+        XCTAssertEqual(v6.entity("UserGroup"), v5.entity("UserGroup"))
+        XCTAssertEqual(v6.customStages.map(\.name), [], "an added attribute with a default needs no stage")
+        XCTAssertNotEqual(v6.hashes.configurations["Cloud"], v5.hashes.configurations["Cloud"], "a Cloud file of release 5 is outdated")
+        XCTAssertNotEqual(v6.hashes.configurations["Local"], v5.hashes.configurations["Local"])
+        XCTAssertEqual(try TimerModel.draft(6).version, 6)
+        XCTAssertThrowsError(try TimerModel.draft(7))
     }
 
     /// The timer model's stages are SQL, so a million-row migration stays a bulk copy
