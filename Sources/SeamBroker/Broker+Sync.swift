@@ -84,27 +84,34 @@ extension Broker {
     private var hasSyncWorker: Bool { supervised.contains { $0.spec.role == "sync" && !$0.retired } }
 
     /// The history after `since`, oldest first: one entry per changed row, its row as the wire
-    /// encodes rows (null for a delete).
+    /// encodes rows (null for a delete). `limit` bounds the rows, not the saves (one save may
+    /// change thousands): whole saves are taken until it is reached, and at least one.
     private func history(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
         guard let since = p["since"]?.int64Value, since >= 0 else { return .failure(.invalidParameter("since")) }
         let limit = Int(p["limit"]?.int64Value ?? 1000)
         guard (1...10_000).contains(limit) else { return .failure(.invalidParameter("limit")) }
-        let sets: [ChangeSet]
-        do { sets = try context.history(since: since, limit: limit) } catch { return .failure(Self.varlink(error)) }
         var changes: [JSON] = []
-        for set in sets {
-            for change in set.changes {
-                let order = context.schema.entity(change.entity)?.entity.attributes.map(\.name) ?? []
-                changes.append(.object([
-                    "sequence": .integer(set.sequence), "author": .string(set.author), "time": .double(set.time),
-                    "entity": .string(change.entity), "uuid": .string(change.uuid), "kind": .string(change.kind.rawValue),
-                    "changedKeys": .array(change.changedKeys.map(JSON.string)),
-                    "row": change.new.map { WireValues.encode($0, order: order) } ?? .null,
-                ]))
+        var last = since
+        read: while true {
+            let sets: [ChangeSet]
+            do { sets = try context.history(since: last, limit: 64) } catch { return .failure(Self.varlink(error)) }
+            if sets.isEmpty { break }
+            for set in sets {
+                if !changes.isEmpty && changes.count + set.changes.count > limit { break read }
+                for change in set.changes {
+                    let order = context.schema.entity(change.entity)?.entity.attributes.map(\.name) ?? []
+                    changes.append(.object([
+                        "sequence": .integer(set.sequence), "author": .string(set.author), "time": .double(set.time),
+                        "entity": .string(change.entity), "uuid": .string(change.uuid), "kind": .string(change.kind.rawValue),
+                        "changedKeys": .array(change.changedKeys.map(JSON.string)),
+                        "row": change.new.map { WireValues.encode($0, order: order) } ?? .null,
+                    ]))
+                }
+                last = set.sequence
+                if changes.count >= limit { break read }
             }
         }
-        return .success(["changes": .array(changes), "last": .integer(sets.last?.sequence ?? since),
-                         "sequence": .integer(context.sequence)])
+        return .success(["changes": .array(changes), "last": .integer(last), "sequence": .integer(context.sequence)])
     }
 
     private func acknowledge(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {

@@ -73,6 +73,7 @@ public final class Broker {
         options.servesOutdated = true
         // History is kept until the sync worker has exported it, however old.
         options.syncConfigured = configuration.supervision.roles.contains { $0.role == "sync" }
+        options.historyIgnoresAuthors = ["sync"]
         do { context = try Context(directory: configuration.dataDirectory, schema: schema, options: options) } catch {
             throw BrokerError("cannot open the stores: \(error)")
         }

@@ -10,6 +10,7 @@ extension Context {
 
     /// Appends the history configuration's part of `set` to the persistent history.
     func writeHistory(_ set: ChangeSet) throws(DatabaseError) {
+        guard !options.historyIgnoresAuthors.contains(set.author) else { return }
         let changes = set.changes.filter { configuration(of: $0.entity) == options.historyConfiguration }
         guard !changes.isEmpty, let h = historyStore else { return }
         try h.db.execute(Self.historySQL)

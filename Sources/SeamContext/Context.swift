@@ -29,6 +29,9 @@ public final class Context {
         /// History older than this (seconds) is purged on its own, unless sync is configured.
         public var historyRetention: Double = 7 * 24 * 3600
         public var syncConfigured = false
+        /// Authors whose saves are kept out of the persistent history: the sync worker's own
+        /// imports, which are never exported (keeping them would only cost time and space).
+        public var historyIgnoresAuthors: Set<String> = []
         /// For a broker that migrates through its worker: an outdated store is opened at the
         /// version it holds (and migrated later), and a newer, unknown or unreadable one is
         /// kept closed, so that the other stores still serve. Off: outdated stores are migrated

@@ -224,13 +224,18 @@ public final class SyncWorker {
     }
 
     /// SyncRecord rows for these records: (type, uuid) → (its own uuid, the change tag known).
-    private func syncRecords(_ uuids: [String]) throws -> [RecordKey: (uuid: String, tag: Int64?)] {
+    /// Asked type by type, so that the unique index on (recordType, recordUUID) answers.
+    private func syncRecords(_ keys: [RecordKey]) throws -> [RecordKey: (uuid: String, tag: Int64?)] {
         var out: [RecordKey: (String, Int64?)] = [:]
-        for chunk in uuids.chunked(Self.batch) {
-            for row in try broker.fetch("SyncRecord", where: Self.inList("recordUUID", chunk.count), parameters: Self.parameters(Array(chunk))) {
-                guard let type = row["recordType"]?.stringValue, let record = row["recordUUID"]?.stringValue,
-                      let uuid = row["uuid"]?.stringValue else { continue }
-                out[RecordKey(type: type, uuid: record)] = (uuid, row["changeTag"]?.stringValue.flatMap { Int64($0) })
+        for (type, group) in Dictionary(grouping: keys, by: \.type) {
+            for chunk in group.map(\.uuid).chunked(Self.batch) {
+                var parameters = Self.parameters(Array(chunk))
+                parameters["type"] = .string(type)
+                for row in try broker.fetch("SyncRecord", where: "recordType == $type AND " + Self.inList("recordUUID", chunk.count),
+                                            parameters: parameters) {
+                    guard let record = row["recordUUID"]?.stringValue, let uuid = row["uuid"]?.stringValue else { continue }
+                    out[RecordKey(type: type, uuid: record)] = (uuid, row["changeTag"]?.stringValue.flatMap { Int64($0) })
+                }
             }
         }
         return out
@@ -290,7 +295,7 @@ public final class SyncWorker {
                 token = last
                 continue
             }
-            let known = try syncRecords(order.map(\.uuid))
+            let known = try syncRecords(order)
             let results = try push(order.map { outgoing[$0]! }, on: pg)
             var save = SaveBuilder()
             for (key, tag) in results {
@@ -337,7 +342,7 @@ public final class SyncWorker {
                 }
                 let results = try push(outgoing, on: pg)
                 var save = SaveBuilder()
-                let known = try syncRecords(outgoing.map(\.key.uuid))
+                let known = try syncRecords(outgoing.map(\.key))
                 for (key, tag) in results {
                     guard let tag else { continue }
                     let stamp: JSONObject = ["changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(WallClock.now()))]
@@ -498,7 +503,7 @@ public final class SyncWorker {
                 guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }), synced[type] != nil else { continue }
                 incoming.append((RecordKey(type: type, uuid: uuid), (try? JSON.decode(row[2] ?? "{}"))?.objectValue ?? [:], tag, row[4] == "t"))
             }
-            let known = try syncRecords(incoming.map(\.key.uuid))
+            let known = try syncRecords(incoming.map(\.key))
             var existing: Set<RecordKey> = []
             for (type, group) in Dictionary(grouping: incoming.map(\.key), by: \.type) {
                 for chunk in group.map(\.uuid).chunked(Self.batch) {

@@ -112,14 +112,14 @@ final class PostgresConnection {
     /// The connection's socket, to poll beside other descriptors.
     var socket: Int32 { PQsocket(connection) }
 
-    /// The rows of a query's first column (NULL as "").
-    func column(_ sql: String) throws -> [String] {
+    /// A query's rows, each value as text (NULL as "").
+    func rows(_ sql: String) throws -> [[String]] {
         let result = PQexec(connection, sql)
         defer { PQclear(result) }
         guard PQresultStatus(result) == PGRES_TUPLES_OK else {
             throw BenchError("PostgreSQL: \(String(cString: PQerrorMessage(connection))) in \(sql)")
         }
-        return (0..<PQntuples(result)).map { String(cString: PQgetvalue(result, $0, 0)) }
+        return (0..<PQntuples(result)).map { r in (0..<PQnfields(result)).map { String(cString: PQgetvalue(result, r, $0)) } }
     }
 
     /// Reads what the socket holds (never blocks) and returns the payloads of the

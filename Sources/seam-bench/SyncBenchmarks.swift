@@ -17,8 +17,10 @@ import SeamSystem
 ///    this measures latency, not queueing.
 /// 2. Catching up: in a zone of its own, machine A gets `SEAM_BENCH_SYNC_RECORDS` timers
 ///    (default 100,000) through `org.seam.Store.Save`, 1,000 a save, before sync is set up; then
-///    `seam sync setup` has its worker send them all (the first export), and a fresh machine C
-///    is set up against the same zone and timed until it holds them all (`Count` every 50 ms).
+///    `seam sync setup` has its worker send them all (the first export, timed until the server
+///    holds them all), A stops, and a fresh machine C is set up against the same zone and timed
+///    until it holds them all (`Count` every 50 ms). How each worker's next cycle ends is printed
+///    under the table: a machine that cannot sync after a large batch is worth knowing about.
 enum SyncBenchmarks {
     /// `SEAM_BENCH_SYNC_SAVES`, default 200: the saves timed from A to B.
     static var saves: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_SYNC_SAVES"] ?? "") ?? 200 }
@@ -41,8 +43,10 @@ enum SyncBenchmarks {
         print("(each save waits for the last to arrive, then \(Int(pause * 1000)) ms; the workers also sync every 5 s on their own, "
               + "and a save that lands during such a cycle waits for it)")
 
-        try catchingUp(server, work: work).print()
+        let (table, notes) = try catchingUp(server, work: work)
+        table.print()
         print("target: ≥ 10,000 records/s for a new machine catching up")
+        notes.forEach { print($0) }
     }
 
     // MARK: - Save on A → subscriber on B
@@ -53,7 +57,10 @@ enum SyncBenchmarks {
         let b = try Machine("b", work: work)
         defer { b.stop() }
         for m in [a, b] { try m.setUp(server, user: "bench") }
-        for m in [a, b] { try m.waitUntilIdle() }
+        for m in [a, b] {
+            let status = try m.nextReport(timeout: 30)
+            guard status["state"]?.stringValue == "idle" else { throw BenchError("\(m.name)'s sync worker: \(status); its log:\n\(m.logTail)") }
+        }
 
         let subscriber = try b.connect()
         let first = try subscriber.call("org.seam.Store.Subscribe", ["entity": "Timer", "predicate": "name BEGINSWITH \"bench\"",
@@ -137,12 +144,24 @@ enum SyncBenchmarks {
 
     // MARK: - A new machine catching up
 
-    static func catchingUp(_ server: SyncServer, work: String) throws -> BenchTable {
+    static func catchingUp(_ server: SyncServer, work: String) throws -> (BenchTable, [String]) {
         let n = records
         let user = "bulk"
         try server.addUser(user)
         let admin = try PostgresConnection(server.adminConnection)
-        func onServer() throws -> Int { Int(try admin.column("SELECT count(*) FROM seam.records WHERE zone = '\(user)'")[0]) ?? 0 }
+        // Records on the server, counted as they arrive: the rows past the last change tag seen
+        // (through the index on zone and tag, so that polling costs what arrived, not the table),
+        // then once in full at the end. A first export writes each record once, tags in commit order.
+        var counted = 0
+        var lastTag = "0"
+        func onServer() throws -> Int {
+            let r = try admin.rows("SELECT count(*), coalesce(max(change_tag), \(lastTag)) FROM seam.records "
+                                   + "WHERE zone = '\(user)' AND change_tag > \(lastTag)")[0]
+            counted += Int(r[0]) ?? 0
+            lastTag = r[1]
+            if counted < n { return counted }
+            return Int(try admin.rows("SELECT count(*) FROM seam.records WHERE zone = '\(user)' AND NOT deleted")[0][0]) ?? 0
+        }
 
         // A: the timers saved before sync is set up, 1,000 a save.
         let a = try Machine("bulk-a", work: work)
@@ -162,7 +181,11 @@ enum SyncBenchmarks {
         // A's first export: from `seam sync setup` finishing to the server holding every record.
         try a.setUp(server, user: user)
         let exported = try waitFor(n, "A's first export to the server", machine: a, onServer)
-        try a.waitUntilIdle(timeout: 600)
+        // The cycle that exported ends with a report (idle, or an error); then A stops, so that
+        // C is measured alone: it needs only the server.
+        let afterExport = try a.nextReport(timeout: 600)
+        let restartsA = try a.workerRestarts()
+        a.stop()
 
         // C: a new machine, empty stores, the same zone.
         let c = try Machine("bulk-c", work: work)
@@ -172,6 +195,14 @@ enum SyncBenchmarks {
         let caughtUp = try waitFor(n, "C catching up", machine: c) {
             Int(try counter.call("org.seam.Store.Count", ["entity": "Timer"]).parameters["count"]?.int64Value ?? 0)
         }
+        // The cycle that imported, then the next (the worker's 5 s poll): does C sync on afterwards?
+        let afterCatchingUp = try c.nextReport(timeout: 600)
+        let nextStart = Harness.now()
+        let nextCycle = try? c.nextReport(after: afterCatchingUp, timeout: 60)
+        let nextAfter = Double(Harness.now() - nextStart) / 1e9
+        let restartsC = try c.workerRestarts()
+        // What the polling cost C's seamd (one thread serves everything): a Count of them all.
+        let countTime = Harness.median(try Harness.time(runs: 21) { _ = try counter.call("org.seam.Store.Count", ["entity": "Timer"]) })
 
         var table = BenchTable("Sync: a new machine catching up with \(n.formatted()) timers (one zone, PostgreSQL \(server.version) on this machine; "
                                + "times from `seam sync setup` finishing, polled every \(Int(pollInterval * 1000)) ms)",
@@ -183,7 +214,21 @@ enum SyncBenchmarks {
                    Harness.duration(exported.total), rate(exported.total), Harness.duration(exported.first)])
         table.add(["C: new machine, empty stores → holding them all (Count on C)", n.formatted(),
                    Harness.duration(caughtUp.total), rate(caughtUp.total), Harness.duration(caughtUp.first)])
-        return table
+        func state(_ s: JSONObject?) -> String {
+            guard let s else { return "no report within 60 s" }
+            let error = s["lastError"]?.stringValue
+            if s["state"]?.stringValue == "error" { return "error: " + (error ?? "?") }
+            return "\(s["state"]?.stringValue ?? "?")" + (s["running"]?.boolValue == false ? ", the worker not running" : "")
+                + (error.map { " (seamd: " + $0 + ")" } ?? "")
+        }
+        let notes = [
+            "(C's Count of \(n.formatted()) timers takes \(Harness.duration(countTime)) on seamd's one thread: polling every "
+                + "\(Int(pollInterval * 1000)) ms took about \(String(format: "%.0f", 100 * countTime / pollInterval))% of it near the end)",
+            "sync workers afterwards: A's, at the end of the cycle that exported: \(state(afterExport)) (restarts: \(restartsA))",
+            "C's, at the end of the cycle that caught up: \(state(afterCatchingUp)); at its next cycle (reported "
+                + "\(Harness.duration(nextAfter)) later): \(state(nextCycle)) (restarts: \(restartsC))",
+        ]
+        return (table, notes)
     }
 
     /// Polls `count` every 50 ms until it reaches `n`; seconds until the first record and until
@@ -235,7 +280,10 @@ enum SyncBenchmarks {
             process.standardOutput = FileHandle(forWritingAtPath: log)
             process.standardError = FileHandle(forWritingAtPath: log)
             try process.run()
-            try BrokerBenchmarks.waitForSocket(socket)
+            do { try BrokerBenchmarks.waitForSocket(socket) } catch {
+                stop()
+                throw BenchError("seamd \(name) did not start: \(error); its log:\n\(logTail)")
+            }
         }
 
         /// SIGTERM, and waits for it (it stops its sync worker).
@@ -257,17 +305,27 @@ enum SyncBenchmarks {
             guard exit.succeeded else { throw BenchError("seam sync setup on \(name): \(exit): \(output)") }
         }
 
-        /// Waits until the worker has finished a cycle with no error.
-        func waitUntilIdle(timeout: Double = 30) throws {
+        /// The worker's next report at the end of a cycle (idle, or an error) that differs from
+        /// `previous` (its last pull or its error); throws after `timeout` seconds.
+        func nextReport(after previous: JSONObject? = nil, timeout: Double) throws -> JSONObject {
             let c = try RawSeam(socket)
             let start = Harness.now()
             var status: JSONObject = [:]
             while Double(Harness.now() - start) / 1e9 < timeout {
                 status = try c.call("org.seam.Sync.Status").parameters
-                if status["state"]?.stringValue == "idle", status["lastPull"]?.doubleValue != nil { return }
+                let ended = (status["state"]?.stringValue == "idle" && status["lastPull"]?.doubleValue != nil)
+                    || status["state"]?.stringValue == "error"
+                let new = previous.map { $0["lastPull"] != status["lastPull"] || $0["lastError"] != status["lastError"] } ?? true
+                if ended && new { return status }
                 Threads.sleep(0.02)
             }
-            throw BenchError("\(name)'s sync worker is not idle after \(Int(timeout)) s: \(status); its log:\n\(logTail)")
+            throw BenchError("\(name)'s sync worker made no new report in \(Int(timeout)) s: \(status); its log:\n\(logTail)")
+        }
+
+        /// How often seamd has restarted its sync worker.
+        func workerRestarts() throws -> Int {
+            let roles = try RawSeam(socket).call("org.seam.Store.Status").parameters["roles"]?.arrayValue ?? []
+            return Int(roles.first { $0["role"]?.stringValue == "sync" }?["restarts"]?.int64Value ?? 0)
         }
 
         var logTail: String {
@@ -303,6 +361,7 @@ final class SyncServer {
                 return
             }
             failure = output
+            _ = try? Self.capture(script, ["stop", directory])
         }
         try? FileManager.default.removeItem(atPath: directory)
         throw BenchError("scripts/pg-server start: \(failure)")

@@ -106,6 +106,26 @@ final class SyncTests: XCTestCase {
         XCTAssertFalse(text.contains("secret note"))
     }
 
+    /// A save of thousands of rows at once syncs whole, and sync goes on after it: the history
+    /// is read by rows, not by saves, and the worker's own saves are not in it.
+    func testALargeSaveSyncsAndSyncGoesOn() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "alice")
+        let b = try SyncMachine("b", server: server, user: "alice")
+        let tag = "bulk-\(UUID().uuidString.prefix(6))"
+        let inserts: [SeamConnection.Change] = (0..<3000).map {
+            .insert(entity: "Timer", values: ["name": .string("\(tag) \($0)"), "steps": .array([.object(["label": "go", "seconds": 60])])])
+        }
+        let made = try a.connection.save(inserts).inserted
+        try eventually(60, "B has all 3,000") {
+            try b.connection.count("Timer", where: "name BEGINSWITH $t", parameters: ["t": .string(tag)]) == 3000
+        }
+        try a.update("Timer", made[1234], ["name": "\(tag) renamed"])
+        try eventually(10, "a later edit follows") { try b.timer(made[1234])?["name"]?.stringValue == "\(tag) renamed" }
+        XCTAssertEqual(try a.syncStatus()["lastError"], .null)
+        XCTAssertEqual(try b.syncStatus()["lastError"], .null)
+    }
+
     /// Row-level security: a role sees and writes only its own zone.
     func testEachRoleSeesOnlyItsOwnZone() throws {
         let server = try pg()
