@@ -161,7 +161,8 @@ extension Broker {
         let worker = supervised.first { $0.spec.role == "sync" && !$0.retired }
         var o: JSONObject = ["configured": .bool(worker != nil), "running": .bool(worker?.pid != nil)]
         if let report = syncReport { for (k, v) in report { o[k] = v } }
-        if worker != nil, o["lastError"] == nil || o["lastError"] == .null, let e = worker?.lastError { o["lastError"] = .string(e) }
+        // A worker that is not running says nothing itself: how it last ended does.
+        if let worker, worker.pid == nil, let e = worker.lastError { o["lastError"] = .string(e) }
         return o
     }
 }

@@ -40,6 +40,8 @@ public final class SyncWorker {
 
     /// Rows per server round trip and per broker save.
     static let batch = 500
+    /// Server records per import save: larger, since a new machine may have a great many.
+    static let importBatch = 2000
     static let channel = "seam_changes"
 
     public init(broker: SeamConnection, configuration: SyncConfiguration, log: @escaping (String) -> Void) throws {
@@ -298,6 +300,12 @@ public final class SyncWorker {
             let known = try syncRecords(order)
             let results = try push(order.map { outgoing[$0]! }, on: pg)
             var save = SaveBuilder()
+            // A record deleted here whose tombstone is now on the server must be gone here too:
+            // an import that raced the delete may have brought it back, and the tombstone will
+            // come back as this machine's own write, which the import skips.
+            for (key, _) in results where outgoing[key]?.row == nil {
+                if try broker.row(key.type, uuid: key.uuid) != nil { save.delete(key.type, key.uuid) }
+            }
             for (key, tag) in results {
                 let existing = known[key]
                 if let tag {
@@ -487,14 +495,44 @@ public final class SyncWorker {
 
     // MARK: - Import
 
+    /// The synced records with local changes not yet exported.
+    private func pendingKeys() throws -> Set<RecordKey> {
+        let since = tokens["exported"]?.value ?? 0
+        var keys: Set<RecordKey> = []
+        var from = since
+        while true {
+            let h = try broker.call("org.seam.Sync.History", ["since": .integer(from), "limit": .integer(10_000)])
+            let changes = h["changes"]?.arrayValue ?? []
+            for c in changes where c["author"]?.stringValue != "sync" {
+                if let e = c["entity"]?.stringValue, let u = c["uuid"]?.stringValue, synced[e] != nil { keys.insert(RecordKey(type: e, uuid: u)) }
+            }
+            let last = h["last"]?.int64Value ?? from
+            if changes.isEmpty || last == from { return keys }
+            from = last
+        }
+    }
+
+    /// Whether the Cloud store holds no row of a synced entity and no SyncRecord.
+    private func storeHoldsNothingSynced() throws -> Bool {
+        for entity in synced.keys.sorted() + ["SyncRecord"] where try broker.count(entity) > 0 { return false }
+        return true
+    }
+
     /// Applies the server's records since the server token. Returns the records applied.
+    ///
+    /// A machine's first import into a store with none of the synced rows and no SyncRecord
+    /// (a new machine) needs no lookups: every record is new, except those it has already
+    /// inserted during this import (a record changed on the server meanwhile comes again).
     func importChanges() throws -> Int {
         guard let pg else { return 0 }
         var applied = 0
         var token = tokens["server"]?.value ?? 0
+        let fresh = token == 0 ? try storeHoldsNothingSynced() : false
+        var insertedHere: Set<RecordKey> = []
+
         while true {
             let rows = try pg.query("SELECT record_type, uuid::text, fields::text, change_tag, deleted FROM seam.records "
-                                    + "WHERE zone = current_user AND change_tag > $1 ORDER BY change_tag LIMIT \(Self.batch)",
+                                    + "WHERE zone = current_user AND change_tag > $1 ORDER BY change_tag LIMIT \(Self.importBatch)",
                                     [String(token)])
             guard !rows.isEmpty else { return applied }
             let last = rows.last?[3].flatMap { Int64($0) } ?? token
@@ -503,9 +541,11 @@ public final class SyncWorker {
                 guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }), synced[type] != nil else { continue }
                 incoming.append((RecordKey(type: type, uuid: uuid), (try? JSON.decode(row[2] ?? "{}"))?.objectValue ?? [:], tag, row[4] == "t"))
             }
-            let known = try syncRecords(incoming.map(\.key))
+            // A record that comes again (changed on the server meanwhile) is looked up as usual.
+            let lookups = !fresh || incoming.contains { insertedHere.contains($0.key) }
+            let known = lookups ? try syncRecords(incoming.map(\.key)) : [:]
             var existing: Set<RecordKey> = []
-            for (type, group) in Dictionary(grouping: incoming.map(\.key), by: \.type) {
+            for (type, group) in lookups ? Dictionary(grouping: incoming.map(\.key), by: \.type) : [:] {
                 for chunk in group.map(\.uuid).chunked(Self.batch) {
                     for row in try broker.fetch(type, where: Self.inList("uuid", chunk.count), parameters: Self.parameters(Array(chunk)),
                                                 fields: ["uuid"]) {
@@ -513,11 +553,17 @@ public final class SyncWorker {
                     }
                 }
             }
+            // Records changed here since the last export (saves that raced this cycle, read just
+            // before this batch is applied): the server's version must not overwrite them, nor
+            // bring a deleted one back. The next export merges them; the import after it brings
+            // the merged record.
+            let pending = try pendingKeys()
             var save = SaveBuilder()
             for r in incoming {
                 let record = known[r.key]
                 // Our own write coming back: nothing to apply.
                 if record?.tag == r.tag { continue }
+                if pending.contains(r.key) { continue }
                 let attributes = Set(synced[r.key.type] ?? [])
                 if r.deleted {
                     if existing.contains(r.key) { save.delete(r.key.type, r.key.uuid) }
@@ -537,16 +583,21 @@ public final class SyncWorker {
                 } else {
                     values["uuid"] = .string(r.key.uuid)
                     save.insert(r.key.type, values)
+                    existing.insert(r.key)
+                    if fresh { insertedHere.insert(r.key) }
                 }
                 var stamp: JSONObject = ["changeTag": .string(String(r.tag)), "modifiedAt": .string(RFC3339.format(WallClock.now())),
                                          "unknownFields": .object(kept)]
                 if let record {
                     save.update("SyncRecord", record.uuid, stamp)
-                } else {
+                } else if !kept.isEmpty {
                     stamp["recordType"] = .string(r.key.type)
                     stamp["recordUUID"] = .string(r.key.uuid)
                     save.insert("SyncRecord", stamp)
                 }
+                // A record new here with nothing to keep needs no SyncRecord yet: its tag only
+                // ever serves to recognise this machine's own writes, and the first export
+                // of it makes one. Half the rows a new machine writes while it catches up.
                 applied += 1
             }
             tokenChange("server", last, into: &save)

@@ -32,6 +32,9 @@ public enum Signals {
     public static let child = SIGCHLD
     public static let hangup = SIGHUP
     public static let windowChange = SIGWINCH
+    /// Pause and resume a process (for tests and benchmarks that hold a worker still).
+    public static let stop = SIGSTOP
+    public static let resume = SIGCONT
 
     /// Routes `signals` to a pipe, whichever thread they land on: read one byte per signal
     /// (its number) from the descriptor returned. Once per process.

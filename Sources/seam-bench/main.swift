@@ -2,7 +2,7 @@ import Foundation
 
 // seam-bench: the benchmarks behind `scripts/bench`. Each group prints a table.
 //
-//   seam-bench [GROUP …]      groups: query, store, context, json, broker, channels, ticker, service, migration, sync (default: all)
+//   seam-bench [GROUP …]      groups: query, store, context, json, broker, channels, ticker, service, migration, sync, convergence (default: all)
 
 let groups: [(name: String, run: () throws -> Void)] = [
     ("query", QueryBenchmarks.run),
@@ -15,6 +15,7 @@ let groups: [(name: String, run: () throws -> Void)] = [
     ("service", ServiceBenchmarks.run),
     ("migration", MigrationBenchmarks.run),
     ("sync", SyncBenchmarks.run),
+    ("convergence", ConvergenceBenchmarks.run),
 ]
 
 let wanted = Array(CommandLine.arguments.dropFirst())

@@ -166,7 +166,16 @@ final class SyncTests: XCTestCase {
         XCTAssertEqual(count, "120")
         XCTAssertEqual(Set(try b.connection.fetch("Timer", where: "name BEGINSWITH $t", parameters: ["t": .string(tag)]).compactMap { $0["uuid"]?.stringValue }),
                        Set(made))
-        XCTAssertTrue(a.broker.log.contains("lost the server") || a.broker.log.contains("cannot reach the server"), a.broker.log)
+        // Both workers came through the restart and the kills: idle, with no error left.
+        try eventually(10, "both workers are idle without an error") {
+            try [a, b].allSatisfy { m in
+                let s = try m.syncStatus()
+                return s["state"]?.stringValue == "idle" && s["lastError"] == .null
+            }
+        }
+        let statuses = try [a, b].map { try $0.syncStatus() }
+        XCTAssertEqual(statuses[0]["lastError"], .null, "\(statuses[0])")
+        XCTAssertEqual(statuses[1]["lastError"], .null, "\(statuses[1])")
     }
 
     /// A machine that was off while the other worked catches up when it comes back, and what it
