@@ -120,22 +120,9 @@ public final class PostgresConnection {
         return out
     }
 
-    /// Quotes an identifier for SQL text (role names in GRANT, say).
-    public static func quoteIdentifier(_ name: String) -> String {
-        "\"" + name.replacingAll("\"", with: "\"\"") + "\""
-    }
-
     private func withParameters<R>(_ parameters: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
         let copies: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }
         defer { copies.forEach { free($0) } }
         return body(copies.map { $0.map { UnsafePointer($0) } })
-    }
-}
-
-extension String {
-    fileprivate func replacingAll(_ target: Character, with replacement: String) -> String {
-        var out = ""
-        for c in self { if c == target { out += replacement } else { out.append(c) } }
-        return out
     }
 }

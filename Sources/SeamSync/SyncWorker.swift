@@ -259,7 +259,6 @@ public final class SyncWorker {
         var row: JSONObject?
         /// Each key changed here, with the version of its change (the latest one).
         var stamps: [String: String] = [:]
-        var changedKeys: Set<String> { Set(stamps.keys) }
     }
 
     /// Exports the history since the exported token. Returns the records written. The first
@@ -618,8 +617,6 @@ struct SaveBuilder {
     var inserts: [JSON] = []
     var updates: [JSON] = []
     var deletes: [JSON] = []
-    /// Rows touched already, so that a row updated twice merges.
-    private var updateIndex: [String: Int] = [:]
 
     mutating func insert(_ entity: String, _ values: JSONObject) {
         inserts.append(.object(["entity": .string(entity), "values": .object(values)]))

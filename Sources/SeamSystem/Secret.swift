@@ -8,7 +8,7 @@ public enum Secret {
         let terminal = isatty(0) == 1
         var saved = termios()
         if terminal {
-            FileDescriptorText.write(2, prompt)
+            Descriptors.write(2, prompt)
             tcgetattr(0, &saved)
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
@@ -17,7 +17,7 @@ public enum Secret {
         defer {
             if terminal {
                 tcsetattr(0, TCSAFLUSH, &saved)
-                FileDescriptorText.write(2, "\n")
+                Descriptors.write(2, "\n")
             }
         }
         var bytes: [UInt8] = []
@@ -32,12 +32,5 @@ public enum Secret {
         }
         if bytes.last == 13 { bytes.removeLast() }
         return String(decoding: bytes, as: UTF8.self)
-    }
-}
-
-enum FileDescriptorText {
-    static func write(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)
-        _ = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
     }
 }
