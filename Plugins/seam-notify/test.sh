@@ -9,9 +9,11 @@
 #      that finished before seam-notify started is not announced; `seam flash 1s --name Tea`
 #      is, once, through --run with $1, $SEAM_SESSION_NAME and $SEAM_SESSION_UUID.
 #   2. SIGTERM: seam-notify exits 0.
-#   3. Without --run and without notify-send on PATH: "finished: NAME (UUID)" on stdout;
+#   3. Without --run, with notify-send on PATH (a fake that records how it was run): it runs
+#      once as `notify-send Seam "NAME finished"`, with $SEAM_SESSION_UUID; nothing on stdout.
+#   4. Without --run and without notify-send on PATH: "finished: NAME (UUID)" on stdout;
 #      when seamd stops, seam-notify exits 1.
-#   4. seamd supervising seam-notify as a plugin (seamd.json): the socket handed over in
+#   5. seamd supervising seam-notify as a plugin (seamd.json): the socket handed over in
 #      SEAM_FD works, and seamd's SIGTERM stops it.
 set -euo pipefail
 
@@ -131,7 +133,38 @@ else
     fail "SIGTERM: exit $status, want 0"
 fi
 
-# ---- 3. printing, then the broker goes away -----------------------------------------------
+# ---- 3. notify-send ----------------------------------------------------------------------
+mkdir "$tmp/bin"
+sent=$tmp/notify-send.calls
+# The fake writes a line per run: its arguments and $SEAM_SESSION_UUID, each followed by a bar.
+cat >"$tmp/bin/notify-send" <<EOF
+#!/bin/sh
+printf '%s|' "\$@" "\$SEAM_SESSION_UUID" >>'$sent'
+echo >>'$sent'
+EOF
+chmod +x "$tmp/bin/notify-send"
+env PATH="$tmp/bin:$PATH" "$notify" >"$tmp/notify3.out" 2>"$tmp/notify3.err" &
+notify_pid=$!
+pids+=("$notify_pid")
+wait_for 15 grep -q "watching" "$tmp/notify3.err" || fail "seam-notify (notify-send) did not start watching"
+"$seam" flash 1s --name Jam >/dev/null
+if wait_for 15 grep -q '^Seam|Jam finished|' "$sent" 2>/dev/null; then
+    sleep 0.5  # anything sent twice would be there by now
+    jam_uuid=$("$seam" query Session --where 'name == "Jam"' --fields name |
+        sed -n 's/.*"uuid":"\([0-9a-f-]*\)".*/\1/p')
+    if [[ $(cat "$sent") == "Seam|Jam finished|$jam_uuid|" ]]; then
+        echo "ok   with notify-send on PATH: notify-send Seam \"Jam finished\", once"
+    else
+        fail "notify-send ran as: $(cat "$sent") (want Seam|Jam finished|$jam_uuid|)"
+    fi
+else
+    fail "notify-send was not run for Jam (its runs: $(cat "$sent" 2>/dev/null || echo none))"
+fi
+[[ -s $tmp/notify3.out ]] && fail "with notify-send on PATH, seam-notify printed: $(cat "$tmp/notify3.out")"
+kill -TERM "$notify_pid" 2>/dev/null || true
+wait "$notify_pid" || true
+
+# ---- 4. printing, then the broker goes away -----------------------------------------------
 env PATH=/nonexistent "$notify" >"$tmp/notify2.out" 2>"$tmp/notify2.err" &
 notify_pid=$!
 pids+=("$notify_pid")
@@ -152,7 +185,7 @@ else
     fail "after seamd stopped: exit $status, want 1; $(cat "$tmp/notify2.err")"
 fi
 
-# ---- 4. supervised by seamd (SEAM_FD) --------------------------------------------------------
+# ---- 5. supervised by seamd (SEAM_FD) --------------------------------------------------------
 kill -TERM "$ticker_pid" 2>/dev/null || true  # seamd starts its own now
 wait "$ticker_pid" 2>/dev/null || true
 supervised=$tmp/supervised

@@ -7,7 +7,9 @@
 # words offered by completions/seam.bash, and the options its own --help lists offered there
 # too. For seamd (when it is beside seam): every flag of `seamd --help` in man/seamd.1 and
 # completions/seamd.bash. Then: the completion files parse, the bash completion answers a few
-# known cases, and the man pages render without a warning (when groff is installed).
+# known cases, the zsh completion loads and offers the commands (zsh must be installed:
+# scripts/test installs it), and the man pages render without a warning (when groff is
+# installed).
 #
 # Prints one line per failure and exits 1 if there was any.
 set -euo pipefail
@@ -73,7 +75,9 @@ for f in "$bash_seam" "$bash_seamd"; do
     [[ -f $f ]] || continue
     bash -n "$f" 2>/dev/null || fail "${f#"$root"/} does not parse: $(bash -n "$f" 2>&1 | head -1)"
 done
-if [[ -f $zsh_seam ]] && command -v zsh >/dev/null; then
+if ! command -v zsh >/dev/null; then
+    fail "zsh is not installed: completions/_seam cannot be checked (scripts/test installs it)"
+elif [[ -f $zsh_seam ]]; then
     zsh -n "$zsh_seam" 2>/dev/null || fail "completions/_seam does not parse: $(zsh -n "$zsh_seam" 2>&1 | head -1)"
 fi
 
@@ -140,6 +144,63 @@ if [[ -f $bash_seam ]]; then
     offers add seam timer a || fail "completions/seam.bash does not offer 'add' for 'seam timer a'"
     offers --json seam ls --j || fail "completions/seam.bash does not offer '--json' for 'seam ls --j'"
     offers Timer seam query "" || fail "completions/seam.bash does not offer 'Timer' for 'seam query'"
+fi
+
+# The zsh completion, loaded by compinit in a zsh without start-up files: its #compdef line
+# gives _seam to seam and seamd, and _seam, run with _arguments and _describe standing in for
+# the completion system (which works only while a line is being completed), offers every first
+# word the bash completion offers, and the second words of the commands of `seam --help`. Each
+# word it offers comes as a line "offered: WORD…"; any other line is zsh complaining.
+if command -v zsh >/dev/null && [[ -f $zsh_seam ]]; then
+    groups=()  # the first words that take a second
+    for command in "${commands[@]}"; do
+        [[ $command == *" "* ]] || continue
+        [[ " ${groups[*]} " == *" ${command%% *} "* ]] || groups+=("${command%% *}")
+    done
+    zsh_status=0
+    zsh_output=$(zsh -f -c '
+        fpath=("$1" $fpath)
+        shift
+        autoload -Uz compinit && compinit -u -D || exit 1
+        if [[ $_comps[seam] != _seam || $_comps[seamd] != _seam ]]; then
+            print -r -- "its #compdef line does not give _seam to seam and seamd"
+            exit 1
+        fi
+        autoload +X _seam || exit 1
+        _arguments() { state=$stub_state; return 0 }
+        _describe() {
+            local -a names
+            names=(${${(P)${@[-1]}}%%:*})
+            print -rl -- ${names/#/offered: $prefix}
+        }
+        service=seam
+        stub_state=command prefix="" words=(seam "") CURRENT=2
+        _seam
+        for group in "$@"; do
+            stub_state=arguments prefix="$group " words=($group "") CURRENT=2
+            _seam
+        done
+    ' check-docs "$(dirname "$zsh_seam")" "${groups[@]}" 2>&1) || zsh_status=$?
+    zsh_offered=$(sed -n 's/^offered: //p' <<<"$zsh_output")
+    while IFS= read -r line; do
+        [[ -n $line ]] && fail "completions/_seam in zsh: $line"
+    done < <(grep -v '^offered: ' <<<"$zsh_output" | awk '!seen[$0]++' || true)
+    if [[ $zsh_status -ne 0 ]]; then
+        fail "completions/_seam does not load in zsh (exit $zsh_status)"
+    else
+        if [[ -f $bash_seam ]]; then
+            while IFS= read -r word; do
+                [[ -z $word ]] || grep -qxF -- "$word" <<<"$zsh_offered" ||
+                    fail "completions/_seam does not offer '$word' after 'seam' (completions/seam.bash does)"
+            done < <(offered seam "")
+        fi
+        for command in "${commands[@]}"; do
+            [[ $command == *" "* ]] || continue
+            read -r -a words <<<"$command"
+            grep -qxF -- "${words[0]} ${words[1]}" <<<"$zsh_offered" ||
+                fail "completions/_seam does not offer '${words[1]}' after 'seam ${words[0]}'"
+        done
+    fi
 fi
 
 # seamd, when it is beside seam: every flag of its --help in its man page and its completion.

@@ -2,10 +2,11 @@
 # Sourced by scripts/test, scripts/bench and scripts/run.
 
 SEAM_DEBIAN_PACKAGES=(libsqlite3-dev libjson-c-dev libpq-dev pkg-config sqlite3 python3)
-# What the tests add: a C compiler and valgrind for the C SDK, groff for the man pages, venv
-# for the PyPI varlink client of the interop test, PostgreSQL for the sync tests (started by
-# the tests themselves through scripts/pg-server).
-SEAM_TEST_PACKAGES=(gcc make valgrind groff-base python3-venv postgresql)
+# What the tests add: a C compiler and valgrind for the C SDK, groff for the man pages, zsh for
+# its completion (scripts/lib/check-docs.sh loads it), venv for the PyPI varlink client of the
+# interop test, PostgreSQL for the sync tests (started by the tests themselves through
+# scripts/pg-server).
+SEAM_TEST_PACKAGES=(gcc make valgrind groff-base zsh python3-venv postgresql)
 
 # seam_install_packages PKG…: installs those of the Debian packages that are missing.
 seam_install_packages() {
