@@ -28,7 +28,7 @@ enum Values {
             return .uuid(s)
         case (.json, .json(let s)), (.json, .string(let s)):
             try checkSize(s.utf8.count)
-            do { _ = try JSONText.parse(s) } catch {
+            do { try JSONText.validate(s) } catch {
                 throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: error.description))
             }
             return .json(s)

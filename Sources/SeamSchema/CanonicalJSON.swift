@@ -137,7 +137,10 @@ public indirect enum JSONValue: Sendable, Hashable {
     }
 }
 
-/// Parses JSON text (RFC 8259) with bounded depth; used for json defaults and embedded models.
+/// Parses JSON text (RFC 8259) with bounded depth; used for json defaults, embedded models and
+/// json attribute values. `validate` applies the same grammar as `parse` — the one scanner below
+/// runs in either mode — but builds nothing, so checking a value on its way into a store costs
+/// a pass over its bytes.
 public enum JSONText {
     public struct Invalid: Error, Sendable, CustomStringConvertible {
         public var offset: Int
@@ -150,12 +153,12 @@ public enum JSONText {
 
     /// Parses `text`, or throws naming the byte where it broke.
     public static func parse(_ text: String) throws(Invalid) -> JSONValue {
-        var parser = Parser(bytes: Array(text.utf8))
-        parser.skipSpace()
-        let v = try parser.value(depth: 0)
-        parser.skipSpace()
-        if parser.pos != parser.bytes.count { throw Invalid(offset: parser.pos, reason: "trailing characters") }
-        return v
+        try scan(text, building: true)
+    }
+
+    /// Throws exactly where `parse` would, without building the value.
+    public static func validate(_ text: String) throws(Invalid) {
+        _ = try scan(text, building: false)
     }
 
     /// The minified canonical spelling of `text` (keys sorted, numbers kept exactly as written).
@@ -163,12 +166,43 @@ public enum JSONText {
         try parse(text).minified
     }
 
-    private struct Parser {
-        let bytes: [UInt8]
+    private static func scan(_ text: String, building: Bool) throws(Invalid) -> JSONValue {
+        func run(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<JSONValue, Invalid> {
+            var scanner = Scanner(bytes: bytes, building: building)
+            return Result { () throws(Invalid) -> JSONValue in
+                scanner.skipSpace()
+                let v = try scanner.value(depth: 0)
+                scanner.skipSpace()
+                if scanner.pos != bytes.count { throw Invalid(offset: scanner.pos, reason: "trailing characters") }
+                return v
+            }
+        }
+        // Native strings hand over their UTF-8 in place; bridged ones are copied once.
+        let result = text.utf8.withContiguousStorageIfAvailable(run) ?? Array(text.utf8).withUnsafeBufferPointer(run)
+        return try result.get()
+    }
+
+    /// One pass over the bytes of a Swift string. They are valid UTF-8 (a `String` holds nothing
+    /// else), and escapes start with an ASCII byte that never splits a sequence, so the runs
+    /// between escapes need no further UTF-8 check. When not `building`, values come back as
+    /// `.null`; only object keys are decoded, because duplicates are found by comparing them.
+    private struct Scanner {
+        let bytes: UnsafeBufferPointer<UInt8>
+        let building: Bool
         var pos = 0
 
+        init(bytes: UnsafeBufferPointer<UInt8>, building: Bool) {
+            self.bytes = bytes
+            self.building = building
+        }
+
         mutating func skipSpace() {
-            while pos < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[pos]) { pos += 1 }
+            while pos < bytes.count {
+                switch bytes[pos] {
+                case 0x20, 0x09, 0x0a, 0x0d: pos += 1
+                default: return
+                }
+            }
         }
 
         func fail(_ reason: String) -> Invalid { Invalid(offset: pos, reason: reason) }
@@ -177,111 +211,127 @@ public enum JSONText {
             guard depth < JSONText.maxDepth else { throw fail("nested too deeply") }
             guard pos < bytes.count else { throw fail("unexpected end") }
             switch bytes[pos] {
-            case UInt8(ascii: "{"):
-                pos += 1
-                var members: [(String, JSONValue)] = []
-                var keys = Set<String>()
-                skipSpace()
-                if pos < bytes.count, bytes[pos] == UInt8(ascii: "}") { pos += 1; return .object([]) }
-                while true {
-                    skipSpace()
-                    let keyOffset = pos
-                    let key = try string()
-                    guard keys.insert(key).inserted else { throw Invalid(offset: keyOffset, reason: "duplicate key") }
-                    skipSpace()
-                    guard pos < bytes.count, bytes[pos] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-                    pos += 1
-                    skipSpace()
-                    members.append((key, try value(depth: depth + 1)))
-                    skipSpace()
-                    guard pos < bytes.count else { throw fail("unterminated object") }
-                    if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
-                    if bytes[pos] == UInt8(ascii: "}") { pos += 1; return .object(members) }
-                    throw fail("expected ',' or '}'")
-                }
-            case UInt8(ascii: "["):
-                pos += 1
-                var items: [JSONValue] = []
-                skipSpace()
-                if pos < bytes.count, bytes[pos] == UInt8(ascii: "]") { pos += 1; return .array([]) }
-                while true {
-                    skipSpace()
-                    items.append(try value(depth: depth + 1))
-                    skipSpace()
-                    guard pos < bytes.count else { throw fail("unterminated array") }
-                    if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
-                    if bytes[pos] == UInt8(ascii: "]") { pos += 1; return .array(items) }
-                    throw fail("expected ',' or ']'")
-                }
-            case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+            case UInt8(ascii: "{"): return try object(depth: depth)
+            case UInt8(ascii: "["): return try array(depth: depth)
+            case UInt8(ascii: "\""):
+                let s = try string(decoding: building)
+                return building ? .string(s) : .null
+            case UInt8(ascii: "t"): try literal("true"); return building ? .bool(true) : .null
+            case UInt8(ascii: "f"): try literal("false"); return building ? .bool(false) : .null
             case UInt8(ascii: "n"): try literal("null"); return .null
-            default: return .number(try number())
+            default:
+                let range = try number()
+                return building ? .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)) : .null
             }
         }
 
-        mutating func literal(_ word: String) throws(Invalid) {
-            let w = Array(word.utf8)
-            guard pos + w.count <= bytes.count, Array(bytes[pos..<pos + w.count]) == w else { throw fail("unknown literal") }
-            pos += w.count
+        mutating func object(depth: Int) throws(Invalid) -> JSONValue {
+            pos += 1
+            var members: [(String, JSONValue)] = []
+            var keys = Keys()
+            skipSpace()
+            if pos < bytes.count, bytes[pos] == UInt8(ascii: "}") { pos += 1; return building ? .object([]) : .null }
+            while true {
+                skipSpace()
+                let keyOffset = pos
+                let key = try string(decoding: true)
+                guard keys.insert(key) else { throw Invalid(offset: keyOffset, reason: "duplicate key") }
+                skipSpace()
+                guard pos < bytes.count, bytes[pos] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                pos += 1
+                skipSpace()
+                let v = try value(depth: depth + 1)
+                if building { members.append((key, v)) }
+                skipSpace()
+                guard pos < bytes.count else { throw fail("unterminated object") }
+                if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
+                if bytes[pos] == UInt8(ascii: "}") { pos += 1; return building ? .object(members) : .null }
+                throw fail("expected ',' or '}'")
+            }
         }
 
-        mutating func number() throws(Invalid) -> String {
+        mutating func array(depth: Int) throws(Invalid) -> JSONValue {
+            pos += 1
+            var items: [JSONValue] = []
+            skipSpace()
+            if pos < bytes.count, bytes[pos] == UInt8(ascii: "]") { pos += 1; return building ? .array([]) : .null }
+            while true {
+                skipSpace()
+                let v = try value(depth: depth + 1)
+                if building { items.append(v) }
+                skipSpace()
+                guard pos < bytes.count else { throw fail("unterminated array") }
+                if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
+                if bytes[pos] == UInt8(ascii: "]") { pos += 1; return building ? .array(items) : .null }
+                throw fail("expected ',' or ']'")
+            }
+        }
+
+        mutating func literal(_ word: StaticString) throws(Invalid) {
+            let n = word.utf8CodeUnitCount
+            guard pos + n <= bytes.count else { throw fail("unknown literal") }
+            let w = word.utf8Start
+            for i in 0..<n where bytes[pos + i] != w[i] { throw fail("unknown literal") }
+            pos += n
+        }
+
+        /// The bytes of a number, checked against RFC 8259's grammar.
+        mutating func number() throws(Invalid) -> Range<Int> {
             let start = pos
             if pos < bytes.count, bytes[pos] == UInt8(ascii: "-") { pos += 1 }
-            func digits(_ p: inout Int) -> Int {
-                let s = p
-                while p < bytes.count, bytes[p] >= 0x30, bytes[p] <= 0x39 { p += 1 }
-                return p - s
-            }
             let intStart = pos
-            let n = digits(&pos)
+            let n = skipDigits()
             guard n > 0 else { throw fail("expected a value") }
             if n > 1, bytes[intStart] == UInt8(ascii: "0") { throw fail("leading zero") }
             if pos < bytes.count, bytes[pos] == UInt8(ascii: ".") {
                 pos += 1
-                guard digits(&pos) > 0 else { throw fail("expected digits after '.'") }
+                guard skipDigits() > 0 else { throw fail("expected digits after '.'") }
             }
             if pos < bytes.count, bytes[pos] == UInt8(ascii: "e") || bytes[pos] == UInt8(ascii: "E") {
                 pos += 1
                 if pos < bytes.count, bytes[pos] == UInt8(ascii: "+") || bytes[pos] == UInt8(ascii: "-") { pos += 1 }
-                guard digits(&pos) > 0 else { throw fail("expected exponent digits") }
+                guard skipDigits() > 0 else { throw fail("expected exponent digits") }
             }
-            return String(decoding: bytes[start..<pos], as: UTF8.self)
+            return start..<pos
         }
 
-        mutating func string() throws(Invalid) -> String {
+        mutating func skipDigits() -> Int {
+            let s = pos
+            while pos < bytes.count, bytes[pos] >= 0x30, bytes[pos] <= 0x39 { pos += 1 }
+            return pos - s
+        }
+
+        /// A string's value when `decoding`, else "" once its escapes are checked.
+        mutating func string(decoding: Bool) throws(Invalid) -> String {
             guard pos < bytes.count, bytes[pos] == UInt8(ascii: "\"") else { throw fail("expected a string") }
             pos += 1
             var scalars = String.UnicodeScalarView()
-            var raw = [UInt8]()
-            func flush() throws(Invalid) {
-                guard !raw.isEmpty else { return }
-                guard let s = String(validating: raw, as: UTF8.self) else { throw fail("invalid UTF-8") }
-                scalars.append(contentsOf: s.unicodeScalars)
-                raw.removeAll()
+            var runStart = pos
+            func flush(upTo end: Int) {
+                guard decoding, end > runStart else { return }
+                scalars.append(contentsOf: String(decoding: UnsafeBufferPointer(rebasing: bytes[runStart..<end]), as: UTF8.self).unicodeScalars)
             }
             while true {
                 guard pos < bytes.count else { throw fail("unterminated string") }
                 let b = bytes[pos]
-                if b == UInt8(ascii: "\"") { pos += 1; break }
+                if b == UInt8(ascii: "\"") { flush(upTo: pos); pos += 1; break }
                 if b < 0x20 { throw fail("control character in string") }
-                if b != UInt8(ascii: "\\") { raw.append(b); pos += 1; continue }
-                try flush()
+                if b != UInt8(ascii: "\\") { pos += 1; continue }
+                flush(upTo: pos)
                 pos += 1
                 guard pos < bytes.count else { throw fail("unterminated escape") }
                 let e = bytes[pos]
                 pos += 1
+                let scalar: Unicode.Scalar
                 switch e {
-                case UInt8(ascii: "\""): scalars.append("\"")
-                case UInt8(ascii: "\\"): scalars.append("\\")
-                case UInt8(ascii: "/"): scalars.append("/")
-                case UInt8(ascii: "b"): scalars.append("\u{08}")
-                case UInt8(ascii: "f"): scalars.append("\u{0c}")
-                case UInt8(ascii: "n"): scalars.append("\n")
-                case UInt8(ascii: "r"): scalars.append("\r")
-                case UInt8(ascii: "t"): scalars.append("\t")
+                case UInt8(ascii: "\""): scalar = "\""
+                case UInt8(ascii: "\\"): scalar = "\\"
+                case UInt8(ascii: "/"): scalar = "/"
+                case UInt8(ascii: "b"): scalar = "\u{08}"
+                case UInt8(ascii: "f"): scalar = "\u{0c}"
+                case UInt8(ascii: "n"): scalar = "\n"
+                case UInt8(ascii: "r"): scalar = "\r"
+                case UInt8(ascii: "t"): scalar = "\t"
                 case UInt8(ascii: "u"):
                     var code = try hex4()
                     if (0xD800...0xDBFF).contains(code) {
@@ -292,13 +342,14 @@ public enum JSONText {
                         guard (0xDC00...0xDFFF).contains(low) else { throw fail("unpaired surrogate") }
                         code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                     }
-                    guard let scalar = Unicode.Scalar(code) else { throw fail("invalid escape") }
-                    scalars.append(scalar)
+                    guard let s = Unicode.Scalar(code) else { throw fail("invalid escape") }
+                    scalar = s
                 default: throw fail("invalid escape")
                 }
+                if decoding { scalars.append(scalar) }
+                runStart = pos
             }
-            try flush()
-            return String(scalars)
+            return decoding ? String(scalars) : ""
         }
 
         mutating func hex4() throws(Invalid) -> UInt32 {
@@ -317,6 +368,21 @@ public enum JSONText {
                 pos += 1
             }
             return v
+        }
+    }
+
+    /// An object's keys so far: a list while short, a set once long. Both compare with `String`'s
+    /// `==`, so which one holds them never changes what counts as a duplicate.
+    private struct Keys {
+        var list: [String] = []
+        var set: Set<String>?
+
+        mutating func insert(_ key: String) -> Bool {
+            if set != nil { return set!.insert(key).inserted }
+            if list.contains(key) { return false }
+            list.append(key)
+            if list.count > 16 { set = Set(list); list = [] }
+            return true
         }
     }
 }

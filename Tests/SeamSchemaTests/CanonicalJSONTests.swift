@@ -37,6 +37,47 @@ final class CanonicalJSONTests: XCTestCase {
         XCTAssertThrowsError(try JSONText.minify(deep))
     }
 
+    func testValidateAcceptsAndRejectsExactlyWhatParseDoes() {
+        // Seeds, then seeded mutations of them: byte flips, cuts, insertions of JSON's own bytes.
+        let seeds = [#"{"a":[1,2.5e-3,-0,{"b":null}],"c":"x\u00e9\ud83d\ude00\n","d":true,"e":false}"#,
+                     #"[{"label":"Work","seconds":1500},{"label":"Rest","seconds":300}]"#,
+                     "{\"é\":1,\"e\u{301}\":2}", #"{"k":1,"k":2}"#, #""\udc00""#, #"[1,]"#, " \t\n[ ] ",
+                     "{" + (0..<40).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + ",\"k7\":0}",
+                     String(repeating: "[", count: 64) + String(repeating: "]", count: 64),
+                     String(repeating: "[", count: 63) + String(repeating: "]", count: 63)]
+        let alphabet = Array(#"{}[]",:\"u0123456789abcdefeE+-.truefalsenul é"#.utf8)
+        var rng = SplitMix64(seed: 0x5EA4_0001)
+        var inputs = seeds
+        for _ in 0..<20_000 {
+            var bytes = Array(seeds[Int(rng.next() % UInt64(seeds.count))].utf8)
+            for _ in 0..<(1 + Int(rng.next() % 3)) where !bytes.isEmpty {
+                let at = Int(rng.next() % UInt64(bytes.count))
+                switch rng.next() % 3 {
+                case 0: bytes[at] = alphabet[Int(rng.next() % UInt64(alphabet.count))]
+                case 1: bytes.removeSubrange(at...)
+                default: bytes.insert(alphabet[Int(rng.next() % UInt64(alphabet.count))], at: at)
+                }
+            }
+            inputs.append(String(decoding: bytes, as: UTF8.self))
+        }
+        var accepted = 0
+        for text in inputs {
+            let parsed = Result { () throws(JSONText.Invalid) in try JSONText.parse(text) }
+            let validated = Result { () throws(JSONText.Invalid) in try JSONText.validate(text) }
+            switch (parsed, validated) {
+            case (.success, .success): accepted += 1
+            case (.failure(let p), .failure(let v)):
+                XCTAssertEqual(p.offset, v.offset, text)
+                XCTAssertEqual(p.reason, v.reason, text)
+            default: XCTFail("parse and validate disagree on \(text.debugDescription)")
+            }
+        }
+        // Both outcomes are exercised, and canonically equivalent keys count as duplicates.
+        XCTAssertGreaterThan(accepted, 100)
+        XCTAssertLessThan(accepted, inputs.count - 100)
+        XCTAssertThrowsError(try JSONText.validate("{\"é\":1,\"e\u{301}\":2}"))
+    }
+
     func testBase64() {
         XCTAssertEqual(Base64.encode([]), "")
         XCTAssertEqual(Base64.encode(Array("f".utf8)), "Zg==")
@@ -51,3 +92,4 @@ final class CanonicalJSONTests: XCTestCase {
         XCTAssertEqual(SchemaEncoding.f64(0), "f64:0000000000000000")
     }
 }
+
