@@ -120,7 +120,23 @@ public final class SeamConnection {
     }
 
     private func roundTrip(_ method: String, _ parameters: JSONObject) throws(ClientError) -> JSONObject {
-        let id = try send(method, parameters, more: false)
+        try finish(try begin(method, parameters))
+    }
+
+    /// Sends a call without waiting for its reply, so that work can overlap with the broker's;
+    /// `finish` waits for the reply. Calls made meanwhile are answered as usual.
+    public func begin(_ method: String, _ parameters: JSONObject = [:]) throws(ClientError) -> JSON {
+        try send(method, parameters, more: false)
+    }
+
+    /// The reply to the call `id` sent with `begin` (a varlink error is thrown).
+    @discardableResult
+    public func finish(_ id: JSON) throws(ClientError) -> JSONObject {
+        if let i = unsolicited.firstIndex(where: { $0.id == id }) {
+            let reply = unsolicited.remove(at: i)
+            if let error = reply.error { throw ClientError(.remote(VarlinkError(error, reply.parameters))) }
+            return reply.parameters
+        }
         while true {
             guard let reply = try readReply(waiting: true) else { continue }
             if let rid = reply.id, rid != id {

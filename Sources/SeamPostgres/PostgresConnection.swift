@@ -126,3 +126,21 @@ public final class PostgresConnection {
         return body(copies.map { $0.map { UnsafePointer($0) } })
     }
 }
+
+/// PostgreSQL's text form of a one-dimensional array, for passing many values as one parameter
+/// (`$1::text[]`, `$2::jsonb[]`, then `unnest`): every element quoted, `"` and `\` escaped.
+public enum PostgresArray {
+    public static func literal(_ elements: [String]) -> String {
+        var out = "{"
+        for (i, element) in elements.enumerated() {
+            if i > 0 { out += "," }
+            out += "\""
+            for c in element.unicodeScalars {
+                if c == "\"" || c == "\\" { out += "\\" }
+                out.unicodeScalars.append(c)
+            }
+            out += "\""
+        }
+        return out + "}"
+    }
+}

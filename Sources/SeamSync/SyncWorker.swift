@@ -98,10 +98,12 @@ public final class SyncWorker {
                 } catch let e as PostgresError where e.isConnectionLoss {
                     fail("lost the server: \(e)")
                     pg = nil
+                    try? loadTokens()
                     continue
                 } catch {
                     fail("\(error)")
                     if let pg, !pg.isConnected { self.pg = nil }
+                    try? loadTokens()
                 }
                 sendReport()
             }
@@ -206,11 +208,15 @@ public final class SyncWorker {
         return now != synced
     }
 
+    /// The tokens as the store holds them. After a failed cycle too: a token moves in the save
+    /// of what it covers, so one whose save failed must not stay moved in memory.
     private func loadTokens() throws {
+        var loaded: [String: (uuid: String, value: Int64)] = [:]
         for row in try broker.fetch("SyncToken") {
             guard let name = row["name"]?.stringValue, name != "device", let uuid = row["uuid"]?.stringValue else { continue }
-            tokens[name] = (uuid, Int64(row["value"]?.stringValue ?? "") ?? 0)
+            loaded[name] = (uuid, Int64(row["value"]?.stringValue ?? "") ?? 0)
         }
+        tokens = loaded
     }
 
     /// The save that moves a token, to join the save of what it covers.
@@ -391,11 +397,22 @@ public final class SyncWorker {
             var conflicted: [Outgoing] = []
             try pg.transaction {
                 try pg.query("SELECT pg_advisory_xact_lock(hashtext(current_user::text))")
+                var new: [NewRecord] = []
                 for r in remaining {
+                    if server[r.key] == nil, let row = r.row {
+                        new.append(newRecord(r, row))
+                        continue
+                    }
                     switch try write(r, over: server[r.key], on: pg) {
                     case .written(let tag): out.append((r.key, tag))
                     case .unchanged: break
                     case .conflict: conflicted.append(r)
+                    }
+                }
+                for chunk in new.chunked(Self.batch) {
+                    let tags = try insert(Array(chunk), on: pg)
+                    for n in chunk {
+                        if let tag = tags[n.record.key] { out.append((n.record.key, n.mine ? tag : nil)) } else { conflicted.append(n.record) }
                     }
                 }
                 if conflicted.count < remaining.count { try pg.query("SELECT pg_notify($1, '')", [Self.channel]) }
@@ -410,52 +427,86 @@ public final class SyncWorker {
 
     private func read(_ keys: [RecordKey], on pg: PostgresConnection) throws -> [RecordKey: ServerRecord] {
         var server: [RecordKey: ServerRecord] = [:]
-        let uuids = "{" + keys.map(\.uuid).joined(separator: ",") + "}"
-        for row in try pg.query("SELECT record_type, uuid::text, fields::text, change_tag, deleted, versions::text FROM seam.records "
-                                + "WHERE zone = current_user AND uuid = ANY($1::uuid[])", [uuids]) {
-            guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }) else { continue }
-            server[RecordKey(type: type, uuid: uuid)] = ((try? JSON.decode(row[2] ?? "{}"))?.objectValue ?? [:],
-                                                         (try? JSON.decode(row[5] ?? "{}"))?.objectValue ?? [:], tag, row[4] == "t")
+        // Type by type, one primary-key lookup per record: the lateral subquery with its LIMIT
+        // is planned on its own, as an index probe. Planned as a whole (`uuid = ANY($2)`), a
+        // table filled since its statistics were gathered — the first export's — is scanned
+        // whole for every batch.
+        for (type, group) in Dictionary(grouping: keys, by: \.type) {
+            let uuids = "{" + group.map(\.uuid).joined(separator: ",") + "}"
+            for row in try pg.query("SELECT r.uuid::text, r.fields::text, r.change_tag, r.deleted, r.versions::text "
+                                    + "FROM unnest($2::uuid[]) AS k(uuid) CROSS JOIN LATERAL (SELECT * FROM seam.records "
+                                    + "WHERE zone = current_user AND record_type = $1 AND uuid = k.uuid LIMIT 1) AS r", [type, uuids]) {
+                guard let uuid = row[0], let tag = row[2].flatMap({ Int64($0) }) else { continue }
+                server[RecordKey(type: type, uuid: uuid)] = ((try? JSON.decode(row[1] ?? "{}"))?.objectValue ?? [:],
+                                                             (try? JSON.decode(row[4] ?? "{}"))?.objectValue ?? [:], tag, row[3] == "t")
+            }
         }
         return server
     }
 
     enum WriteOutcome { case written(Int64?), unchanged, conflict }
 
-    /// One record's write, conditional on the server's version `current` being still there.
+    /// A record the server does not hold yet, ready to insert.
+    struct NewRecord {
+        var record: Outgoing
+        var fields: String
+        var versions: String
+        /// Whether the fields are exactly the local row's.
+        var mine: Bool
+    }
+
+    private func newRecord(_ r: Outgoing, _ row: JSONObject) -> NewRecord {
+        let attributes = synced[r.key.type] ?? []
+        var merged = FieldVersion.merge(server: nil, row: row, stamps: r.stamps, attributes: attributes)
+        merged.fields["uuid"] = nil
+        merged.versions["uuid"] = nil
+        return NewRecord(record: r, fields: String(decoding: JSON.object(merged.fields).encoded(), as: UTF8.self),
+                         versions: String(decoding: JSON.object(merged.versions).encoded(), as: UTF8.self),
+                         mine: Self.matches(merged.fields, row, attributes))
+    }
+
+    /// Inserts new records in one statement; the tag of each one inserted. One absent from the
+    /// answer was inserted by another machine since it was read: a conflict, merged again.
+    private func insert(_ records: [NewRecord], on pg: PostgresConnection) throws -> [RecordKey: Int64] {
+        let rows = try pg.query("INSERT INTO seam.records (record_type, uuid, fields, versions, change_tag) "
+                                + "SELECT t, u, f, v, nextval('seam.changes') FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::jsonb[]) "
+                                + "AS n(t, u, f, v) ON CONFLICT (zone, record_type, uuid) DO NOTHING RETURNING record_type, uuid::text, change_tag",
+                                [PostgresArray.literal(records.map(\.record.key.type)), PostgresArray.literal(records.map(\.record.key.uuid)),
+                                 PostgresArray.literal(records.map(\.fields)), PostgresArray.literal(records.map(\.versions))])
+        var tags: [RecordKey: Int64] = [:]
+        for row in rows {
+            guard let type = row[0], let uuid = row[1], let tag = row[2].flatMap({ Int64($0) }) else { continue }
+            tags[RecordKey(type: type, uuid: uuid)] = tag
+        }
+        return tags
+    }
+
+    /// One record's write over the server's version `current`, conditional on that version
+    /// being still there. (A record the server does not hold is inserted by `insert`.)
     private func write(_ r: Outgoing, over current: ServerRecord?, on pg: PostgresConnection) throws -> WriteOutcome {
+        // A delete: a tombstone, unless the server has none of it (or has one already).
+        // Deleted on the server: the delete wins.
+        guard let current, !current.deleted else { return .unchanged }
         guard let row = r.row else {
-            // A delete: a tombstone, unless the server has none of it (or has one already).
-            guard let current, !current.deleted else { return .unchanged }
             let tag = try pg.query("UPDATE seam.records SET deleted = true, fields = '{}', change_tag = nextval('seam.changes'), "
                                    + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
                                    + "AND change_tag = $3 RETURNING change_tag", [r.key.type, r.key.uuid, String(current.tag)])
             guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
             return .written(t)
         }
-        // Deleted on the server: the delete wins.
-        if current?.deleted == true { return .unchanged }
         let attributes = synced[r.key.type] ?? []
-        var merged = FieldVersion.merge(server: current.map { ($0.fields, $0.versions) }, row: row, stamps: r.stamps, attributes: attributes)
+        var merged = FieldVersion.merge(server: (current.fields, current.versions), row: row, stamps: r.stamps, attributes: attributes)
         merged.fields["uuid"] = nil
         merged.versions["uuid"] = nil
         let mine = Self.matches(merged.fields, row, attributes)
-        if let current, current.fields == merged.fields, current.versions == merged.versions {
+        if current.fields == merged.fields, current.versions == merged.versions {
             return .written(mine ? current.tag : nil)
         }
         let fields = String(decoding: JSON.object(merged.fields).encoded(), as: UTF8.self)
         let versions = String(decoding: JSON.object(merged.versions).encoded(), as: UTF8.self)
-        let tag: [[String?]]
-        if let current {
-            tag = try pg.query("UPDATE seam.records SET fields = $3::jsonb, versions = $4::jsonb, change_tag = nextval('seam.changes'), "
+        let tag = try pg.query("UPDATE seam.records SET fields = $3::jsonb, versions = $4::jsonb, change_tag = nextval('seam.changes'), "
                                + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
                                + "AND change_tag = $5 RETURNING change_tag", [r.key.type, r.key.uuid, fields, versions, String(current.tag)])
-        } else {
-            tag = try pg.query("INSERT INTO seam.records (record_type, uuid, fields, versions, change_tag) "
-                               + "VALUES ($1, $2::uuid, $3::jsonb, $4::jsonb, nextval('seam.changes')) "
-                               + "ON CONFLICT (zone, record_type, uuid) DO NOTHING RETURNING change_tag",
-                               [r.key.type, r.key.uuid, fields, versions])
-        }
         guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
         return .written(mine ? t : nil)
     }
@@ -519,90 +570,120 @@ public final class SyncWorker {
 
     /// Applies the server's records since the server token. Returns the records applied.
     ///
+    /// The records are read through a cursor, in change-tag order, a batch at a time: one query
+    /// whose plan walks the `(zone, change_tag)` index, rather than a query per batch, which
+    /// the planner may answer by sorting every remaining record (it does, on a table filled
+    /// since it last gathered statistics — a new machine's case). A pass ends when the cursor
+    /// does; records committed meanwhile are read by the next pass. Tags of one zone commit in
+    /// order (exports hold the zone's lock), so the token never passes an uncommitted record.
+    ///
     /// A machine's first import into a store with none of the synced rows and no SyncRecord
     /// (a new machine) needs no lookups: every record is new, except those it has already
     /// inserted during this import (a record changed on the server meanwhile comes again).
     func importChanges() throws -> Int {
         guard let pg else { return 0 }
-        var applied = 0
-        var token = tokens["server"]?.value ?? 0
-        let fresh = token == 0 ? try storeHoldsNothingSynced() : false
-        var insertedHere: Set<RecordKey> = []
-
+        let token = tokens["server"]?.value ?? 0
+        var state = ImportState(token: token, fresh: token == 0 ? try storeHoldsNothingSynced() : false)
         while true {
-            let rows = try pg.query("SELECT record_type, uuid::text, fields::text, change_tag, deleted FROM seam.records "
-                                    + "WHERE zone = current_user AND change_tag > $1 ORDER BY change_tag LIMIT \(Self.importBatch)",
-                                    [String(token)])
-            guard !rows.isEmpty else { return applied }
-            let last = rows.last?[3].flatMap { Int64($0) } ?? token
-            var incoming: [(key: RecordKey, fields: JSONObject, tag: Int64, deleted: Bool)] = []
-            for row in rows {
-                guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }), synced[type] != nil else { continue }
-                incoming.append((RecordKey(type: type, uuid: uuid), (try? JSON.decode(row[2] ?? "{}"))?.objectValue ?? [:], tag, row[4] == "t"))
-            }
-            // A record that comes again (changed on the server meanwhile) is looked up as usual.
-            let lookups = !fresh || incoming.contains { insertedHere.contains($0.key) }
-            let known = lookups ? try syncRecords(incoming.map(\.key)) : [:]
-            var existing: Set<RecordKey> = []
-            for (type, group) in lookups ? Dictionary(grouping: incoming.map(\.key), by: \.type) : [:] {
-                for chunk in group.map(\.uuid).chunked(Self.batch) {
-                    for row in try broker.fetch(type, where: Self.inList("uuid", chunk.count), parameters: Self.parameters(Array(chunk)),
-                                                fields: ["uuid"]) {
-                        if let u = row["uuid"]?.stringValue { existing.insert(RecordKey(type: type, uuid: u)) }
-                    }
+            let read = try pg.transaction {
+                try pg.query("DECLARE seam_import NO SCROLL CURSOR FOR SELECT record_type, uuid::text, fields::text, change_tag, deleted "
+                             + "FROM seam.records WHERE zone = current_user AND change_tag > \(state.token) ORDER BY change_tag")
+                var read = 0
+                while true {
+                    // The server reads the next batch while seamd saves the last.
+                    let rows = try pg.query("FETCH \(Self.importBatch) FROM seam_import")
+                    if let id = state.saving { try broker.finish(id) }
+                    state.saving = nil
+                    guard !rows.isEmpty else { return read }
+                    try apply(rows, &state)
+                    read += rows.count
                 }
             }
-            // Records changed here since the last export (saves that raced this cycle, read just
-            // before this batch is applied): the server's version must not overwrite them, nor
-            // bring a deleted one back. The next export merges them; the import after it brings
-            // the merged record.
-            let pending = try pendingKeys()
-            var save = SaveBuilder()
-            for r in incoming {
-                let record = known[r.key]
-                // Our own write coming back: nothing to apply.
-                if record?.tag == r.tag { continue }
-                if pending.contains(r.key) { continue }
-                let attributes = Set(synced[r.key.type] ?? [])
-                if r.deleted {
-                    if existing.contains(r.key) { save.delete(r.key.type, r.key.uuid) }
-                    if let record { save.delete("SyncRecord", record.uuid) }
-                    applied += 1
-                    continue
-                }
-                var values = JSONObject(uniqueKeysWithValues: r.fields.filter { attributes.contains($0.key) && $0.key != "uuid" }
-                    .map { ($0.key, $0.value) })
-                // Fields of a newer model version than this store's: kept, to fill the columns
-                // when this store is migrated (the server keeps them meanwhile: exports only
-                // ever put changed fields over the server's).
-                let kept = JSONObject(uniqueKeysWithValues: r.fields.filter { !attributes.contains($0.key) && $0.key != "uuid" }
-                    .map { ($0.key, $0.value) })
-                if existing.contains(r.key) {
-                    save.update(r.key.type, r.key.uuid, values)
-                } else {
-                    values["uuid"] = .string(r.key.uuid)
-                    save.insert(r.key.type, values)
-                    existing.insert(r.key)
-                    if fresh { insertedHere.insert(r.key) }
-                }
-                var stamp: JSONObject = ["changeTag": .string(String(r.tag)), "modifiedAt": .string(RFC3339.format(WallClock.now())),
-                                         "unknownFields": .object(kept)]
-                if let record {
-                    save.update("SyncRecord", record.uuid, stamp)
-                } else if !kept.isEmpty {
-                    stamp["recordType"] = .string(r.key.type)
-                    stamp["recordUUID"] = .string(r.key.uuid)
-                    save.insert("SyncRecord", stamp)
-                }
-                // A record new here with nothing to keep needs no SyncRecord yet: its tag only
-                // ever serves to recognise this machine's own writes, and the first export
-                // of it makes one. Half the rows a new machine writes while it catches up.
-                applied += 1
-            }
-            tokenChange("server", last, into: &save)
-            try save.send(broker)
-            token = last
+            if read == 0 { return state.applied }
         }
+    }
+
+    /// Where an import stands between batches.
+    struct ImportState {
+        var token: Int64
+        let fresh: Bool
+        var applied = 0
+        var insertedHere: Set<RecordKey> = []
+        /// The last batch's save, sent and not yet answered.
+        var saving: JSON?
+    }
+
+    /// Applies one batch of server records (in change-tag order) as one save, with the token.
+    private func apply(_ rows: [[String?]], _ state: inout ImportState) throws {
+        let token = state.token, fresh = state.fresh
+        let last = rows.last?[3].flatMap { Int64($0) } ?? token
+        var incoming: [(key: RecordKey, fields: JSONObject, tag: Int64, deleted: Bool)] = []
+        for row in rows {
+            guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }), synced[type] != nil else { continue }
+            incoming.append((RecordKey(type: type, uuid: uuid), (try? JSON.decode(row[2] ?? "{}"))?.objectValue ?? [:], tag, row[4] == "t"))
+        }
+        // A record that comes again (changed on the server meanwhile) is looked up as usual.
+        let lookups = !fresh || incoming.contains { state.insertedHere.contains($0.key) }
+        let known = lookups ? try syncRecords(incoming.map(\.key)) : [:]
+        var existing: Set<RecordKey> = []
+        for (type, group) in lookups ? Dictionary(grouping: incoming.map(\.key), by: \.type) : [:] {
+            for chunk in group.map(\.uuid).chunked(Self.batch) {
+                for row in try broker.fetch(type, where: Self.inList("uuid", chunk.count), parameters: Self.parameters(Array(chunk)),
+                                            fields: ["uuid"]) {
+                    if let u = row["uuid"]?.stringValue { existing.insert(RecordKey(type: type, uuid: u)) }
+                }
+            }
+        }
+        // Records changed here since the last export (saves that raced this cycle, read just
+        // before this batch is applied): the server's version must not overwrite them, nor
+        // bring a deleted one back. The next export merges them; the import after it brings
+        // the merged record.
+        let pending = try pendingKeys()
+        var save = SaveBuilder()
+        for r in incoming {
+            let record = known[r.key]
+            // Our own write coming back: nothing to apply.
+            if record?.tag == r.tag { continue }
+            if pending.contains(r.key) { continue }
+            let attributes = Set(synced[r.key.type] ?? [])
+            if r.deleted {
+                if existing.contains(r.key) { save.delete(r.key.type, r.key.uuid) }
+                if let record { save.delete("SyncRecord", record.uuid) }
+                state.applied += 1
+                continue
+            }
+            var values = JSONObject(uniqueKeysWithValues: r.fields.filter { attributes.contains($0.key) && $0.key != "uuid" }
+                .map { ($0.key, $0.value) })
+            // Fields of a newer model version than this store's: kept, to fill the columns
+            // when this store is migrated (the server keeps them meanwhile: exports only
+            // ever put changed fields over the server's).
+            let kept = JSONObject(uniqueKeysWithValues: r.fields.filter { !attributes.contains($0.key) && $0.key != "uuid" }
+                .map { ($0.key, $0.value) })
+            if existing.contains(r.key) {
+                save.update(r.key.type, r.key.uuid, values)
+            } else {
+                values["uuid"] = .string(r.key.uuid)
+                save.insert(r.key.type, values)
+                existing.insert(r.key)
+                if fresh { state.insertedHere.insert(r.key) }
+            }
+            var stamp: JSONObject = ["changeTag": .string(String(r.tag)), "modifiedAt": .string(RFC3339.format(WallClock.now())),
+                                     "unknownFields": .object(kept)]
+            if let record {
+                save.update("SyncRecord", record.uuid, stamp)
+            } else if !kept.isEmpty {
+                stamp["recordType"] = .string(r.key.type)
+                stamp["recordUUID"] = .string(r.key.uuid)
+                save.insert("SyncRecord", stamp)
+            }
+            // A record new here with nothing to keep needs no SyncRecord yet: its tag only
+            // ever serves to recognise this machine's own writes, and the first export
+            // of it makes one. Half the rows a new machine writes while it catches up.
+            state.applied += 1
+        }
+        tokenChange("server", last, into: &save)
+        state.saving = try save.begin(broker)
+        state.token = last
     }
 }
 
@@ -633,8 +714,13 @@ struct SaveBuilder {
     var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
 
     func send(_ broker: SeamConnection) throws {
-        guard !isEmpty else { return }
-        try broker.call("org.seam.Store.Save", ["inserts": .array(inserts), "updates": .array(updates), "deletes": .array(deletes)])
+        if let id = try begin(broker) { try broker.finish(id) }
+    }
+
+    /// Sends the save without waiting; its id for `SeamConnection.finish`, or nil when empty.
+    func begin(_ broker: SeamConnection) throws -> JSON? {
+        guard !isEmpty else { return nil }
+        return try broker.begin("org.seam.Store.Save", ["inserts": .array(inserts), "updates": .array(updates), "deletes": .array(deletes)])
     }
 }
 

@@ -126,6 +126,21 @@ final class SyncTests: XCTestCase {
         XCTAssertEqual(try b.syncStatus()["lastError"], .null)
     }
 
+    /// Many values travel as one array parameter (an export's new records go in one INSERT):
+    /// whatever the text, PostgreSQL reads back exactly the elements sent, in order.
+    func testArrayParametersCarryAnyTextExactly() throws {
+        let server = try pg()
+        let admin = try PostgresConnection(server.adminConnection)
+        let texts = ["", "plain", "NULL", "with \"quotes\"", "back\\slash\\", "{braces},[commas]", " spaces ", "é 😀 \u{301}",
+                     "line\nbreak\ttab", #"{"name":"Tea \"Earl\" Grey","steps":[{"label":"a\\b","seconds":60}]}"#]
+        let back = try admin.query("SELECT x FROM unnest($1::text[]) WITH ORDINALITY AS t(x, i) ORDER BY i", [PostgresArray.literal(texts)])
+        XCTAssertEqual(back.map { $0[0] }, texts)
+        let json = try admin.query("SELECT x::text FROM unnest($1::jsonb[]) WITH ORDINALITY AS t(x, i) ORDER BY i",
+                                   [PostgresArray.literal([texts[9], "[]", "\"\\\\\""])])
+        XCTAssertEqual(json.map { $0[0] }, [#"{"name": "Tea \"Earl\" Grey", "steps": [{"label": "a\\b", "seconds": 60}]}"#, "[]", #""\\""#])
+        XCTAssertEqual(try admin.query("SELECT cardinality($1::text[])", [PostgresArray.literal([])])[0][0], "0")
+    }
+
     /// Row-level security: a role sees and writes only its own zone.
     func testEachRoleSeesOnlyItsOwnZone() throws {
         let server = try pg()
