@@ -6,6 +6,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
@@ -220,4 +221,14 @@ int seam_die_with_parent(int expected_parent) {
         return -1;
     }
     return 0;
+}
+
+int seam_set_affinity(int32_t tid, uint64_t mask) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    long cpus = sysconf(_SC_NPROCESSORS_CONF);
+    for (long i = 0; i < cpus && i < CPU_SETSIZE; i++) {
+        if (mask == 0 || (i < 64 && (mask >> i) & 1)) CPU_SET(i, &set);
+    }
+    return sched_setaffinity(tid, sizeof set, &set);
 }

@@ -142,6 +142,24 @@ public enum Processes {
         }
         return out
     }
+
+    /// Limits every thread of process `pid` to the CPUs in `mask` (bit i: CPU i); 0 frees them.
+    /// Threads it starts later inherit the limit from the thread that starts them. For
+    /// benchmarks that must place a client and a server alike for every system they compare.
+    public static func pin(_ pid: Int32, toCPUs mask: UInt64) throws(SystemError) {
+        for task in try FileSystem.contents(of: "/proc/\(pid)/task") {
+            guard let tid = Int32(task) else { continue }
+            // A thread that ended since the listing is no longer there to pin.
+            if seam_set_affinity(tid, mask) != 0 && errno != ESRCH {
+                throw SystemError("sched_setaffinity", path: "/proc/\(pid)/task/\(tid)", errno: errno)
+            }
+        }
+    }
+
+    /// Limits the calling thread to the CPUs in `mask` (bit i: CPU i); 0 frees it.
+    public static func pinThisThread(toCPUs mask: UInt64) throws(SystemError) {
+        if seam_set_affinity(0, mask) != 0 { throw SystemError("sched_setaffinity", errno: errno) }
+    }
 }
 
 /// Pipes, close-on-exec at both ends (a child gets one end only through `Processes.spawn`).

@@ -45,30 +45,43 @@ enum BrokerBenchmarks {
 
         // The same fetches from a raw client, as minimal as the Redis one (the request bytes made
         // beforehand, the reply read up to its NUL and checked to hold a row, nothing decoded),
-        // taking turns with Redis GET over a Unix socket in blocks of 1,000, so that the machine's
-        // drift during the run falls on both alike.
+        // taking turns with Redis GET and with the floor — a ping-pong with a child that echoes —
+        // in blocks of 1,000, so that the machine's drift during the run falls on all alike. Once
+        // as the scheduler places the processes, then with every pair placed alike: on this
+        // machine a round trip between two CPUs costs several times one within a CPU (waking an
+        // idle virtual CPU is slow), and where the scheduler puts each pair varies from run to run.
         let redis = try? RedisBench(work: work)
         defer { redis?.stop() }
-        var rawTimes: [Double] = [], redisTimes: [Double] = []
-        let block = 1_000
-        for turn in 0..<(roundTrips / block) {
-            rawTimes += try rawFetches(socket: socket, uuids: uuids, count: block, from: turn * block)
-            if let redis { redisTimes += try redis.getLatencies(count: block) }
-        }
-
-        // The floor: a ping-pong with an echoing child process.
-        let floorTimes = try pingPong(work: work)
-
+        let echoPath = work + "/echo.sock"
+        let echo = try start(CommandLine.arguments[0], ["__echo", echoPath])
+        defer { stop(echo) }
+        try waitForSocket(echoPath)
+        let servers = [seamd.processIdentifier, echo.processIdentifier] + (redis.map { [$0.process.processIdentifier] } ?? [])
         func p(_ xs: [Double], _ q: Double) -> String { xs.isEmpty ? "n/a" : Harness.duration(Harness.percentile(xs, q)) }
         func r(_ a: [Double], _ b: [Double], _ q: Double) -> String {
             b.isEmpty ? "n/a" : Harness.ratio(Harness.percentile(a, q), Harness.percentile(b, q))
         }
-        table.add(["fetch by uuid round trip p50, raw client", p(rawTimes, 0.5), p(floorTimes, 0.5), p(redisTimes, 0.5),
-                   r(rawTimes, redisTimes, 0.5)])
-        table.add(["fetch by uuid round trip p99, raw client", p(rawTimes, 0.99), p(floorTimes, 0.99), p(redisTimes, 0.99),
-                   r(rawTimes, redisTimes, 0.99)])
-        table.add(["fetch by uuid round trip p50, SeamClient", p(seamTimes, 0.5), "-", "-", r(seamTimes, redisTimes, 0.5)])
-        table.add(["fetch by uuid round trip p99, SeamClient", p(seamTimes, 0.99), "-", "-", r(seamTimes, redisTimes, 0.99)])
+        for placement in CPUPlacement.available {
+            try placement.apply(client: true, servers: servers)
+            var rawTimes: [Double] = [], redisTimes: [Double] = [], floorTimes: [Double] = []
+            let block = 1_000
+            for turn in 0..<(roundTrips / block) {
+                rawTimes += try rawFetches(socket: socket, uuids: uuids, count: block, from: turn * block)
+                if let redis { redisTimes += try redis.getLatencies(count: block) }
+                floorTimes += try pingPong(path: echoPath, count: block)
+            }
+            for q in [0.5, 0.99] {
+                table.add(["fetch by uuid round trip p\(Int(q * 100)), raw client, \(placement.label)", p(rawTimes, q), p(floorTimes, q),
+                           p(redisTimes, q), r(rawTimes, redisTimes, q)])
+            }
+        }
+        try CPUPlacement.scheduler.apply(client: true, servers: servers)
+        // SeamClient alone: a raw client has nothing to decode.
+        let redisTimes = try redis.map { try $0.getLatencies(count: roundTrips) } ?? []
+        table.add(["fetch by uuid round trip p50, SeamClient, \(CPUPlacement.scheduler.label)", p(seamTimes, 0.5), "-", p(redisTimes, 0.5),
+                   r(seamTimes, redisTimes, 0.5)])
+        table.add(["fetch by uuid round trip p99, SeamClient, \(CPUPlacement.scheduler.label)", p(seamTimes, 0.99), "-", p(redisTimes, 0.99),
+                   r(seamTimes, redisTimes, 0.99)])
 
         // 50 concurrent clients.
         let seamRPS = try concurrent(clients: 50, seconds: 3) { () throws -> () throws -> Void in
@@ -85,6 +98,8 @@ enum BrokerBenchmarks {
         table.add(["seamd RSS, idle (1,000 sessions)", String(format: "%.1f MB", Double(idleRSS) / 1_048_576), "-", "-", "-"])
         table.print()
         print("targets: p50 ≤ 1.25× Redis's; 50 clients ≥ 0.5× Redis's requests/s; idle RSS ≤ 20 MB")
+        print("(placed by the scheduler: wherever the kernel runs each process; one CPU: the client and every server on CPU 0;")
+        print(" two CPUs: the client on CPU 0, every server on CPU 1 — each system measured in the same placement as the others)")
         if redis == nil { print("(redis-server not found: scripts/bench installs it with apt-get)") }
     }
 
@@ -143,18 +158,14 @@ enum BrokerBenchmarks {
         return times
     }
 
-    /// Round trips of one small message to a child process that echoes it back.
-    static func pingPong(work: String) throws -> [Double] {
-        let path = work + "/echo.sock"
-        let echo = try start(CommandLine.arguments[0], ["__echo", path])
-        defer { stop(echo) }
-        try waitForSocket(path)
+    /// Round trips of one small message to the child process that echoes it back on `path`.
+    static func pingPong(path: String, count: Int) throws -> [Double] {
         let fd = try UnixSocket.connect(path: path)
         defer { close(fd) }
         let message = Array(#"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session"}}"#.utf8) + [0]
         var buffer = [UInt8](repeating: 0, count: 4096)
         var times: [Double] = []
-        for _ in 0..<roundTrips {
+        for _ in 0..<count {
             let t = Harness.now()
             try UnixSocket.writeAll(fd, message)
             var got = 0
@@ -285,5 +296,39 @@ enum Executables {
     /// An executable built beside this one.
     static func sibling(_ name: String) -> String {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name).path
+    }
+}
+
+/// Where a benchmark's client and servers run, so that systems compared are placed alike.
+enum CPUPlacement: CaseIterable {
+    /// Wherever the kernel puts them.
+    case scheduler
+    /// The client and every server on CPU 0.
+    case oneCPU
+    /// The client on CPU 0, every server on CPU 1.
+    case twoCPUs
+
+    var label: String {
+        switch self {
+        case .scheduler: "placed by the scheduler"
+        case .oneCPU: "one CPU"
+        case .twoCPUs: "two CPUs"
+        }
+    }
+
+    /// The placements this machine has the CPUs for.
+    static var available: [CPUPlacement] {
+        ProcessInfo.processInfo.activeProcessorCount >= 2 ? allCases : [.scheduler]
+    }
+
+    /// Pins (or frees) the calling thread when `client`, and every thread of the servers.
+    func apply(client: Bool, servers: [Int32]) throws {
+        let (clientMask, serverMask): (UInt64, UInt64) = switch self {
+        case .scheduler: (0, 0)
+        case .oneCPU: (1, 1)
+        case .twoCPUs: (1, 2)
+        }
+        if client { try Processes.pinThisThread(toCPUs: clientMask) }
+        for pid in servers { try Processes.pin(pid, toCPUs: serverMask) }
     }
 }

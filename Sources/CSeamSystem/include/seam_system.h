@@ -25,6 +25,10 @@ int seam_signalfd_read(int fd);
 /// Unblocks every signal this process blocked (for children, before exec).
 int seam_unblock_all_signals(void);
 
+/// Limits thread `tid` (0: the calling thread) to the CPUs set in `mask` (bit i: CPU i, below 64);
+/// a mask of 0 allows every CPU. sched_setaffinity(2) and cpu_set_t need _GNU_SOURCE.
+int seam_set_affinity(int32_t tid, uint64_t mask);
+
 /// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC (needs _GNU_SOURCE).
 int seam_accept(int fd);
 
