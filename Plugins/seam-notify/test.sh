@@ -70,7 +70,7 @@ wait_for() {
     shift
     local i
     for ((i = 0; i < seconds * 10; i++)); do
-        "$@" && return 0
+        "$@" 2>/dev/null && return 0  # a file a background job redirects to may not exist yet
         sleep 0.1
     done
     return 1
