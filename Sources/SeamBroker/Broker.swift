@@ -224,6 +224,12 @@ public final class Broker {
                 loop.cancel(t)
                 c.handshakeTimer = nil
             }
+            // The hottest call, read straight from its bytes; anything it does not recognise
+            // (errors included) takes the general path below.
+            if let q = QuickFetch(frame) {
+                send(frame: quickFetch(q, from: c), to: c)
+                continue
+            }
             let json: JSON
             do { json = try JSON.decode(frame, limits: JSONLimits(maxDepth: Limits.maxJSONDepth)) } catch {
                 send(Reply(.invalidRequest("the message is not valid JSON: \(error)"), id: nil), to: c)

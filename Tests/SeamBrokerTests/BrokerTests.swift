@@ -79,6 +79,41 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(schema["models"]?.arrayValue?.compactMap { $0["name"]?.stringValue }, ["Timers", "SyncMetadata"])
     }
 
+    /// A fetch by uuid sent as clients write it takes seamd's quick path (`QuickFetch`); the same
+    /// call with one space in it takes the general one. Their replies are the same bytes — a row,
+    /// no row, an unknown entity, a uuid that is no uuid, a read the capabilities refuse — twice,
+    /// so that the second comes from the row cache.
+    func testAFetchByUUIDAnswersTheSameOnBothPaths() throws {
+        let c = try client()
+        try c.hello()
+        let uuid = "5d0c2a1e-7b3f-4c8d-9e2a-1f4b6c8d0e2a"
+        try c.call("org.seam.Store.Save", ["inserts": [["entity": "Timer", "values": ["uuid": .string(uuid), "name": "Tea"]]]])
+        let raw = try RawClient(broker.socketPath)
+        func both(_ parameters: String, id: String = "") -> (quick: String?, general: String?) {
+            raw.send(#"{"method":"org.seam.Store.Fetch","parameters":{\#(parameters)}\#(id)}"#)
+            let quick = raw.readFrame()
+            raw.send(#"{ "method":"org.seam.Store.Fetch","parameters":{\#(parameters)}\#(id)}"#)
+            return (quick, raw.readFrame())
+        }
+        let cases = [#""entity":"Timer","uuid":"\#(uuid)""#, #""uuid":"\#(uuid)","entity":"Timer""#,
+                     #""entity":"Timer","uuid":"0f8fad5b-d9cb-469f-a165-70867728950e""#,
+                     #""entity":"Nope","uuid":"\#(uuid)""#, #""entity":"Timer","uuid":"not a uuid""#]
+        for parameters in cases + cases {
+            for id in ["", #","id":7"#, #","id":"x""#] {
+                let (quick, general) = both(parameters, id: id)
+                XCTAssertNotNil(quick, parameters)
+                XCTAssertEqual(quick, general, parameters + id)
+            }
+        }
+        XCTAssertTrue(both(cases[0]).quick?.contains(#""name":"Tea""#) == true)
+        // A plugin that reads only Session is refused the Timer alike on both paths.
+        raw.send(#"{"method":"org.seam.Store.Hello","parameters":{"version":1,"role":"plugin","name":"p","capabilities":{"reads":["Session"]}}}"#)
+        XCTAssertNotNil(raw.readFrame())
+        let (quick, general) = both(cases[0], id: #","id":3"#)
+        XCTAssertTrue(quick?.contains("org.seam.Store.PermissionDenied") == true, quick ?? "nil")
+        XCTAssertEqual(quick, general)
+    }
+
     func testTypedErrorsForBadRequests() throws {
         let c = try client()
         try c.hello()

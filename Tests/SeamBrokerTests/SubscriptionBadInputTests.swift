@@ -117,8 +117,9 @@ final class SubscriptionBadInputTests: BrokerTestCase {
             if i % 5 == 0 { raw.send(#"{"method":"org.seam.Store.Subscribe","param"#, nul: false) }
         }  // every RawClient is closed here
         try c.save([.insert(entity: "Session", values: ["name": "after", "startedAt": 1, "stepIndex": 4])])
+        // Closes reach seamd in their own time: wait until every one has (or time runs out).
         var status = try c.status()
-        for _ in 0..<50 where status["subscriptions"]?.int64Value != 0 {
+        for _ in 0..<100 where status["subscriptions"]?.int64Value != 0 || status["connections"]?.int64Value != 1 {
             usleep(20_000)
             status = try c.status()
         }
