@@ -13,7 +13,9 @@ extension Context {
         guard !options.historyIgnoresAuthors.contains(set.author) else { return }
         let changes = set.changes.filter { configuration(of: $0.entity) == options.historyConfiguration }
         guard !changes.isEmpty, let h = historyStore else { return }
-        try h.db.execute(Self.historySQL)
+        // Prepared once per store, like the insert: parsing it on every save cost more than the insert.
+        let create = try h.statement(Self.historySQL)
+        while try create.step() {}
         let s = try h.statement("INSERT INTO seam_history (sequence, author, time, changes) VALUES (?1, ?2, ?3, ?4)")
         try s.bind([.integer(set.sequence), .string(set.author), .double(set.time),
                     .string(JSONValue.array(changes.map(RowCoding.encode)).minified)])
@@ -47,8 +49,19 @@ extension Context {
 
     /// Forgets history recorded before `time` (Unix seconds). Runs on its own every 64 saves when
     /// no sync is configured, with the retention period of `Options`.
+    ///
+    /// History is appended in sequence order, each entry with its save's time, so the entries to
+    /// forget are the oldest ones: the purge walks from the oldest (the primary key's order) to
+    /// the first entry recorded at `time` or later, and deletes what came before — work in
+    /// proportion to what it forgets, where `WHERE time < ?` read the whole table (megabytes,
+    /// milliseconds on the saving thread, every 64 saves). An entry dated earlier than one
+    /// before it (the clock was set back) goes with the entries around it.
     public func purgeHistory(olderThan time: Double) throws(ContextError) {
-        try purge("DELETE FROM seam_history WHERE time < ?", .double(time))
+        try purge("""
+            DELETE FROM seam_history WHERE sequence < coalesce(
+                (SELECT sequence FROM seam_history WHERE time >= ?1 ORDER BY sequence LIMIT 1),
+                (SELECT max(sequence) + 1 FROM seam_history))
+            """, .double(time))
     }
 
     private func purge(_ sql: String, _ argument: AttributeValue) throws(ContextError) {

@@ -244,6 +244,22 @@ final class ContextTests: ContextTestCase {
         XCTAssertEqual(try context.history(since: 0).map(\.sequence), [history[1].sequence])
         try context.purgeHistory(olderThan: Context.now() + 1)
         XCTAssertEqual(try context.history(since: 0), [])
+        // By age: the entries recorded before the time go, the rest stay (the walk stops at the
+        // first entry recorded at the time or later).
+        for (i, time) in [100.0, 200, 300, 400].enumerated() {
+            try context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("v\(i)")])]), time: time)
+        }
+        let dated = try context.history(since: 0)
+        XCTAssertEqual(dated.map(\.time), [100, 200, 300, 400])
+        try context.purgeHistory(olderThan: 50)
+        XCTAssertEqual(try context.history(since: 0).count, 4, "nothing is that old")
+        try context.purgeHistory(olderThan: 250)
+        XCTAssertEqual(try context.history(since: 0).map(\.time), [300, 400])
+        try context.purgeHistory(olderThan: 300)
+        XCTAssertEqual(try context.history(since: 0).map(\.time), [300, 400], "an entry of exactly that time stays")
+        try context.purgeHistory(olderThan: 1_000)
+        XCTAssertEqual(try context.history(since: 0), [])
+        try context.purgeHistory(olderThan: 1_000)
     }
 
     func checkSnapshotsPinReads() throws {
