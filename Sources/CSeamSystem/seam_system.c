@@ -226,8 +226,9 @@ int seam_die_with_parent(int expected_parent) {
 int seam_set_affinity(int32_t tid, uint64_t mask) {
     cpu_set_t set;
     CPU_ZERO(&set);
-    long cpus = sysconf(_SC_NPROCESSORS_CONF);
-    for (long i = 0; i < cpus && i < CPU_SETSIZE; i++) {
+    // Every CPU the set can name when freeing (the kernel keeps those that exist, however they
+    // are numbered); otherwise the ones asked for.
+    for (int i = 0; i < CPU_SETSIZE; i++) {
         if (mask == 0 || (i < 64 && (mask >> i) & 1)) CPU_SET(i, &set);
     }
     return sched_setaffinity(tid, sizeof set, &set);

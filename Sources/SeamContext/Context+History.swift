@@ -44,7 +44,7 @@ extension Context {
 
     /// Forgets history up to and including sequence number `token` (what sync has exported).
     public func purgeHistory(through token: Int64) throws(ContextError) {
-        try purge("DELETE FROM seam_history WHERE sequence <= ?", .integer(token))
+        try purge("DELETE FROM seam_history WHERE sequence <= ?", [.integer(token)])
     }
 
     /// Forgets history recorded before `time` (Unix seconds). Runs on its own every 64 saves when
@@ -55,20 +55,22 @@ extension Context {
     /// the first entry recorded at `time` or later, and deletes what came before — work in
     /// proportion to what it forgets, where `WHERE time < ?` read the whole table (megabytes,
     /// milliseconds on the saving thread, every 64 saves). An entry dated earlier than one
-    /// before it (the clock was set back) goes with the entries around it.
+    /// before it (the clock was set back) goes with the entries around it; one dated more than a
+    /// day ahead of now (the clock ran ahead) does not stop the walk, or it would keep every
+    /// later entry until that date.
     public func purgeHistory(olderThan time: Double) throws(ContextError) {
         try purge("""
             DELETE FROM seam_history WHERE sequence < coalesce(
-                (SELECT sequence FROM seam_history WHERE time >= ?1 ORDER BY sequence LIMIT 1),
+                (SELECT sequence FROM seam_history WHERE time >= ?1 AND time <= ?2 ORDER BY sequence LIMIT 1),
                 (SELECT max(sequence) + 1 FROM seam_history))
-            """, .double(time))
+            """, [.double(time), .double(Self.now() + 86_400)])
     }
 
-    private func purge(_ sql: String, _ argument: AttributeValue) throws(ContextError) {
+    private func purge(_ sql: String, _ arguments: [AttributeValue]) throws(ContextError) {
         guard let h = historyStore else { return }
         do {
             guard try h.db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'seam_history'").integerValue == 1 else { return }
-            try h.db.run(sql, [argument])
+            try h.db.run(sql, arguments)
         } catch {
             throw ContextError(.database(error))
         }

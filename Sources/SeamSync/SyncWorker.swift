@@ -115,8 +115,11 @@ public final class SyncWorker {
     /// cycle is due.
     private func wait(_ listen: JSON) -> Bool {
         guard let pg else { return true }
-        // Events that arrived while a call waited for its reply are read already.
+        // Events that arrived while a call waited for its reply are read already: seamd's, and
+        // the server's notifications libpq took in with a query's answer (those sent while the
+        // import's transaction was open arrive with its COMMIT).
         if brokerEvents(listen) { return true }
+        if let pending = try? pg.notifications(), !pending.isEmpty { return true }
         let ready = UnixSocket.waitReadable([broker.descriptor, pg.socket],
                                             timeoutMilliseconds: Int32(configuration.pollInterval * 1000))
         var due = !ready.contains(true)
@@ -589,6 +592,12 @@ public final class SyncWorker {
                 try pg.query("DECLARE seam_import NO SCROLL CURSOR FOR SELECT record_type, uuid::text, fields::text, change_tag, deleted "
                              + "FROM seam.records WHERE zone = current_user AND change_tag > \(state.token) ORDER BY change_tag")
                 var read = 0
+                // Leaving early (the server went away mid-pass): the last batch's save is
+                // answered before anything else is asked of seamd, so its reply is not lost.
+                defer {
+                    if let id = state.saving { _ = try? broker.finish(id) }
+                    state.saving = nil
+                }
                 while true {
                     // The server reads the next batch while seamd saves the last.
                     let rows = try pg.query("FETCH \(Self.importBatch) FROM seam_import")

@@ -150,15 +150,17 @@ public enum Processes {
         for task in try FileSystem.contents(of: "/proc/\(pid)/task") {
             guard let tid = Int32(task) else { continue }
             // A thread that ended since the listing is no longer there to pin.
-            if seam_set_affinity(tid, mask) != 0 && errno != ESRCH {
-                throw SystemError("sched_setaffinity", path: "/proc/\(pid)/task/\(tid)", errno: errno)
-            }
+            guard seam_set_affinity(tid, mask) != 0 else { continue }
+            let code = errno
+            if code != ESRCH { throw SystemError("sched_setaffinity", path: "/proc/\(pid)/task/\(tid)", errno: code) }
         }
     }
 
     /// Limits the calling thread to the CPUs in `mask` (bit i: CPU i); 0 frees it.
     public static func pinThisThread(toCPUs mask: UInt64) throws(SystemError) {
-        if seam_set_affinity(0, mask) != 0 { throw SystemError("sched_setaffinity", errno: errno) }
+        guard seam_set_affinity(0, mask) != 0 else { return }
+        let code = errno
+        throw SystemError("sched_setaffinity", errno: code)
     }
 }
 

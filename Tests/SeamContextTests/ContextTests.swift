@@ -260,6 +260,13 @@ final class ContextTests: ContextTestCase {
         try context.purgeHistory(olderThan: 1_000)
         XCTAssertEqual(try context.history(since: 0), [])
         try context.purgeHistory(olderThan: 1_000)
+        // One save while the clock ran a year ahead does not keep the entries after it.
+        let now = Context.now()
+        for (i, time) in [now - 9_000, now + 365 * 86_400, now - 8_000, now - 10].enumerated() {
+            try context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("w\(i)")])]), time: time)
+        }
+        try context.purgeHistory(olderThan: now - 1_000)
+        XCTAssertEqual(try context.history(since: 0).map(\.time), [now - 10])
     }
 
     func checkSnapshotsPinReads() throws {
