@@ -132,19 +132,18 @@ public final class SeamConnection {
     /// The reply to the call `id` sent with `begin` (a varlink error is thrown).
     @discardableResult
     public func finish(_ id: JSON) throws(ClientError) -> JSONObject {
-        if let i = unsolicited.firstIndex(where: { $0.id == id }) {
-            let reply = unsolicited.remove(at: i)
+        func answer(_ reply: Reply) throws(ClientError) -> JSONObject {
             if let error = reply.error { throw ClientError(.remote(VarlinkError(error, reply.parameters))) }
             return reply.parameters
         }
+        if let i = unsolicited.firstIndex(where: { $0.id == id }) { return try answer(unsolicited.remove(at: i)) }
         while true {
             guard let reply = try readReply(waiting: true) else { continue }
             if let rid = reply.id, rid != id {
                 if unsolicited.count < 10_000 { unsolicited.append(reply) }
                 continue
             }
-            if let error = reply.error { throw ClientError(.remote(VarlinkError(error, reply.parameters))) }
-            return reply.parameters
+            return try answer(reply)
         }
     }
 

@@ -110,11 +110,11 @@ public struct QuickFetch: Sendable, Equatable {
             let digits = pos - start
             guard digits > 0, digits == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
             // More digits than allowed, or a number that goes on (a fraction, an exponent).
-            if pos < bytes.endIndex, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[pos])
-                || (bytes[pos] >= 0x30 && bytes[pos] <= 0x39) {
-                return nil
+            guard pos < bytes.endIndex else { return n }
+            switch bytes[pos] {
+            case 0x30...0x39, UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): return nil
+            default: return n
             }
-            return n
         }
     }
 }

@@ -459,14 +459,21 @@ public final class SyncWorker {
     }
 
     private func newRecord(_ r: Outgoing, _ row: JSONObject) -> NewRecord {
+        let merged = merge(r, row, over: nil)
+        return NewRecord(record: r, fields: Self.text(merged.fields), versions: Self.text(merged.versions), mine: merged.mine)
+    }
+
+    /// The local row's changes put over the server's version (nil: it has none), the uuid left
+    /// out (it has a column); `mine` when the merged fields are exactly the local row's.
+    private func merge(_ r: Outgoing, _ row: JSONObject, over current: ServerRecord?) -> (fields: JSONObject, versions: JSONObject, mine: Bool) {
         let attributes = synced[r.key.type] ?? []
-        var merged = FieldVersion.merge(server: nil, row: row, stamps: r.stamps, attributes: attributes)
+        var merged = FieldVersion.merge(server: current.map { ($0.fields, $0.versions) }, row: row, stamps: r.stamps, attributes: attributes)
         merged.fields["uuid"] = nil
         merged.versions["uuid"] = nil
-        return NewRecord(record: r, fields: String(decoding: JSON.object(merged.fields).encoded(), as: UTF8.self),
-                         versions: String(decoding: JSON.object(merged.versions).encoded(), as: UTF8.self),
-                         mine: Self.matches(merged.fields, row, attributes))
+        return (merged.fields, merged.versions, Self.matches(merged.fields, row, attributes))
     }
+
+    private static func text(_ object: JSONObject) -> String { String(decoding: JSON.object(object).encoded(), as: UTF8.self) }
 
     /// Inserts new records in one statement; the tag of each one inserted. One absent from the
     /// answer was inserted by another machine since it was read: a conflict, merged again.
@@ -487,9 +494,10 @@ public final class SyncWorker {
     /// One record's write over the server's version `current`, conditional on that version
     /// being still there. (A record the server does not hold is inserted by `insert`.)
     private func write(_ r: Outgoing, over current: ServerRecord?, on pg: PostgresConnection) throws -> WriteOutcome {
-        // A delete: a tombstone, unless the server has none of it (or has one already).
-        // Deleted on the server: the delete wins.
+        // Nothing to write over (a delete of a record the server never had), or a record deleted
+        // on the server: the delete wins.
         guard let current, !current.deleted else { return .unchanged }
+        // A delete: a tombstone.
         guard let row = r.row else {
             let tag = try pg.query("UPDATE seam.records SET deleted = true, fields = '{}', change_tag = nextval('seam.changes'), "
                                    + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
@@ -497,16 +505,12 @@ public final class SyncWorker {
             guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
             return .written(t)
         }
-        let attributes = synced[r.key.type] ?? []
-        var merged = FieldVersion.merge(server: (current.fields, current.versions), row: row, stamps: r.stamps, attributes: attributes)
-        merged.fields["uuid"] = nil
-        merged.versions["uuid"] = nil
-        let mine = Self.matches(merged.fields, row, attributes)
+        let merged = merge(r, row, over: current)
+        let mine = merged.mine
         if current.fields == merged.fields, current.versions == merged.versions {
             return .written(mine ? current.tag : nil)
         }
-        let fields = String(decoding: JSON.object(merged.fields).encoded(), as: UTF8.self)
-        let versions = String(decoding: JSON.object(merged.versions).encoded(), as: UTF8.self)
+        let fields = Self.text(merged.fields), versions = Self.text(merged.versions)
         let tag = try pg.query("UPDATE seam.records SET fields = $3::jsonb, versions = $4::jsonb, change_tag = nextval('seam.changes'), "
                                + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
                                + "AND change_tag = $5 RETURNING change_tag", [r.key.type, r.key.uuid, fields, versions, String(current.tag)])
