@@ -111,6 +111,8 @@ public final class Broker {
         log.info("serving \(configuration.dataDirectory) on \(ownsSocketFile ? configuration.socketPath : "fd \(listener)") "
                  + "(stores \(context.storeNames.joined(separator: ", ")), sequence \(context.sequence))")
         for (name, why) in context.closedStores.sorted(by: { $0.key < $1.key }) { log.warning("\(name) store closed: \(why)") }
+        // Between requests, the writer finishes what a checkpoint left, so the WAL starts over.
+        loop.whenIdle({ [unowned self] in self.context.upkeepDue }, { [unowned self] in self.context.upkeep() })
         startRoles()
         if configuration.supervision.migratesAtStart { startMigrationAtStart() }
         loop.run()

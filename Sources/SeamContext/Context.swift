@@ -162,6 +162,14 @@ public final class Context {
         }
     }
 
+    /// Whether a store's WAL can be readied to start over now, between requests: its
+    /// checkpointer has copied back the bulk, and a few pages are left (`Checkpointer.catchUp`).
+    public var upkeepDue: Bool { checkpointers.values.contains { $0.catchUpDue } }
+
+    /// Does what `upkeepDue` announced, on this (the writer's) thread. A few pages and two
+    /// fdatasyncs per store, once per thousand or so frames committed.
+    public func upkeep() { for c in checkpointers.values where c.catchUpDue { c.catchUp() } }
+
     /// Closes an open store (before its migration): its checkpointer stops, its statements
     /// are finalised and its connection closed, so its WAL is folded into the file. Calls
     /// that need it fail with `storeUnavailable` and `reason` until it is reopened.

@@ -23,6 +23,7 @@ public final class EventLoop {
     private var deadlines: [(at: Double, id: Int, action: () -> Void)] = []
     private var nextDeadline = 0
     private var running = false
+    private var idle: (due: () -> Bool, work: () -> Void)?
 
     public init() throws(SystemError) {
         epoll = seam_epoll_create()
@@ -74,6 +75,11 @@ public final class EventLoop {
 
     public func cancel(_ id: Int) { deadlines.removeAll { $0.id == id } }
 
+    /// Runs `work` when the loop has nothing to do and `due()` says there is some: instead of
+    /// blocking, the loop then polls without waiting, and `work` runs only if nothing is ready.
+    /// For upkeep that belongs between requests, never in front of one.
+    public func whenIdle(_ due: @escaping () -> Bool, _ work: @escaping () -> Void) { idle = (due, work) }
+
     /// Runs until `stop()`.
     public func run() {
         running = true
@@ -84,8 +90,10 @@ public final class EventLoop {
             let now = WallClock.monotonic()
             var soonest = Double.infinity
             for d in deadlines where d.at < soonest { soonest = d.at }
-            let timeout = soonest.isFinite ? Int32(max(0, min(1000, (soonest - now) * 1000 + 1))) : 1000
+            let upkeep = idle?.due() ?? false
+            let timeout = upkeep ? 0 : soonest.isFinite ? Int32(max(0, min(1000, (soonest - now) * 1000 + 1))) : 1000
             let n = seam_epoll_wait(epoll, &fds, &events, 128, timeout)
+            if n == 0, upkeep { idle?.work() }
             if n > 0 {
                 for i in 0..<Int(n) {
                     let e = events[i]

@@ -79,6 +79,29 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(schema["models"]?.arrayValue?.compactMap { $0["name"]?.stringValue }, ["Timers", "SyncMetadata"])
     }
 
+    /// A client that saves back to back: between its saves seamd copies back what the
+    /// checkpoint thread left, so the WAL starts over every thousand frames or so, instead of
+    /// growing to the eight thousand after which the writer would stop to checkpoint inline.
+    func testTheWALStartsOverUnderSavesBackToBack() throws {
+        let c = try client()
+        try c.hello()
+        let wal = broker.dataDirectory + "/Local.sqlite-wal"
+        var largest: UInt64 = 0
+        for i in 0..<1_500 {  // four or five frames each: some 6,500 frames in all
+            try c.call("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
+                "name": .string("s\(i)"), "startedAt": .integer(Int64(1_700_000_000 + i)),
+            ]]]])
+            let size = (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? UInt64) ?? 0
+            largest = max(largest, size)
+        }
+        XCTAssertLessThan(largest, 12 << 20, "the WAL started over (never starting over, it would pass 25 MB)")
+        let status = try c.call("org.seam.Store.Status")
+        let local = status["stores"]?.arrayValue?.first { $0["name"]?.stringValue == "Local" }
+        XCTAssertGreaterThanOrEqual(local?["checkpoints"]?.int64Value ?? 0, 4, "\(local ?? .null)")
+        XCTAssertEqual(local?["checkpointError"], .null)
+        XCTAssertLessThan(local?["checkpoints"]?.int64Value ?? 0, 200, "a checkpoint per thousand frames or so, not per save")
+    }
+
     /// A fetch by uuid sent as clients write it takes seamd's quick path (`QuickFetch`); the same
     /// call with one space in it takes the general one. Their replies are the same bytes — a row,
     /// no row, an unknown entity, a uuid that is no uuid, a read the capabilities refuse — twice,
