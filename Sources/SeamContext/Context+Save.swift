@@ -92,6 +92,7 @@ extension Context {
     private func stageInsert(_ entity: String, _ values: [String: AttributeValue], into work: inout WorkingSet) throws(ContextError) {
         let r = try route(entity)
         var row: [String: AttributeValue] = [:]
+        row.reserveCapacity(r.entity.attributes.count)  // filled once, never rehashed on the way
         for key in values.keys where r.entity.attribute(key) == nil {
             throw ContextError(.unknownAttribute(entity: entity, attribute: key))
         }
