@@ -17,13 +17,18 @@ import Synchronization
 ///
 /// SQLite starts the WAL over only when a write begins with every frame copied back, and a
 /// writer that keeps committing has always appended a few frames while the thread was copying.
-/// So the thread copies the bulk, and the writer's thread copies the rest (`catchUp`) when it
-/// has nothing else to do: a few pages, once per `threshold` frames, after which its next
-/// commit starts the WAL over. The thread does not chase those last frames itself: that was a
-/// checkpoint for nearly every commit, each with two fdatasyncs competing with the commit's own
-/// (2,000 synced one-row saves: about 1,000 fdatasyncs by the thread; now 13), and a WAL that
-/// started over only by luck, whose appends each also wait for the file's inode to be written
-/// (on this machine's disk an append's fdatasync costs twice an overwrite's).
+/// When commits are synced (`Durability.full`), the thread copies the bulk, and the writer's
+/// thread copies the rest (`catchUp`) when it has nothing else to do: a few pages, once per
+/// `threshold` frames, after which its next commit starts the WAL over. The thread does not
+/// chase those last frames itself: that was a checkpoint for nearly every commit, each with two
+/// fdatasyncs competing with the commit's own (2,000 synced one-row saves: about 1,000
+/// fdatasyncs by the thread; now 13), and a WAL that started over only by luck, whose appends
+/// each also wait for the file's inode to be written (on this machine's disk an append's
+/// fdatasync costs twice an overwrite's). When commits are not synced, the writer's thread
+/// never waits on the disk, so it does not catch up either (its two fdatasyncs made the
+/// ticker's step ends late: p99 2.2–2.6 ms against 0.6–0.8 ms); the thread checkpoints again
+/// after any commit while `threshold` frames or more are in the WAL, and the WAL starts over
+/// whenever one of those checkpoints finishes between two commits.
 /// Only a writer that never pauses checkpoints inline, once the WAL passes `limit`: the WAL
 /// stays bounded. Durability is unchanged: every checkpoint syncs exactly as the writer's
 /// connection would have (the same `synchronous`), and a crash at any point leaves a WAL that
@@ -31,6 +36,9 @@ import Synchronization
 public final class Checkpointer: Sendable {
     /// WAL frames (pages) not yet copied back after which a checkpoint runs.
     public let threshold: Int
+    /// Whether the writer's thread copies the last frames (`catchUp`): only when its commits
+    /// are synced anyway.
+    public let writerCatchesUp: Bool
     /// WAL frames after which the writer checkpoints inline after all (eight times `threshold`).
     public var limit: Int { threshold * 8 }
     /// Frames in the WAL after the last commit; the writer's thread alone writes it.
@@ -57,6 +65,7 @@ public final class Checkpointer: Sendable {
     /// Starts checkpointing `db` (a store opened for writing, in WAL mode) from a new thread.
     public init(_ db: Database, durability: Durability, threshold: Int = 1000) throws(DatabaseError) {
         self.threshold = threshold
+        writerCatchesUp = durability == .full
         var options = Database.Options()
         options.durability = durability
         options.create = false
@@ -83,7 +92,8 @@ public final class Checkpointer: Sendable {
         // copied, and the next catch-up would copy them, which only costs that one a longer wait.)
         if frames < framesInWAL.load(ordering: .relaxed) { generation.add(1, ordering: .releasing) }
         framesInWAL.store(frames, ordering: .relaxed)
-        if frames - copiedFrames >= threshold, !busy.exchange(true, ordering: .acquiringAndReleasing) { wakeup.post() }
+        let due = writerCatchesUp ? frames - copiedFrames >= threshold : frames >= threshold
+        if due, !busy.exchange(true, ordering: .acquiringAndReleasing) { wakeup.post() }
         // A writer that never pauses never lets the WAL start over, and it could only grow. Past
         // the limit it checkpoints itself, as SQLite would.
         if frames >= limit {
@@ -106,7 +116,7 @@ public final class Checkpointer: Sendable {
     /// Whether the writer's thread should `catchUp` now: the thread has copied back the bulk of
     /// the WAL, and the few frames committed meanwhile are all that keeps it from starting over.
     public var catchUpDue: Bool {
-        guard !busy.load(ordering: .acquiring) else { return false }
+        guard writerCatchesUp, !busy.load(ordering: .acquiring) else { return false }
         let done = copiedFrames
         return done > 0 && framesInWAL.load(ordering: .relaxed) > done && caughtUpOn.load(ordering: .relaxed) != stamp
     }

@@ -79,13 +79,15 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(schema["models"]?.arrayValue?.compactMap { $0["name"]?.stringValue }, ["Timers", "SyncMetadata"])
     }
 
-    /// A client that saves back to back: between its saves seamd copies back what the
+    /// A client that saves back to back, synced: between its saves seamd copies back what the
     /// checkpoint thread left, so the WAL starts over every thousand frames or so, instead of
     /// growing to the eight thousand after which the writer would stop to checkpoint inline.
-    func testTheWALStartsOverUnderSavesBackToBack() throws {
-        let c = try client()
+    func testTheWALStartsOverUnderSyncedSavesBackToBack() throws {
+        let synced = try BrokerProcess(arguments: ["--durability", "full"])
+        defer { _ = synced.stop() }
+        let c = try SeamConnection.connect(path: synced.socketPath)
         try c.hello()
-        let wal = broker.dataDirectory + "/Local.sqlite-wal"
+        let wal = synced.dataDirectory + "/Local.sqlite-wal"
         var largest: UInt64 = 0
         for i in 0..<1_500 {  // four or five frames each: some 6,500 frames in all
             try c.call("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
