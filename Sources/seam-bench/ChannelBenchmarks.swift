@@ -18,7 +18,8 @@ enum ChannelBenchmarks {
         defer { try? FileManager.default.removeItem(atPath: work) }
 
         var latency = BenchTable("Commit to subscriber: one client saves one row, another hears it; 10,000 channels, one matches",
-                                 columns: ["durability", "seamd p50", "seamd p99", "PostgreSQL NOTIFY p50", "PostgreSQL p99", "p50 seamd / PG"])
+                                 columns: ["durability", "seamd p50", "seamd p99", "PostgreSQL NOTIFY p50", "PostgreSQL p99", "p50 seamd / PG",
+                                           "floor p50", "floor / PG"])
         var rss = 0
         for sync in [true, false] {
             // Both run at once and take turns, 100 rounds each, so that the machine's moods fall
@@ -28,19 +29,35 @@ enum ChannelBenchmarks {
             if sync { rss = seamd.memory }
             let postgres = try? PostgresLatency(work: work, sync: sync)
             defer { postgres?.stop() }
-            var seam: [Double] = [], pg: [Double] = []
-            for block in 0..<(latencyRounds / 100) {
-                seam += try seamd.measure(rounds: 100, from: block * 100)
-                if let postgres { pg += try postgres.measure(rounds: 100, from: block * 100) }
+            let relay = try RelayLatency(work: work + "/relay-\(sync)", sync: sync)
+            defer { relay.stop() }
+            // Each system in the same placement as the others: where the scheduler puts them (a
+            // lottery on this machine: a wakeup across CPUs costs ~50 µs, within one ~5 µs), then
+            // pinned, everything on one CPU, and the client on one CPU with every server on the other.
+            let servers = [seamd.process.processIdentifier, relay.process.processIdentifier] + (postgres?.server.processes ?? [])
+            for (k, placement) in CPUPlacement.available.enumerated() {
+                try placement.apply(client: true, servers: servers)
+                var seam: [Double] = [], pg: [Double] = [], floor: [Double] = []
+                for block in 0..<(latencyRounds / 100) {
+                    seam += try seamd.measure(rounds: 100, from: k * latencyRounds + block * 100)  // later rows sort first: each is a diff
+                    if let postgres { pg += try postgres.measure(rounds: 100, from: block * 100) }
+                    floor += try relay.measure(rounds: 100)
+                }
+                func p(_ xs: [Double], _ q: Double) -> String { xs.isEmpty ? "n/a" : Harness.duration(Harness.percentile(xs, q)) }
+                latency.add([(sync ? "synced (seamd --durability full; PG fsync, synchronous_commit on)"
+                                   : "not synced (seamd --durability normal; PG synchronous_commit off)") + ", \(placement.label)",
+                             p(seam, 0.5), p(seam, 0.99), p(pg, 0.5), p(pg, 0.99),
+                             pg.isEmpty ? "n/a" : Harness.ratio(Harness.median(seam), Harness.median(pg)),
+                             p(floor, 0.5), pg.isEmpty ? "n/a" : Harness.ratio(Harness.median(floor), Harness.median(pg))])
             }
-            func p(_ xs: [Double], _ q: Double) -> String { xs.isEmpty ? "n/a" : Harness.duration(Harness.percentile(xs, q)) }
-            latency.add([sync ? "commit synced to disk (seamd --durability full; PG fsync, synchronous_commit on)"
-                              : "not synced (seamd --durability normal; PG fsync, synchronous_commit off)",
-                         p(seam, 0.5), p(seam, 0.99), p(pg, 0.5), p(pg, 0.99),
-                         pg.isEmpty ? "n/a" : Harness.ratio(Harness.median(seam), Harness.median(pg))])
+            try CPUPlacement.scheduler.apply(client: true, servers: servers)
         }
         latency.print()
         print("targets: p50 ≤ 0.75× PostgreSQL's (synced); p99 ≤ 1 ms")
+        print("(floor: the least any broker does here, measured beside them — a process that reads a save, writes four pages to a")
+        print(" log it overwrites, fdatasyncs it when synced, and sends one frame to the subscriber and one to the saver; no database.")
+        print(" Placed by the scheduler: wherever the kernel runs each process; one CPU: the client and every server (seamd, every")
+        print(" PostgreSQL process, the floor) on CPU 0; two CPUs: the client on CPU 0, every server on CPU 1)")
 
         var matching = BenchTable("Matching cost per committed row as channels grow (one-row save that matches none; save round trip p50)",
                                   columns: ["channels", "save p50", "matching cost (p50 − no channels)", "save p50 / no channels"])
@@ -129,22 +146,28 @@ enum ChannelBenchmarks {
 
         func stop() { BrokerBenchmarks.stop(process) }
 
-        /// Seconds from sending each save to the subscriber reading its diff.
         func measure(rounds: Int, from first: Int) throws -> [Double] {
-            var times: [Double] = []
-            for i in first..<(first + rounds) {
-                let frame = RawSeam.frame("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
-                    "name": "target", "startedAt": .integer(Int64(1_700_000_000 + i)),
-                ]]]], id: Int64(i))
-                let t = Harness.now()
-                try UnixSocket.writeAll(saver.fd, frame)
-                let heard = try subscriber.reply()
-                times.append(Double(Harness.now() - t) / 1e9)
-                guard heard.parameters["kind"]?.stringValue == "diff" else { throw BenchError("expected a diff: \(heard.parameters)") }
-                _ = try saver.reply()
-            }
-            return times
+            try ChannelBenchmarks.timeSaves(saver: saver, subscriber: subscriber, rounds: rounds, from: first)
         }
+    }
+
+    /// Seconds from `saver` sending each save to `subscriber` reading its diff; the saves' start
+    /// times count up from `first`, so that each is the newest (and the diff of a `-startedAt`,
+    /// `limit` 1 channel).
+    static func timeSaves(saver: RawSeam, subscriber: RawSeam, rounds: Int, from first: Int) throws -> [Double] {
+        var times: [Double] = []
+        for i in first..<(first + rounds) {
+            let frame = RawSeam.frame("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
+                "name": "target", "startedAt": .integer(Int64(1_700_000_000 + i)),
+            ]]]], id: Int64(i))
+            let t = Harness.now()
+            try UnixSocket.writeAll(saver.fd, frame)
+            let heard = try subscriber.reply()
+            times.append(Double(Harness.now() - t) / 1e9)
+            guard heard.parameters["kind"]?.stringValue == "diff" else { throw BenchError("expected a diff: \(heard.parameters)") }
+            _ = try saver.reply()
+        }
+        return times
     }
 
     /// seamd with `channels` channels that no saved row matches, and a client that saves.
@@ -216,6 +239,86 @@ enum ChannelBenchmarks {
             _ = try saver.reply()
         }
         return times
+    }
+
+    // MARK: - The floor
+
+    /// What the cheapest broker would do for one save heard by one subscriber, with seamd's I/O:
+    /// read the save, write four WAL-sized frames (a 24-byte header and a 4 KB page each, as one
+    /// Session insert writes) to a log that is overwritten as seamd's WAL is once it has started
+    /// over, fdatasync it when `synced`, then send the subscriber one frame and the saver another.
+    /// No parsing, no database. Run as `seam-bench __relay SOCKET LOG synced|unsynced`.
+    static func relay(socket: String, log path: String, synced: Bool) throws {
+        let listener = try UnixSocket.listen(path: socket)
+        UnixSocket.setNonBlocking(listener, false)
+        let log = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o600)
+        guard log >= 0 else { throw BenchError("cannot open \(path)") }
+        let size = 8 << 20
+        let zeros = [UInt8](repeating: 0, count: 1 << 16)
+        for offset in stride(from: 0, to: size, by: zeros.count) { _ = pwrite(log, zeros, zeros.count, off_t(offset)) }
+        fsync(log)
+        var buffers: [Int32: [UInt8]] = [:]
+        func frame(_ fd: Int32) -> [UInt8]? {  // the next NUL-ended frame, or nil at EOF
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                if let nul = buffers[fd, default: []].firstIndex(of: 0) {
+                    let f = Array(buffers[fd]![..<nul])
+                    buffers[fd]!.removeFirst(nul + 1)
+                    return f
+                }
+                let n = read(fd, &chunk, chunk.count)
+                if n <= 0 { return nil }
+                buffers[fd, default: []] += chunk[0..<n]
+            }
+        }
+        let reply = Array(#"{"parameters":{}}"#.utf8) + [0]
+        let diff = Array(#"{"parameters":{"kind":"diff"}}"#.utf8) + [0]
+        var subscriber: Int32 = -1, saver: Int32 = -1
+        while subscriber < 0 || saver < 0 {
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else { continue }
+            guard let first = frame(fd) else { close(fd); continue }  // a probe: connected, sent nothing
+            if String(decoding: first, as: UTF8.self).contains("Subscribe") { subscriber = fd } else { saver = fd }
+            try UnixSocket.writeAll(fd, reply)
+        }
+        let header = [UInt8](repeating: 1, count: 24), page = [UInt8](repeating: 2, count: 4096)
+        var offset = 32
+        while frame(saver) != nil {
+            for _ in 0..<4 {
+                _ = pwrite(log, header, header.count, off_t(offset))
+                _ = pwrite(log, page, page.count, off_t(offset + header.count))
+                offset += header.count + page.count
+            }
+            if offset > size - 5 * 4120 { offset = 32 }
+            if synced { fdatasync(log) }
+            try UnixSocket.writeAll(subscriber, diff)
+            try UnixSocket.writeAll(saver, reply)
+        }
+    }
+
+    /// The floor beside seamd and PostgreSQL: `relay` in a process of its own.
+    final class RelayLatency {
+        let process: Process
+        let subscriber: RawSeam
+        let saver: RawSeam
+
+        init(work: String, sync: Bool) throws {
+            try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+            let socket = work + "/relay.sock"
+            process = try BrokerBenchmarks.start(Executables.sibling("seam-bench"),
+                                                 ["__relay", socket, work + "/log", sync ? "synced" : "unsynced"])
+            try BrokerBenchmarks.waitForSocket(socket)
+            subscriber = try RawSeam(socket)
+            _ = try subscriber.call("org.seam.Store.Subscribe")
+            saver = try RawSeam(socket)
+            _ = try saver.call("org.seam.Store.Hello")
+        }
+
+        func stop() { BrokerBenchmarks.stop(process) }
+
+        func measure(rounds: Int) throws -> [Double] {
+            try ChannelBenchmarks.timeSaves(saver: saver, subscriber: subscriber, rounds: rounds, from: 0)
+        }
     }
 
     // MARK: - PostgreSQL

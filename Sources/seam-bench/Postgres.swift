@@ -30,6 +30,22 @@ final class PostgresServer {
 
     var connectionString: String { "host=\(socketDirectory) user=seam dbname=postgres" }
 
+    /// The postmaster and every process it has started (backends, the WAL writer, …), for
+    /// placing them on CPUs.
+    var processes: [Int32] {
+        guard let text = try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8),
+              let line = text.split(separator: "\n").first, let postmaster = Int32(line) else { return [] }
+        var all = [postmaster]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { continue }
+            // After "pid (comm) ": the state, then the parent's pid.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, Int32(fields[1]) == postmaster { all.append(pid) }
+        }
+        return all
+    }
+
     func stop() {
         try? runTool("pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
     }
