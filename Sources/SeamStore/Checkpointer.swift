@@ -161,13 +161,16 @@ public final class Checkpointer: Sendable {
         while true {
             wakeup.wait()
             if stopping.load(ordering: .acquiring) { break }
+            // Unsynced, a commit during this checkpoint asks for the next one at once: the thread
+            // chases the writer, and the WAL starts over whenever one finishes between commits.
+            if !writerCatchesUp { busy.store(false, ordering: .releasing) }
             // The generation before the checkpoint: if the WAL starts over while it runs, what
             // it copied belongs to the old WAL and must not count for the new one.
             let before = generation.load(ordering: .acquiring)
             var log: Int32 = 0, done: Int32 = 0
             let rc = sqlite3_wal_checkpoint_v2(db.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
             finished(rc, log: log, done: done, generation: before)
-            busy.store(false, ordering: .releasing)
+            if writerCatchesUp { busy.store(false, ordering: .releasing) }
         }
         db.close()
         stopped.store(true, ordering: .releasing)
