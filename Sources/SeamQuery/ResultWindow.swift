@@ -32,7 +32,10 @@ public struct ResultWindow: Sendable {
         self.sorting = sorting
         self.limit = limit
         let all = fields ?? predicate.entity.attributes.map(\.name)
-        self.fields = [Entity.identity] + all.filter { $0 != Entity.identity }
+        // Each attribute once (a subscriber may name one twice): a row holding exactly these is
+        // then its own projection (`QueryDiff.project`).
+        var seen: Set<String> = [Entity.identity]
+        self.fields = [Entity.identity] + all.filter { seen.insert($0).inserted }
         var kept = self.fields
         for key in sorting.keys where !kept.contains(key.attribute) { kept.append(key.attribute) }
         self.kept = kept

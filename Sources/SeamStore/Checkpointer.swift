@@ -114,11 +114,12 @@ public final class Checkpointer: Sendable {
     }
 
     /// Whether the writer's thread should `catchUp` now: the thread has copied back the bulk of
-    /// the WAL, and the few frames committed meanwhile are all that keeps it from starting over.
+    /// the WAL, and the few frames committed meanwhile (fewer than `threshold`: a larger backlog
+    /// is the thread's) are all that keeps it from starting over.
     public var catchUpDue: Bool {
         guard writerCatchesUp, !busy.load(ordering: .acquiring) else { return false }
-        let done = copiedFrames
-        return done > 0 && framesInWAL.load(ordering: .relaxed) > done && caughtUpOn.load(ordering: .relaxed) != stamp
+        let done = copiedFrames, frames = framesInWAL.load(ordering: .relaxed)
+        return done > 0 && frames > done && frames - done < threshold && caughtUpOn.load(ordering: .relaxed) != stamp
     }
 
     /// Copies back, on the writer's connection, what the thread's last checkpoint left: a few
@@ -163,13 +164,26 @@ public final class Checkpointer: Sendable {
             if stopping.load(ordering: .acquiring) { break }
             // Unsynced, a commit during this checkpoint asks for the next one at once: the thread
             // chases the writer, and the WAL starts over whenever one finishes between commits.
-            if !writerCatchesUp { busy.store(false, ordering: .releasing) }
-            // The generation before the checkpoint: if the WAL starts over while it runs, what
-            // it copied belongs to the old WAL and must not count for the new one.
-            let before = generation.load(ordering: .acquiring)
-            var log: Int32 = 0, done: Int32 = 0
-            let rc = sqlite3_wal_checkpoint_v2(db.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
-            finished(rc, log: log, done: done, generation: before)
+            // (A WAL that has started over meanwhile, below the threshold, is left alone.)
+            if !writerCatchesUp {
+                busy.store(false, ordering: .releasing)
+                guard framesInWAL.load(ordering: .relaxed) >= threshold else { continue }
+            }
+            var progressed = false
+            repeat {
+                // The generation before the checkpoint: if the WAL starts over while it runs, what
+                // it copied belongs to the old WAL and must not count for the new one.
+                let before = generation.load(ordering: .acquiring)
+                let copiedBefore = copiedFrames
+                var log: Int32 = 0, done: Int32 = 0
+                let rc = sqlite3_wal_checkpoint_v2(db.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
+                finished(rc, log: log, done: done, generation: before)
+                progressed = copiedFrames > copiedBefore
+                // Synced: what the writer committed meanwhile is the thread's too while it is a
+                // threshold or more (the writer's catch-up is for the last few frames only), as
+                // long as each round gets further (a reader's snapshot can hold it back).
+            } while writerCatchesUp && progressed && !stopping.load(ordering: .acquiring)
+                && framesInWAL.load(ordering: .relaxed) - copiedFrames >= threshold
             if writerCatchesUp { busy.store(false, ordering: .releasing) }
         }
         db.close()

@@ -90,7 +90,8 @@ public final class EventLoop {
             let now = WallClock.monotonic()
             var soonest = Double.infinity
             for d in deadlines where d.at < soonest { soonest = d.at }
-            let upkeep = idle?.due() ?? false
+            // Upkeep waits for deadlines already due as well as for requests.
+            let upkeep = soonest > now && (idle?.due() ?? false)
             let timeout = upkeep ? 0 : soonest.isFinite ? Int32(max(0, min(1000, (soonest - now) * 1000 + 1))) : 1000
             let n = seam_epoll_wait(epoll, &fds, &events, 128, timeout)
             if n == 0, upkeep { idle?.work() }

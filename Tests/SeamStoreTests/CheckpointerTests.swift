@@ -85,7 +85,7 @@ final class CheckpointerTests: XCTestCase {
         // A commit here is two frames (a row's page and its parent): some 6,000 frames, so about
         // 120 checkpoints by the thread and as many catch-ups; chasing the last frames from the
         // thread was one checkpoint per commit, once the writer had got ahead.
-        XCTAssertGreaterThan(catchUps, 20, "the writer caught up, and the WAL started over, again and again")
+        XCTAssertGreaterThan(catchUps, 5, "the writer caught up, and the WAL started over, again and again")
         XCTAssertLessThan(checkpointer.checkpoints, 3_000 / 4, "no checkpoint per commit")
         XCTAssertEqual(checkpointer.lastFailureCode, 0)
         // Far below the 24 MB of a WAL that never starts over. (Not down to `limit`, 400 frames: a

@@ -7,32 +7,52 @@ import XCTest
 /// checkpointer.)
 final class EventLoopTests: XCTestCase {
     /// Upkeep runs only when it is due and nothing is ready: a readable descriptor is served
-    /// first, whatever upkeep is waiting.
+    /// first, whatever upkeep is waiting; once upkeep is no longer due, the loop blocks again
+    /// rather than polling.
     func testUpkeepRunsOnlyWhenDueAndNothingIsReady() throws {
         let loop = try EventLoop()
         var pair: [Int32] = [0, 0]
         XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
         defer { close(pair[0]); close(pair[1]) }
+        func send(_ byte: UInt8) {
+            var b = byte
+            _ = write(pair[1], &b, 1)
+        }
         var log: [String] = []
         var due = true
+        var asked = 0
         try loop.watch(pair[0], .read) { _ in
             var byte: UInt8 = 0
             _ = read(pair[0], &byte, 1)
             log.append("read \(byte)")
+            // Idle for a while now, with nothing due: a loop that polled would ask `due` often.
+            if byte == 2 { loop.after(0.2) { loop.stop() } }
         }
+        loop.whenIdle({ asked += 1; return due }) {
+            log.append("upkeep")
+            due = false
+            send(2)
+        }
+        send(1)  // ready before the loop's first turn: served before the upkeep
+        loop.after(10) { loop.stop() }  // a safety net only
+        loop.run()
+        XCTAssertEqual(log, ["read 1", "upkeep", "read 2"])
+        XCTAssertLessThan(asked, 20, "the loop blocked while nothing was due; it did not spin")
+    }
+
+    /// Upkeep waits for a deadline that is already due, as it waits for a ready descriptor.
+    func testUpkeepWaitsForDueDeadlines() throws {
+        let loop = try EventLoop()
+        var log: [String] = []
+        var due = true
         loop.whenIdle({ due }) {
             log.append("upkeep")
             due = false
+            loop.after(0.05) { loop.stop() }
         }
-        var one: UInt8 = 1
-        _ = write(pair[1], &one, 1)
-        loop.after(0.05) {
-            // Not due: the loop blocks rather than spinning; a byte arriving is still served.
-            var two: UInt8 = 2
-            _ = write(pair[1], &two, 1)
-        }
-        loop.after(0.1) { loop.stop() }
+        loop.after(0) { log.append("deadline") }
+        loop.after(10) { loop.stop() }  // a safety net only
         loop.run()
-        XCTAssertEqual(log, ["read 1", "upkeep", "read 2"])
+        XCTAssertEqual(log, ["deadline", "upkeep"])
     }
 }
