@@ -91,6 +91,27 @@ finished_named() {  # is there a finished session named $1?
     "$seam" query Session --where "state == \"finished\" AND name == \"$1\"" 2>/dev/null | grep -q '"uuid"'
 }
 
+# expect_once FILE PREFIX SESSION WANT OK WHAT: waits for a line of FILE starting with PREFIX,
+# then checks that FILE holds exactly WANT, where {uuid} stands for the uuid of the session
+# named SESSION; says "ok OK" or fails, naming WHAT.
+expect_once() {
+    local file=$1 prefix=$2 session=$3 want=$4 ok=$5 what=$6
+    if wait_for 15 grep -q "^$prefix" "$file" 2>/dev/null; then
+        sleep 0.5  # anything run twice would be there by now
+        local uuid
+        uuid=$("$seam" query Session --where "name == \"$session\"" --fields name |
+            sed -n 's/.*"uuid":"\([0-9a-f-]*\)".*/\1/p')
+        want=${want//\{uuid\}/$uuid}
+        if [[ $(cat "$file") == "$want" ]]; then
+            echo "ok   $ok"
+        else
+            fail "$what: $(cat "$file") (want $want)"
+        fi
+    else
+        fail "$what: nothing for $session (its runs: $(cat "$file" 2>/dev/null || echo none))"
+    fi
+}
+
 # ---- 1. beside seamd --no-roles ----------------------------------------------------------
 start_seamd --no-roles
 "$ticker" --socket "$socket" >>"$tmp/ticker.log" 2>&1 &
@@ -109,18 +130,7 @@ pids+=("$notify_pid")
 wait_for 15 grep -q "watching" "$tmp/notify1.err" || fail "seam-notify did not start watching"
 
 "$seam" flash 1s --name Tea >/dev/null
-if wait_for 15 grep -q '^Tea|' "$announced" 2>/dev/null; then
-    sleep 0.5  # anything announced twice would be there by now
-    tea_uuid=$("$seam" query Session --where 'name == "Tea"' --fields name |
-        sed -n 's/.*"uuid":"\([0-9a-f-]*\)".*/\1/p')
-    if [[ $(cat "$announced") == "Tea|Tea|$tea_uuid" ]]; then
-        echo "ok   a session that finishes runs --run once, with its name and uuid"
-    else
-        fail "announced: $(cat "$announced") (want Tea|Tea|$tea_uuid)"
-    fi
-else
-    fail "Tea was not announced"
-fi
+expect_once "$announced" 'Tea|' Tea 'Tea|Tea|{uuid}' "a session that finishes runs --run once, with its name and uuid" announced
 grep -q Old "$announced" 2>/dev/null && fail "Old, finished before seam-notify started, was announced"
 
 # ---- 2. SIGTERM --------------------------------------------------------------------------
@@ -148,18 +158,8 @@ notify_pid=$!
 pids+=("$notify_pid")
 wait_for 15 grep -q "watching" "$tmp/notify3.err" || fail "seam-notify (notify-send) did not start watching"
 "$seam" flash 1s --name Jam >/dev/null
-if wait_for 15 grep -q '^Seam|Jam finished|' "$sent" 2>/dev/null; then
-    sleep 0.5  # anything sent twice would be there by now
-    jam_uuid=$("$seam" query Session --where 'name == "Jam"' --fields name |
-        sed -n 's/.*"uuid":"\([0-9a-f-]*\)".*/\1/p')
-    if [[ $(cat "$sent") == "Seam|Jam finished|$jam_uuid|" ]]; then
-        echo "ok   with notify-send on PATH: notify-send Seam \"Jam finished\", once"
-    else
-        fail "notify-send ran as: $(cat "$sent") (want Seam|Jam finished|$jam_uuid|)"
-    fi
-else
-    fail "notify-send was not run for Jam (its runs: $(cat "$sent" 2>/dev/null || echo none))"
-fi
+expect_once "$sent" 'Seam|Jam finished|' Jam 'Seam|Jam finished|{uuid}|' \
+    'with notify-send on PATH: notify-send Seam "Jam finished", once' "notify-send ran as"
 [[ -s $tmp/notify3.out ]] && fail "with notify-send on PATH, seam-notify printed: $(cat "$tmp/notify3.out")"
 kill -TERM "$notify_pid" 2>/dev/null || true
 wait "$notify_pid" || true

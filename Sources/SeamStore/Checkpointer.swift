@@ -22,11 +22,10 @@ import Synchronization
 /// `threshold` frames, after which its next commit starts the WAL over. The thread does not
 /// chase those last frames itself: that was a checkpoint for nearly every commit, each with two
 /// fdatasyncs competing with the commit's own (2,000 synced one-row saves: about 1,000
-/// fdatasyncs by the thread; now 13), and a WAL that started over only by luck, whose appends
+/// fdatasyncs by the thread; now 10–13), and a WAL that started over only by luck, whose appends
 /// each also wait for the file's inode to be written (on this machine's disk an append's
 /// fdatasync costs twice an overwrite's). When commits are not synced, the writer's thread
-/// never waits on the disk, so it does not catch up either (its two fdatasyncs made the
-/// ticker's step ends late: p99 2.2–2.6 ms against 0.6–0.8 ms); the thread checkpoints again
+/// never waits on the disk, and a catch-up would make it (two fdatasyncs); the thread checkpoints again
 /// after any commit while `threshold` frames or more are in the WAL, and the WAL starts over
 /// whenever one of those checkpoints finishes between two commits.
 /// Only a writer that never pauses checkpoints inline, once the WAL passes `limit`: the WAL
@@ -96,21 +95,20 @@ public final class Checkpointer: Sendable {
         if due, !busy.exchange(true, ordering: .acquiringAndReleasing) { wakeup.post() }
         // A writer that never pauses never lets the WAL start over, and it could only grow. Past
         // the limit it checkpoints itself, as SQLite would.
-        if frames >= limit {
-            var log: Int32 = 0, done: Int32 = 0
-            let rc = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
-            finished(rc, log: log, done: done, generation: generation.load(ordering: .acquiring))
-        }
+        if frames >= limit { checkpoint(connection) }
     }
 
+    /// A generation and a frame count in one word, as `copied` and `caughtUpOn` keep them.
+    private static func tag(_ generation: Int, _ frames: Int) -> Int { (generation & 0x7fff_ffff) << 32 | frames }
+
     /// The current WAL, generation and frames, in the form `copied` and `caughtUpOn` keep.
-    private var stamp: Int { (generation.load(ordering: .acquiring) & 0x7fff_ffff) << 32 | framesInWAL.load(ordering: .relaxed) }
+    private var stamp: Int { Self.tag(generation.load(ordering: .acquiring), framesInWAL.load(ordering: .relaxed)) }
 
     /// The frames of the current WAL that a checkpoint has copied back (0: none, or the WAL has
     /// started over since).
     private var copiedFrames: Int {
         let c = copied.load(ordering: .acquiring)
-        return c >> 32 == generation.load(ordering: .acquiring) & 0x7fff_ffff ? c & 0xffff_ffff : 0
+        return c >> 32 == Self.tag(generation.load(ordering: .acquiring), 0) >> 32 ? c & 0xffff_ffff : 0
     }
 
     /// Whether the writer's thread should `catchUp` now: the thread has copied back the bulk of
@@ -129,14 +127,18 @@ public final class Checkpointer: Sendable {
     public func catchUp() {
         guard catchUpDue else { return }
         caughtUpOn.store(stamp, ordering: .relaxed)
-        var log: Int32 = 0, done: Int32 = 0
-        let rc = sqlite3_wal_checkpoint_v2(writer.db.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
-        finished(rc, log: log, done: done, generation: generation.load(ordering: .acquiring))
+        checkpoint(writer.db.handle)
     }
 
-    private func finished(_ rc: Int32, log: Int32, done: Int32, generation: Int) {
+    /// A PASSIVE checkpoint on `connection`, its outcome recorded: what it copied back, counted
+    /// for `generation` (by default the current one; the thread passes the one from before it
+    /// began, in case the WAL started over meanwhile).
+    private func checkpoint(_ connection: OpaquePointer?, generation: Int? = nil) {
+        let generation = generation ?? self.generation.load(ordering: .acquiring)
+        var log: Int32 = 0, done: Int32 = 0
+        let rc = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
         if rc == SQLITE_OK {
-            copied.store((generation & 0x7fff_ffff) << 32 | Int(done), ordering: .releasing)
+            copied.store(Self.tag(generation, Int(done)), ordering: .releasing)
             completed.add(1, ordering: .relaxed)
         } else if rc & 0xff != SQLITE_BUSY {
             // Busy: another checkpoint is running (the writer's own, past `limit`). Anything else
@@ -173,11 +175,8 @@ public final class Checkpointer: Sendable {
             repeat {
                 // The generation before the checkpoint: if the WAL starts over while it runs, what
                 // it copied belongs to the old WAL and must not count for the new one.
-                let before = generation.load(ordering: .acquiring)
                 let copiedBefore = copiedFrames
-                var log: Int32 = 0, done: Int32 = 0
-                let rc = sqlite3_wal_checkpoint_v2(db.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
-                finished(rc, log: log, done: done, generation: before)
+                checkpoint(db.handle, generation: generation.load(ordering: .acquiring))
                 progressed = copiedFrames > copiedBefore
                 // Synced: what the writer committed meanwhile is the thread's too while it is a
                 // threshold or more (the writer's catch-up is for the last few frames only), as
