@@ -23,6 +23,10 @@ ssize_t seam_copy_file_range(int fd_in, int fd_out, size_t length) {
     return copy_file_range(fd_in, NULL, fd_out, NULL, length, 0);
 }
 
+int seam_start_writeback(int fd) {
+    return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
 int seam_peer_credentials(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid) {
     struct ucred cred;
     socklen_t len = sizeof cred;

@@ -450,6 +450,7 @@ extension Broker {
             noteCommitForSync(set)
             return set
         } catch {
+            context.syncCommits()  // a save that failed after committing: still on the disk before its error is told
             rowCache.removeAll()
             throw error
         }

@@ -10,6 +10,7 @@ extension Context {
 
     /// Writes a worked-out save into its stores (see the type's documentation for the promise).
     func commit(_ set: ChangeSet, work: WorkingSet) throws(ContextError) {
+        syncCommits()  // an owner that has not synced the last save yet: before anything else
         let byStore = Dictionary(grouping: set.changes, by: \.store)
         let names = byStore.keys.sorted()
         var begun: [StoreHandle] = []
@@ -40,6 +41,12 @@ extension Context {
             throw Self.mapped(error, set: set)
         }
         do {
+            // One store: its commit may reach the disk while the owner works out what to tell
+            // (`Options.defersSync`). Two: the first file, which holds the intent, is on the disk
+            // before the second commits.
+            let first = begun[0].db
+            first.defersSync = options.defersSync && begun.count == 1
+            defer { first.defersSync = false }
             try begun[0].run("COMMIT")
         } catch {
             for h in begun where !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }

@@ -40,6 +40,11 @@ public final class Context {
         /// For crash tests: runs after the first file of a two-file save commits and before the
         /// second does — the moment the save journal exists for.
         public var betweenCommits: (@Sendable () -> Void)?
+        /// For an owner that works out what to tell of a save while the disk takes it (the
+        /// broker's diffs): with full durability, a save that touches one store returns with its
+        /// commit on its way to the disk, and the owner calls `syncCommits()` before it tells
+        /// anyone of it. Off: every save is on the disk when it returns.
+        public var defersSync = false
         public init() {}
     }
 
@@ -161,6 +166,18 @@ public final class Context {
             throw ContextError(.store(StoreError(.unknown(detail: "\(error)"), path: name)))
         }
     }
+
+    /// Puts on the disk the saves that returned before reaching it (`Options.defersSync`):
+    /// nothing when none awaits. A flush that fails ends the process (see `Database`).
+    public func syncCommits() {
+        for handle in stores.values where handle.db.syncPending { handle.db.syncDeferred() }
+    }
+
+    /// Whether a save awaits `syncCommits()`.
+    public var syncPending: Bool { stores.values.contains { $0.db.syncPending } }
+
+    /// How often each open store's writer has flushed its WAL (full durability), by store name.
+    public var walSyncs: [String: Int] { stores.mapValues { $0.db.walSyncs } }
 
     /// Whether a store's WAL can be readied to start over now, between requests: its
     /// checkpointer has copied back the bulk, and a few pages are left (`Checkpointer.catchUp`).

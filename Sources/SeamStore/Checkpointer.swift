@@ -8,7 +8,7 @@ import Synchronization
 /// (which waited for writeback: 100 ms and more). Inline, those stalls were the whole long tail
 /// of commit latency — the ticker's step ends were late by tens of milliseconds at p99.
 ///
-/// The writer's connection stops checkpointing (`wal_autocheckpoint=0`) and truncating
+/// The writer's connection stops checkpointing (`autoCheckpointFrames = 0`) and truncating
 /// (`journal_size_limit=-1`: the WAL is reused from its start after each complete checkpoint,
 /// so its size stays what the busiest stretch needed), and tells the checkpointer, through
 /// SQLite's WAL hook, how many frames the WAL holds after each commit. Once `threshold` frames
@@ -70,12 +70,9 @@ public final class Checkpointer: Sendable {
         options.create = false
         let own = OneThreadDatabase(try Database(path: db.path, options: options))
         writer = OneThreadDatabase(db)
-        try db.execute("PRAGMA wal_autocheckpoint=0")
+        db.autoCheckpointFrames = 0
         try db.execute("PRAGMA journal_size_limit=-1")
-        sqlite3_wal_hook(db.handle, { context, connection, _, frames in
-            Unmanaged<Checkpointer>.fromOpaque(context!).takeUnretainedValue().committed(Int(frames), connection)
-            return SQLITE_OK
-        }, Unmanaged.passUnretained(self).toOpaque())
+        db.walObserver = { [unowned self] frames, connection in self.committed(frames, connection) }
         do {
             try Threads.detach { [self] in self.loop(own.db) }
         } catch {
@@ -199,8 +196,8 @@ public final class Checkpointer: Sendable {
     }
 
     private func restoreWriter() {
-        sqlite3_wal_hook(writer.db.handle, nil, nil)
-        try? writer.db.execute("PRAGMA wal_autocheckpoint=1000")
+        writer.db.walObserver = nil
+        writer.db.autoCheckpointFrames = 1000
         try? writer.db.execute("PRAGMA journal_size_limit=\(16 << 20)")
     }
 }

@@ -1,12 +1,17 @@
 import CSQLite
+import Glibc
 import SeamSchema
+import SeamSystem
 
 /// How a store file's commits reach the disk.
 public enum Durability: String, Sendable, CaseIterable {
     /// WAL with `synchronous=NORMAL`: survives any process crash; a power cut may lose the last
     /// commits but never corrupts. The default.
     case normal
-    /// WAL with `synchronous=FULL`: every commit is on disk before it returns.
+    /// Every commit is on the disk before anyone is told of it. The connection flushes the WAL
+    /// itself (`FileFlusher`) rather than through `synchronous=FULL`: after each commit, or, for
+    /// commits made while `Database.defersSync` is set, when the owner calls `syncDeferred()` —
+    /// so that it can work out what to tell while the disk takes the commit.
     case full
 }
 
@@ -34,6 +39,22 @@ public final class Database {
     public let path: String
     let handle: Handle
     private var isClosed = false
+    /// `Durability.full` in WAL mode: flushes the WAL after commits (SQLite's own syncing is off).
+    private let walFlusher: FileFlusher?
+    /// While set, a commit only starts its WAL's writeback, and the owner must call
+    /// `syncDeferred()` before it tells anyone of the commit (no effect unless durability is full).
+    public var defersSync = false
+    /// Whether a commit made while `defersSync` was set awaits `syncDeferred()`.
+    public private(set) var syncPending = false
+    /// How often this connection has flushed its WAL.
+    public private(set) var walSyncs = 0
+    /// Called after each commit with the frames now in the WAL (the checkpointer's trigger).
+    var walObserver: ((Int, Handle) -> Void)?
+    /// WAL frames after which a commit checkpoints on this connection (PASSIVE), as SQLite's
+    /// `wal_autocheckpoint` would (0: never). 4,000 pages (16 MiB of WAL) rather than SQLite's
+    /// 1,000: a page written by many commits in between (the sequence, an index root) is copied
+    /// back once, and the checkpoint's fsync is paid a quarter as often.
+    public var autoCheckpointFrames = 4000
 
     /// Opens (and by default creates) the database at `path`; `":memory:"` is an in-memory one.
     ///
@@ -58,21 +79,29 @@ public final class Database {
             throw DatabaseError(code: extended, message: message, path: path)
         }
         handle = db
+        let wal = !options.readOnly && path != ":memory:" && options.wal
+        walFlusher = wal && options.durability == .full
+            ? FileFlusher(path: String(cString: sqlite3_filename_wal(sqlite3_db_filename(db, "main")))) : nil
         do {
             sqlite3_busy_timeout(db, options.busyTimeoutMilliseconds)
             _ = seam_sqlite_db_config_bool(db, SQLITE_DBCONFIG_DEFENSIVE, 1)
-            if !options.readOnly && path != ":memory:" && options.wal {
+            if wal {
                 try execute("PRAGMA journal_mode=WAL")
-                try execute("PRAGMA synchronous=\(options.durability == .full ? "FULL" : "NORMAL")")
-                // Checkpoint every 4,000 pages (16 MiB of WAL) rather than 1,000: a page written by
-                // many commits in between (the sequence, an index root) is copied back once, and
-                // the checkpoint's fsync is paid a quarter as often. The WAL is cut back to 16 MiB.
-                try execute("PRAGMA wal_autocheckpoint=4000")
+                // NORMAL for both: with full durability, the WAL hook below flushes each commit.
+                // (SQLite syncs the WAL before every checkpoint and the file after it either way.)
+                try execute("PRAGMA synchronous=NORMAL")
+                // The WAL is cut back to 16 MiB after a checkpoint (see `autoCheckpointFrames`).
                 try execute("PRAGMA journal_size_limit=\(16 << 20)")
                 // Read pages straight from the kernel's page cache rather than copying each one in
                 // with pread: a fetch by uuid touches a handful of pages, and the copies were most
                 // of its cost below SQLite. Address space only; the store stays the file it was.
                 try execute("PRAGMA mmap_size=\(1 << 30)")
+                // This connection's own WAL hook replaces SQLite's automatic checkpoint (which is
+                // a WAL hook too: setting `PRAGMA wal_autocheckpoint` would remove this one).
+                sqlite3_wal_hook(db, { context, _, _, frames in
+                    Unmanaged<Database>.fromOpaque(context!).takeUnretainedValue().committed(frames: Int(frames))
+                    return SQLITE_OK
+                }, Unmanaged.passUnretained(self).toOpaque())
             }
         } catch {
             sqlite3_close_v2(db)
@@ -82,14 +111,57 @@ public final class Database {
     }
 
     deinit {
-        if !isClosed { sqlite3_close_v2(handle) }
+        if !isClosed { close() }
     }
 
     /// Closes the connection now. Statements still alive keep it open until they are released.
     public func close() {
         guard !isClosed else { return }
+        syncDeferred()
         isClosed = true
+        sqlite3_wal_hook(handle, nil, nil)
         sqlite3_close_v2(handle)
+    }
+
+    // MARK: - Flushing the WAL (Durability.full)
+
+    /// The WAL hook, after each commit of this connection.
+    private func committed(frames: Int) {
+        if let walFlusher {
+            if defersSync {
+                walFlusher.startWriteback()
+                syncPending = true
+            } else {
+                flush(walFlusher)
+            }
+        }
+        walObserver?(frames, handle)
+        if autoCheckpointFrames > 0, frames >= autoCheckpointFrames {
+            _ = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        }
+    }
+
+    /// Puts on the disk the commits made while `defersSync` was set (nothing when none awaits).
+    public func syncDeferred() {
+        guard syncPending, let walFlusher else { return }
+        flush(walFlusher)
+    }
+
+    private func flush(_ flusher: FileFlusher) {
+        do { try flusher.sync() } catch { Self.syncFailed(path: flusher.path, error) }
+        syncPending = false  // a flush covers every commit before it
+        walSyncs += 1
+    }
+
+    /// A WAL that could not be flushed ends the process, as a failed fsync makes PostgreSQL stop:
+    /// the commit is in the WAL, but after a failed flush the kernel may have dropped its pages,
+    /// so no answer that depends on it can be given. On the next open, SQLite recovers what
+    /// reached the disk.
+    private static func syncFailed(path: String, _ error: SystemError) -> Never {
+        let message = "fatal: \(error): a commit may not be on the disk, and nobody has been told of it. Stopping; "
+            + "on the next start the store recovers what reached the disk. Check the disk (dmesg) first.\n"
+        _ = Array(message.utf8).withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        exit(74)
     }
 
     // MARK: - Checking

@@ -19,7 +19,7 @@ let usage = """
       --config FILE        the roles to run (default $XDG_CONFIG_HOME/seam/seamd.json, else
                            ~/.config/seam/seamd.json; missing: the ticker, found beside seamd)
       --no-roles           start no role processes (they run elsewhere, or not at all)
-      --durability MODE    normal (WAL, synchronous=NORMAL; the default) or full (synchronous=FULL)
+      --durability MODE    normal (WAL, synchronous=NORMAL; the default) or full (every save on the disk before it is answered)
       --log-level LEVEL    debug, info (default), warning or error
       --handshake-timeout S  seconds a new connection has to send its first call (default 10)
       --version            print the version

@@ -102,6 +102,8 @@ final class BrokerTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(local?["checkpoints"]?.int64Value ?? 0, 4, "\(local ?? .null)")
         XCTAssertEqual(local?["checkpointError"], .null)
         XCTAssertLessThan(local?["checkpoints"]?.int64Value ?? 0, 200, "a checkpoint per thousand frames or so, not per save")
+        // The broker flushes the WAL itself: once per save (and for the catch-ups' own commits, none).
+        XCTAssertGreaterThanOrEqual(local?["walSyncs"]?.int64Value ?? 0, 1_500, "every save on the disk before its reply")
     }
 
     /// A fetch by uuid sent as clients write it takes seamd's quick path (`QuickFetch`); the same

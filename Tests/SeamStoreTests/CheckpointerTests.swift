@@ -33,7 +33,7 @@ final class CheckpointerTests: XCTestCase {
     func testCheckpointsHappenOffTheWritersThreadAndLoseNothing() throws {
         let (path, db, checkpointer, directory) = try store("checkpointer", threshold: 20, durability: .normal)
         defer { _ = directory }
-        XCTAssertEqual(try db.scalar("PRAGMA wal_autocheckpoint").integerValue, 0, "the writer no longer checkpoints")
+        XCTAssertEqual(db.autoCheckpointFrames, 0, "the writer no longer checkpoints")
 
         let body = String(repeating: "x", count: 3000)  // about a page a row
         for i in 0..<2_000 { try db.run("INSERT INTO t (id, body) VALUES (?, ?)", [.integer(Int64(i)), .string(body)]) }
@@ -61,7 +61,7 @@ final class CheckpointerTests: XCTestCase {
         XCTAssertLessThanOrEqual(FileSystem.size(path + "-wal") ?? 0, max(wal, 250 * 4200), "the WAL was reused, not grown")
 
         checkpointer.stop()
-        XCTAssertEqual(try db.scalar("PRAGMA wal_autocheckpoint").integerValue, 1000, "stopped: the writer checkpoints again")
+        XCTAssertEqual(db.autoCheckpointFrames, 1000, "stopped: the writer checkpoints again")
         try assertWhole(path, rows: 2_101, checkpointer, db)
     }
 

@@ -7,6 +7,10 @@
 /// copy_file_range(2), which Glibc declares only under _GNU_SOURCE.
 ssize_t seam_copy_file_range(int fd_in, int fd_out, size_t length);
 
+/// sync_file_range(2) over the whole file with SYNC_FILE_RANGE_WRITE: starts writing its dirty
+/// pages without waiting for them (needs _GNU_SOURCE). 0 or -1 with errno.
+int seam_start_writeback(int fd);
+
 /// The peer of a Unix socket (SO_PEERCRED; `struct ucred` needs _GNU_SOURCE). 0 or -1 with errno.
 int seam_peer_credentials(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid);
 
