@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -21,6 +22,10 @@
 
 ssize_t seam_copy_file_range(int fd_in, int fd_out, size_t length) {
     return copy_file_range(fd_in, NULL, fd_out, NULL, length, 0);
+}
+
+ssize_t seam_getrandom(void *buffer, size_t length) {
+    return getrandom(buffer, length, 0);
 }
 
 int seam_start_writeback(int fd) {

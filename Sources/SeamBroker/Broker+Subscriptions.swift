@@ -78,11 +78,11 @@ extension Broker {
     /// Tells every channel a commit touched what changed, each diff written once and queued to
     /// every subscriber of the channel; then each connection is flushed once. Never waits: a
     /// connection that has not read what is queued stops receiving diffs and is owed a resync.
-    /// With full durability the diffs are worked out while the commit is on its way to the disk
-    /// (and, during a call, the call's reply too: `holdsDelivery`), and nothing is written to any
-    /// socket before it is there.
+    /// With full durability the diffs are worked out while the commit is on its way to the disk,
+    /// and nothing is written to any socket before it is there.
     func publish(_ set: ChangeSet) {
         rowCache.evict(set)
+        var touched: [ObjectIdentifier: Connection] = [:]
         for (channel, diff) in subscriptions.diffs(for: set, context: context) {
             let body = Subscriptions.diffBody(sequence: set.sequence, diff, fields: channel.window.fields)
             for s in channel.subscriptions.values {
@@ -95,19 +95,11 @@ extension Broker {
                     continue
                 }
                 s.lastSequence = set.sequence
-                if queue(frame: Subscriptions.frame(s, body), to: c) { undelivered[ObjectIdentifier(c)] = c }
+                if queue(frame: Subscriptions.frame(s, body), to: c) { touched[ObjectIdentifier(c)] = c }
             }
         }
-        if !holdsDelivery { deliver() }
-    }
-
-    /// Waits for the commits published so far to be on the disk, then writes their diffs.
-    func deliver() {
         context.syncCommits()
-        guard !undelivered.isEmpty else { return }
-        let connections = undelivered.values
-        undelivered = [:]
-        for c in connections { flush(c) }
+        for c in touched.values { flush(c) }
     }
 
     /// Sends each subscription that stopped receiving diffs its whole result, once the

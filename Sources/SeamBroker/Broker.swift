@@ -48,10 +48,6 @@ public final class Broker {
     var syncReport: JSONObject?
     /// Rows by uuid as the wire encodes them; exact, because every save evicts what it touched.
     var rowCache = RowCache()
-    /// Connections with diffs queued and not yet written (see `publish` and `deliver`).
-    var undelivered: [ObjectIdentifier: Connection] = [:]
-    /// Set while a call is dispatched: `publish` queues diffs, and the call's end delivers them.
-    var holdsDelivery = false
     var stopping = false
     /// Where every read lands before its bytes join a connection's frame decoder (one thread: one buffer).
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
@@ -248,12 +244,7 @@ public final class Broker {
                 send(Reply(error, id: json["id"].flatMap { $0.isNull ? nil : $0 }), to: c)
                 continue
             }
-            // A save's diffs are queued while it runs, and its reply encoded, before the commit has
-            // to be on the disk; then subscribers hear of it, then the caller.
-            holdsDelivery = true
             let reply = dispatch(call, from: c)
-            holdsDelivery = false
-            deliver()
             if !call.oneway { send(frame: reply, to: c) }
         }
     }

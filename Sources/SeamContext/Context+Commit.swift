@@ -11,21 +11,22 @@ extension Context {
     /// Writes a worked-out save into its stores (see the type's documentation for the promise).
     func commit(_ set: ChangeSet, work: WorkingSet) throws(ContextError) {
         syncCommits()  // an owner that has not synced the last save yet: before anything else
-        let byStore = Dictionary(grouping: set.changes, by: \.store)
-        let names = byStore.keys.sorted()
+        // Most saves touch one store: no grouping to build for them.
+        let oneStore = set.changes.allSatisfy { $0.store == set.changes[0].store }
+        let byStore = oneStore ? [set.changes[0].store: set.changes] : Dictionary(grouping: set.changes, by: \.store)
+        let names = oneStore ? [set.changes[0].store] : byStore.keys.sorted()
         var begun: [StoreHandle] = []
         do {
             for name in names {
-                try stores[name]!.run("BEGIN IMMEDIATE")
-                begun.append(stores[name]!)
-            }
-            for name in names {
                 let handle = stores[name]!
-                for change in byStore[name]! { try apply(change, in: handle) }
-                let s = try handle.statement(SaveJournal.setSequenceSQL)
+                try handle.runOnce(handle.saveStatements().begin)
+                begun.append(handle)
+            }
+            for handle in begun {
+                for change in byStore[handle.name]! { try apply(change, in: handle) }
+                let s = try handle.saveStatements().setSequence
                 try s.bind(SaveJournal.setSequenceArguments(set.sequence))
-                while try s.step() {}
-                s.reset()
+                try handle.runOnce(s)
             }
             try writeHistory(set)
             if names.count > 1 {
@@ -47,7 +48,7 @@ extension Context {
             let first = begun[0].db
             first.defersSync = options.defersSync && begun.count == 1
             defer { first.defersSync = false }
-            try begun[0].run("COMMIT")
+            try begun[0].runOnce(begun[0].saveStatements().commit)
         } catch {
             for h in begun where !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }
             throw ContextError(.database(error))
@@ -55,7 +56,7 @@ extension Context {
         if begun.count > 1 { options.betweenCommits?() }
         for h in begun.dropFirst() {
             do {
-                try h.run("COMMIT")
+                try h.runOnce(h.saveStatements().commit)
             } catch {
                 // The first file holds the intent; finish the second now, or on the next open.
                 if !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }
@@ -98,7 +99,6 @@ extension Context {
 
     private func apply(_ change: RowChange, in handle: StoreHandle) throws(DatabaseError) {
         let q = SchemaSQL.quote
-        let table = q(change.entity)
         switch change.kind {
         case .insert:
             let keys = change.changedKeys
@@ -107,7 +107,7 @@ extension Context {
                 s = cached
                 s.reset()
             } else {
-                s = try handle.db.prepare("INSERT INTO \(table) (\(keys.map(q).joined(separator: ", "))) VALUES ("
+                s = try handle.db.prepare("INSERT INTO \(q(change.entity)) (\(keys.map(q).joined(separator: ", "))) VALUES ("
                                           + keys.indices.map { "?\($0 + 1)" }.joined(separator: ", ") + ")")
                 handle.insertByEntity[change.entity] = s
             }
@@ -115,12 +115,12 @@ extension Context {
             while try s.step() {}
         case .update:
             let keys = change.changedKeys
-            let s = try handle.statement("UPDATE \(table) SET " + keys.enumerated().map { "\(q($1)) = ?\($0 + 1)" }.joined(separator: ", ")
+            let s = try handle.statement("UPDATE \(q(change.entity)) SET " + keys.enumerated().map { "\(q($1)) = ?\($0 + 1)" }.joined(separator: ", ")
                                          + " WHERE \"uuid\" = ?\(keys.count + 1)")
             try s.bind(keys.map { change.new?[$0] ?? .null } + [.string(change.uuid)])
             while try s.step() {}
         case .delete:
-            let s = try handle.statement("DELETE FROM \(table) WHERE \"uuid\" = ?1")
+            let s = try handle.statement("DELETE FROM \(q(change.entity)) WHERE \"uuid\" = ?1")
             try s.bind([.string(change.uuid)])
             while try s.step() {}
         }

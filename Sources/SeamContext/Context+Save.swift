@@ -99,7 +99,7 @@ extension Context {
         for a in r.entity.attributes {
             if a.name == Entity.identity {
                 let given = values[a.name] ?? .null
-                row[a.name] = given.isNull ? .uuid(UUIDText.random()) : try Values.normalize(given, for: a, in: entity)
+                row[a.name] = given.isNull ? .uuid(UUIDText.random(using: &random)) : try Values.normalize(given, for: a, in: entity)
                 continue
             }
             if let v = values[a.name] {

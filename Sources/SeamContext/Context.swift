@@ -70,6 +70,8 @@ public final class Context {
     var checkpointers: [String: Checkpointer] = [:]
     /// Entity name → its attribute names, in order (shared by every change set).
     var attributeNames: [String: [String]] = [:]
+    /// Where new rows' uuids come from: the kernel's randomness, drawn in bulk.
+    var random = RandomBuffer()
     /// Parsed predicates by their text: parsing is the costly part of a repeated fetch.
     var parsedPredicates: [String: ParsedPredicate] = [:]
 

@@ -9,6 +9,14 @@ final class StoreHandle {
     var rowByUUID: [String: Statement] = [:]
     /// Per entity: the statement that inserts a whole row (columns in attribute order).
     var insertByEntity: [String: Statement] = [:]
+    /// The statements every save runs, prepared on the first.
+    private var saving: SaveStatements?
+
+    struct SaveStatements {
+        let begin: Statement
+        let commit: Statement
+        let setSequence: Statement
+    }
 
     init(name: String, db: Database) {
         self.name = name
@@ -20,6 +28,22 @@ final class StoreHandle {
         statements.removeAll()
         rowByUUID.removeAll()
         insertByEntity.removeAll()
+        saving = nil
+    }
+
+    /// BEGIN IMMEDIATE, COMMIT and the sequence's upsert, prepared once.
+    func saveStatements() throws(DatabaseError) -> SaveStatements {
+        if let saving { return saving }
+        let made = SaveStatements(begin: try db.prepare("BEGIN IMMEDIATE"), commit: try db.prepare("COMMIT"),
+                                  setSequence: try db.prepare(SaveJournal.setSequenceSQL))
+        saving = made
+        return made
+    }
+
+    /// Runs a prepared statement to its end and resets it.
+    func runOnce(_ s: Statement) throws(DatabaseError) {
+        defer { s.reset() }
+        while try s.step() {}
     }
 
     /// Runs a statement without arguments or rows through the cache (BEGIN, COMMIT: parsed once).

@@ -60,6 +60,7 @@ public final class Database {
     ///
     /// Wraps `sqlite3_open_v2`. The handle is closed again when opening or configuring fails.
     public init(path: String, options: Options = Options()) throws(DatabaseError) {
+        _ = Self.configured
         self.path = path
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         if options.uri { flags |= SQLITE_OPEN_URI }
@@ -113,6 +114,11 @@ public final class Database {
     deinit {
         if !isClosed { close() }
     }
+
+    /// SQLite's process-wide settings, made once before the first connection opens: no memory
+    /// statistics (Seam never reads them, and keeping them takes a global mutex on every
+    /// allocation SQLite makes: a few dozen per save).
+    private static let configured: Bool = seam_sqlite_config_memstatus(0) == SQLITE_OK
 
     /// Closes the connection now. Statements still alive keep it open until they are released.
     public func close() {

@@ -11,6 +11,9 @@ ssize_t seam_copy_file_range(int fd_in, int fd_out, size_t length);
 /// pages without waiting for them (needs _GNU_SOURCE). 0 or -1 with errno.
 int seam_start_writeback(int fd);
 
+/// getrandom(2) with no flags (sys/random.h is not part of Swift's Glibc module).
+ssize_t seam_getrandom(void *buffer, size_t length);
+
 /// The peer of a Unix socket (SO_PEERCRED; `struct ucred` needs _GNU_SOURCE). 0 or -1 with errno.
 int seam_peer_credentials(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid);
 
