@@ -421,12 +421,45 @@ extension Broker {
                 return .failure(.invalidParameter(key))
             }
         }
+        return save(request, author: hello.author, c)
+    }
+
+    /// A save recognised from its frame's bytes (see `QuickSave`): the reply `dispatch` would
+    /// give the same call, or nil when the general path must read it (no Hello yet, an entity,
+    /// attribute or value it refuses: its errors are written in one place).
+    func quickSave(_ q: QuickSave, from c: Connection) -> [UInt8]? {
+        guard let hello = c.hello else { return nil }
+        var request = SaveRequest()
+        for (kind, items) in [(0, q.inserts), (1, q.updates), (2, q.deletes)] {
+            for item in items {
+                guard let e = context.schema.entity(item.entity)?.entity else { return nil }
+                var values: [String: AttributeValue] = [:]
+                values.reserveCapacity(item.values.count)
+                for v in item.values {
+                    guard let a = e.attribute(v.name), case .success(let value) = WireValues.decode(v.value, as: a.type) else { return nil }
+                    values[v.name] = value
+                }
+                switch kind {
+                case 0: request.insert(e.name, values)
+                case 1: request.update(e.name, item.uuid!, values)
+                default: request.delete(e.name, item.uuid!)
+                }
+            }
+        }
+        switch save(request, author: hello.author, c) {
+        case .success(let parameters): return Reply(parameters: parameters, id: q.id).frame()
+        case .failure(let error): return Reply(error, id: q.id).frame()
+        }
+    }
+
+    /// What both paths do with a save read from its call: limits, capabilities, the commit, the reply.
+    private func save(_ request: SaveRequest, author: String, _ c: Connection) -> Result<JSONObject, VarlinkError> {
         guard request.operations.count <= Limits.maxSaveOperations else {
             return .failure(.invalidRequest("a save holds at most \(Limits.maxSaveOperations) operations"))
         }
         if let denied = deniedWrite(c, request) { return .failure(denied) }
         do {
-            guard let set = try commit(request, author: hello.author) else {
+            guard let set = try commit(request, author: author) else {
                 return .success(["sequence": .null, "changes": .array([])])
             }
             let changes: [JSON] = set.changes.map { ch in

@@ -228,10 +228,14 @@ public final class Broker {
                 loop.cancel(t)
                 c.handshakeTimer = nil
             }
-            // The hottest call, read straight from its bytes; anything it does not recognise
+            // The hottest calls, read straight from their bytes; anything they do not recognise
             // (errors included) takes the general path below.
             if let q = QuickFetch(frame) {
                 send(frame: quickFetch(q, from: c), to: c)
+                continue
+            }
+            if let q = QuickSave(frame), let reply = quickSave(q, from: c) {
+                send(frame: reply, to: c)
                 continue
             }
             let json: JSON

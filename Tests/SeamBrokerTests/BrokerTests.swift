@@ -141,6 +141,53 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(quick, general)
     }
 
+    /// A save sent as clients write it takes seamd's quick path (`QuickSave`); the same call with
+    /// one space in it takes the general one. Their replies match: errors byte for byte, and
+    /// successful saves up to the uuid and sequence they were given.
+    func testASaveAnswersTheSameOnBothPaths() throws {
+        let raw = try RawClient(broker.socketPath)
+        func both(_ parameters: String) -> (quick: String?, general: String?) {
+            raw.send(#"{"method":"org.seam.Store.Save","parameters":\#(parameters),"id":5}"#)
+            let quick = raw.readFrame()
+            raw.send(#"{ "method":"org.seam.Store.Save","parameters":\#(parameters),"id":5}"#)
+            return (quick, raw.readFrame())
+        }
+        let missing = "0f8fad5b-d9cb-469f-a165-70867728950e"
+        let refusals = [#"{"inserts":[{"entity":"Timer","values":{"name":"Tea"}}]}"#,  // before Hello: read-only
+                        #"{"deletes":[{"entity":"Timer","uuid":"\#(missing)"}]}"#]
+        let (q0, g0) = both(refusals[0])
+        XCTAssertTrue(q0?.contains("org.seam.Store.PermissionDenied") == true, q0 ?? "nil")
+        XCTAssertEqual(q0, g0)
+        raw.send(#"{"method":"org.seam.Store.Hello","parameters":{"version":1}}"#)
+        XCTAssertNotNil(raw.readFrame())
+        for parameters in [refusals[1], #"{"inserts":[{"entity":"Nope","values":{}}]}"#,
+                           #"{"inserts":[{"entity":"Timer","values":{"name":5}}]}"#,
+                           #"{"inserts":[{"entity":"Timer","values":{"colur":"red"}}]}"#,
+                           #"{"updates":[{"entity":"Timer","uuid":"\#(missing)","values":{"name":"x"}}]}"#] {
+            let (quick, general) = both(parameters)
+            XCTAssertTrue(quick?.contains(#""error":"org."#) == true, quick ?? "nil")
+            XCTAssertEqual(quick, general, parameters)
+        }
+        func shape(_ frame: String?) throws -> JSON {
+            var reply = try JSON.decode(ArraySlice(Array((frame ?? "").utf8)))
+            guard case .object(var o) = reply, case .object(var p)? = o["parameters"] else { return reply }
+            p["sequence"] = .null
+            if case .array(var changes)? = p["changes"] {
+                for i in changes.indices { if case .object(var c) = changes[i] { c["uuid"] = .null; changes[i] = .object(c) } }
+                p["changes"] = .array(changes)
+            }
+            o["parameters"] = .object(p)
+            reply = .object(o)
+            return reply
+        }
+        let (quick, general) = both(#"{"inserts":[{"entity":"Timer","values":{"name":"Tea","repeatCount":2,"groupUUID":null}}]}"#)
+        XCTAssertTrue(quick?.contains(#""kind":"insert""#) == true, quick ?? "nil")
+        XCTAssertEqual(try shape(quick), try shape(general))
+        let c = try client()
+        try c.hello()
+        XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "Timer", "predicate": "name == 'Tea' && repeatCount == 2"])["count"]?.int64Value, 2)
+    }
+
     func testTypedErrorsForBadRequests() throws {
         let c = try client()
         try c.hello()

@@ -1,0 +1,103 @@
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import XCTest
+
+/// `QuickSave` must never change what a frame means: every frame it recognises reads the same
+/// on the general path (`JSON.decode`, then `Call`, then the broker's reading of `parameters`:
+/// the lists `inserts`, `updates` and `deletes`, each item's `entity`, `uuid` and `values`).
+final class QuickSaveTests: XCTestCase {
+    let uuid = "0b7e3f7a-52a4-4d0e-9c3e-6f1d2a9b8c01"
+
+    func testTheFramesClientsSendAreRecognised() throws {
+        let frames = [
+            #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Session","values":{"name":"target","startedAt":1700000000}}]},"id":7}"#,
+            #"{"parameters":{"updates":[{"uuid":"\#(uuid)","entity":"Timer","values":{"name":"Tea","repeatCount":3,"groupUUID":null}}]},"method":"org.seam.Store.Save"}"#,
+            #"{"method":"org.seam.Store.Save","parameters":{"deletes":[{"entity":"Timer","uuid":"\#(uuid)"}],"inserts":[]},"id":"a-1"}"#,
+            #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Timer","values":{}},{"entity":"Group","values":{"on":true,"off":false}}]}}"#,
+            #"{"method":"org.seam.Store.Save","parameters":{}}"#,
+        ]
+        for text in frames {
+            XCTAssertNotNil(QuickSave(ArraySlice(text.utf8)), text)
+            try assertSameAsGeneralPath(Array(text.utf8))
+        }
+        let q = try XCTUnwrap(QuickSave(ArraySlice(frames[0].utf8)))
+        XCTAssertEqual(q, QuickSave(inserts: [.init(entity: "Session", values: [.init("name", .string("target")), .init("startedAt", .integer(1_700_000_000))])],
+                                    id: .integer(7)))
+        // What SeamClient itself sends.
+        let call = Call(method: QuickSave.method, parameters: ["inserts": [["entity": "Session", "values": ["name": "x"]]]], id: .integer(42))
+        XCTAssertEqual(QuickSave(call.frame().dropLast()),
+                       QuickSave(inserts: [.init(entity: "Session", values: [.init("name", .string("x"))])], id: .integer(42)))
+    }
+
+    func testAnythingElseTakesTheGeneralPath() {
+        let save = #""method":"org.seam.Store.Save""#
+        let refused = [
+            #"{"method":"org.seam.Store.Fetch","parameters":{"inserts":[]}}"#,
+            #"{\#(save)}"#,
+            #"{\#(save),"parameters":{"inserts":null}}"#,
+            #"{\#(save),"parameters":{"inserts":[],"inserts":[]}}"#,
+            #"{\#(save),"parameters":{"upserts":[]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1,"a":2}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","uuid":"u","values":{}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T"}]}}"#,
+            #"{\#(save),"parameters":{"updates":[{"entity":"T","values":{}}]}}"#,
+            #"{\#(save),"parameters":{"deletes":[{"entity":"T","uuid":"u","values":{}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":-1}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1.5}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1e3}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":01}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":[1]}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":{"b":1}}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":"x\"y"}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":"é"}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":truex}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":nul}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1}}],"extra":1}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1}}]},"more":true}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1}}]},"oneway":true}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1}}]},"id":null}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1}}]}} "#,
+            #"{\#(save), "parameters":{"inserts":[]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1}},]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1}}]}"#,
+            "", "{}", "[]",
+        ]
+        for text in refused { XCTAssertNil(QuickSave(ArraySlice(text.utf8)), text) }
+    }
+
+    /// Seeded mutations of recognised frames: whatever is still recognised reads the same on
+    /// the general path.
+    func testMutatedFramesNeverMeanSomethingElse() throws {
+        let seeds = [
+            #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Session","values":{"name":"t","startedAt":17,"ok":true}}]},"id":12}"#,
+            #"{"id":"x","parameters":{"deletes":[{"uuid":"u1","entity":"Timer"}],"updates":[{"entity":"T","uuid":"u2","values":{"a":null,"b":false}}]},"method":"org.seam.Store.Save"}"#,
+        ]
+        try assertMutationsReadTheSame(seeds, seed: 0x5A7E_0001, recognises: { QuickSave(ArraySlice($0)) != nil },
+                                       sameAsGeneralPath: { try assertSameAsGeneralPath($0) })
+    }
+
+    /// The general path's reading of the same bytes: a Save call, not `more` nor `oneway`, the
+    /// same `id`, and — list by list, item by item — the same entity, uuid and values.
+    private func assertSameAsGeneralPath(_ bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) throws {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let q = try XCTUnwrap(QuickSave(ArraySlice(bytes)), text, file: file, line: line)
+        let call = try Call(JSON.decode(ArraySlice(bytes), limits: JSONLimits(maxDepth: Limits.maxJSONDepth)))
+        XCTAssertEqual(call.method, QuickSave.method, text, file: file, line: line)
+        XCTAssertEqual(call.id, q.id, text, file: file, line: line)
+        XCTAssertFalse(call.more, text, file: file, line: line)
+        XCTAssertFalse(call.oneway, text, file: file, line: line)
+        for (key, items) in [("inserts", q.inserts), ("updates", q.updates), ("deletes", q.deletes)] {
+            let general = call.parameters[key]?.arrayValue ?? []
+            XCTAssertEqual(general.count, items.count, "\(key): \(text)", file: file, line: line)
+            for (g, item) in zip(general, items) {
+                XCTAssertEqual(g["entity"], .string(item.entity), text, file: file, line: line)
+                XCTAssertEqual(g["uuid"]?.stringValue, item.uuid, text, file: file, line: line)
+                guard key != "deletes" else { continue }
+                guard case .object(let values)? = g["values"] else { return XCTFail("values: \(text)", file: file, line: line) }
+                XCTAssertEqual(values.count, item.values.count, text, file: file, line: line)
+                for v in item.values { XCTAssertEqual(values[v.name], v.value, text, file: file, line: line) }
+            }
+        }
+    }
+}
