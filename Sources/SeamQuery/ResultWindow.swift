@@ -210,13 +210,14 @@ public struct ResultWindow: Sendable {
 
     /// Where `row` (as the window last saw it) sits in `rows`, or nil when it is not there (beyond
     /// the limit). A binary search: the order is total, since ties break by uuid.
+    /// The row need not be projected first: the comparison reads only the sort keys (uuid last),
+    /// which every row, whole or kept, holds.
     private func position(of row: [String: AttributeValue], in rows: [[String: AttributeValue]]) -> Int? {
-        let projected = QueryDiff.project(row, kept)
         var low = 0
         var high = rows.count
         while low < high {
             let mid = (low + high) / 2
-            if sorting.compare(rows[mid], projected) < 0 { low = mid + 1 } else { high = mid }
+            if sorting.compare(rows[mid], row) < 0 { low = mid + 1 } else { high = mid }
         }
         return low < rows.count && QueryDiff.uuid(rows[low]) == QueryDiff.uuid(row) ? low : nil
     }
