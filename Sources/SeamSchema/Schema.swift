@@ -6,20 +6,25 @@
 /// holds two models, each versioned on its own.
 public struct Schema: Sendable {
     public let models: [VersionedModel]
+    /// Entity name → its model (an index into `models`), current definition and configuration:
+    /// every save looks entities up by name.
+    private let entities: [String: (model: Int, entity: Entity, configuration: String)]
 
     /// Composes `models`, checking that no two of them put an entity of one name in one store.
     public init(_ models: [VersionedModel]) throws(SchemaError) {
         self.models = models
-        var owner: [String: String] = [:]
-        for m in models {
-            for e in m.current.entities {
-                if let other = owner[e.name] {
-                    throw SchemaError(.entityNameClash(otherModel: other), model: m.name, version: m.current.version,
+        var entities: [String: (model: Int, entity: Entity, configuration: String)] = [:]
+        for (i, m) in models.enumerated() {
+            let current = m.current
+            for e in current.entities {
+                if let other = entities[e.name] {
+                    throw SchemaError(.entityNameClash(otherModel: models[other.model].name), model: m.name, version: current.version,
                                       entity: e.name)
                 }
-                owner[e.name] = m.name
+                if let c = current.configuration(of: e.name) { entities[e.name] = (i, e, c) }
             }
         }
+        self.entities = entities
     }
 
     /// The configuration names (store files) of the current versions, sorted.
@@ -32,10 +37,8 @@ public struct Schema: Sendable {
 
     /// The current definition of entity `name`, with its model and configuration.
     public func entity(_ name: String) -> (model: VersionedModel, entity: Entity, configuration: String)? {
-        for m in models {
-            if let e = m.current.entity(name), let c = m.current.configuration(of: name) { return (m, e, c) }
-        }
-        return nil
+        guard let found = entities[name] else { return nil }
+        return (models[found.model], found.entity, found.configuration)
     }
 
     /// The models that have entities in configuration `name` in their current version.

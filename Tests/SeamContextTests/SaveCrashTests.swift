@@ -28,10 +28,19 @@ final class SaveCrashTests: XCTestCase {
             let out = Pipe()
             child.standardOutput = out
             child.standardError = FileHandle.nullDevice
+            // A child that crashes by itself must end, not hand its pipe to a backtracer that keeps
+            // it open (the read below would wait for ever): the check after the kill reports it.
+            var environment = ProcessInfo.processInfo.environment
+            environment["SWIFT_BACKTRACE"] = "enable=no"
+            child.environment = environment
             try child.run()
             usleep(useconds_t(20_000 + random.next() % 150_000))
             kill(child.processIdentifier, SIGKILL)
             child.waitUntilExit()
+            guard child.terminationReason == .uncaughtSignal, child.terminationStatus == SIGKILL else {
+                return XCTFail("iteration \(i): seam-save-crasher ended by itself (status \(child.terminationStatus)) before it was "
+                               + "killed; run it by hand: seam-save-crasher DIR \(child.arguments![1])")
+            }
             let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
             let reported = lines.filter { $0.hasPrefix("saved ") }
             // The one save that may have been in flight: begun, not reported. It may or may not be there.
