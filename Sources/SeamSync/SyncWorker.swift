@@ -306,13 +306,20 @@ public final class SyncWorker {
                 continue
             }
             let known = try syncRecords(order)
-            let results = try push(order.map { outgoing[$0]! }, on: pg)
+            let (results, deletedThere) = try push(order.map { outgoing[$0]! }, on: pg)
             var save = SaveBuilder()
             // A record deleted here whose tombstone is now on the server must be gone here too:
             // an import that raced the delete may have brought it back, and the tombstone will
             // come back as this machine's own write, which the import skips.
             for (key, _) in results where outgoing[key]?.row == nil {
                 if try broker.row(key.type, uuid: key.uuid) != nil { save.delete(key.type, key.uuid) }
+            }
+            // A record edited here that the server holds deleted: the delete wins, here too. The
+            // import that brought the tombstone skipped it while the edit was waiting to be
+            // exported, and it will not come again.
+            for key in deletedThere {
+                if try broker.row(key.type, uuid: key.uuid) != nil { save.delete(key.type, key.uuid) }
+                if let record = known[key] { save.delete("SyncRecord", record.uuid) }
             }
             for (key, tag) in results {
                 let existing = known[key]
@@ -356,7 +363,8 @@ public final class SyncWorker {
                                  stamps: Dictionary(uniqueKeysWithValues: (synced[entity] ?? []).map { ($0, oldest) }))
                     }
                 }
-                let results = try push(outgoing, on: pg)
+                // (A row the server holds deleted is left to the import that follows.)
+                let results = try push(outgoing, on: pg).written
                 var save = SaveBuilder()
                 let known = try syncRecords(outgoing.map(\.key))
                 for (key, tag) in results {
@@ -390,10 +398,12 @@ public final class SyncWorker {
     /// between is read and merged again, up to a few times. The writes of one round commit
     /// together, under the zone's lock only for that commit, so that tags are handed out in
     /// commit order. Returns, per record written, the tag to remember (nil when the server's
-    /// fields now differ from the local row).
-    func push(_ records: [Outgoing], on pg: PostgresConnection) throws -> [(RecordKey, Int64?)] {
+    /// fields now differ from the local row), and the records edited here that the server holds
+    /// deleted (the delete wins: they must go here too).
+    func push(_ records: [Outgoing], on pg: PostgresConnection) throws -> (written: [(RecordKey, Int64?)], deletedThere: [RecordKey]) {
         var remaining = records
         var out: [(RecordKey, Int64?)] = []
+        var deletedThere: [RecordKey] = []
         for attempt in 0..<8 where !remaining.isEmpty {
             if attempt > 0 { log("\(remaining.count) record(s) changed on the server meanwhile; merging again") }
             let server = try read(remaining.map(\.key), on: pg)
@@ -408,7 +418,7 @@ public final class SyncWorker {
                     }
                     switch try write(r, over: server[r.key], on: pg) {
                     case .written(let tag): out.append((r.key, tag))
-                    case .unchanged: break
+                    case .unchanged: if r.row != nil, server[r.key]?.deleted == true { deletedThere.append(r.key) }
                     case .conflict: conflicted.append(r)
                     }
                 }
@@ -425,7 +435,7 @@ public final class SyncWorker {
         guard remaining.isEmpty else {
             throw SyncFailure("\(remaining.count) record(s) kept changing on the server while being written; trying again later")
         }
-        return out
+        return (out, deletedThere)
     }
 
     private func read(_ keys: [RecordKey], on pg: PostgresConnection) throws -> [RecordKey: ServerRecord] {
