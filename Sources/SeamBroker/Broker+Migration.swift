@@ -348,7 +348,7 @@ extension Broker {
                 o["checkpoints"] = .integer(Int64(c.checkpoints))
                 o["checkpointError"] = c.lastFailure.map(JSON.string) ?? .null
             }
-            // With full durability: how often its writer has flushed the WAL (once per save, or fewer).
+            // With full durability: how often its writer has flushed the WAL (about once per save).
             if let n = context.walSyncs[name] { o["walSyncs"] = .integer(Int64(n)) }
             return .object(o)
         }

@@ -11,7 +11,7 @@ extension Context {
     /// Writes a worked-out save into its stores (see the type's documentation for the promise).
     func commit(_ set: ChangeSet, work: WorkingSet) throws(ContextError) {
         syncCommits()  // an owner that has not synced the last save yet: before anything else
-        // Most saves touch one store: no grouping to build for them.
+        // Most saves touch one store: no grouping pass for them.
         let oneStore = set.changes.allSatisfy { $0.store == set.changes[0].store }
         let byStore = oneStore ? [set.changes[0].store: set.changes] : Dictionary(grouping: set.changes, by: \.store)
         let names = oneStore ? [set.changes[0].store] : byStore.keys.sorted()

@@ -46,13 +46,6 @@ final class StoreHandle {
         while try s.step() {}
     }
 
-    /// Runs a statement without arguments or rows through the cache (BEGIN, COMMIT: parsed once).
-    func run(_ sql: String) throws(DatabaseError) {
-        let s = try statement(sql)
-        while try s.step() {}
-        s.reset()
-    }
-
     /// A prepared statement for `sql`, reused across calls (bindings are reset by `bind`).
     func statement(_ sql: String) throws(DatabaseError) -> Statement {
         if let s = statements[sql] {

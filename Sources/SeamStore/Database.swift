@@ -154,7 +154,7 @@ public final class Database {
     }
 
     private func flush(_ flusher: FileFlusher) {
-        do { try flusher.sync() } catch { Self.syncFailed(path: flusher.path, error) }
+        do { try flusher.sync() } catch { Self.syncFailed(error) }
         syncPending = false  // a flush covers every commit before it
         walSyncs += 1
     }
@@ -163,7 +163,7 @@ public final class Database {
     /// the commit is in the WAL, but after a failed flush the kernel may have dropped its pages,
     /// so no answer that depends on it can be given. On the next open, SQLite recovers what
     /// reached the disk.
-    private static func syncFailed(path: String, _ error: SystemError) -> Never {
+    private static func syncFailed(_ error: SystemError) -> Never {
         let message = "fatal: \(error): a commit may not be on the disk, and nobody has been told of it. Stopping; "
             + "on the next start the store recovers what reached the disk. Check the disk (dmesg) first.\n"
         _ = Array(message.utf8).withUnsafeBytes { write(2, $0.baseAddress, $0.count) }

@@ -26,8 +26,8 @@ public struct RandomBuffer: RandomNumberGenerator {
                 } else if n < 0 && errno == EINTR {
                     continue
                 } else {
-                    // getrandom only fails this way before the kernel's pool is ready (it blocks
-                    // instead) or on a kernel without it (older than 3.17): take the stdlib's.
+                    // getrandom fails this way only on a kernel without it (older than 3.17):
+                    // take the stdlib's generator for the rest.
                     var system = SystemRandomNumberGenerator()
                     for i in stride(from: filled & ~7, to: buffer.count, by: 8) {
                         buffer.storeBytes(of: system.next(), toByteOffset: i, as: UInt64.self)
