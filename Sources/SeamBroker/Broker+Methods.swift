@@ -24,7 +24,7 @@ extension Broker {
             case "Schema": result = .success(schemaInfo())
             case "Fetch": return fetch(call.parameters, id: call.id)
             case "Count": result = count(call.parameters)
-            case "Save": result = save(call.parameters, c)
+            case "Save": return save(call.parameters, c, id: call.id)
             case "Status": result = .success(status())
             case "Subscribe": return subscribe(call, c)
             case "Unsubscribe": result = unsubscribe(call.parameters, c)
@@ -379,7 +379,16 @@ extension Broker {
         }
     }
 
-    func save(_ p: JSONObject, _ c: Connection) -> Result<JSONObject, VarlinkError> {
+    /// A Save read by the general path: its reply frame.
+    func save(_ p: JSONObject, _ c: Connection, id: JSON?) -> [UInt8] {
+        switch saveRequest(p, c) {
+        case .success(let (request, author)): return save(request, author: author, c, id: id)
+        case .failure(let error): return Reply(error, id: id).frame()
+        }
+    }
+
+    /// Save's parameters read into a request, with the author that saves it.
+    private func saveRequest(_ p: JSONObject, _ c: Connection) -> Result<(SaveRequest, String), VarlinkError> {
         guard let hello = c.hello else {
             return .failure(.permissionDenied("this connection is read-only: call org.seam.Store.Hello before saving"))
         }
@@ -421,7 +430,7 @@ extension Broker {
                 return .failure(.invalidParameter(key))
             }
         }
-        return save(request, author: hello.author, c)
+        return .success((request, hello.author))
     }
 
     /// A save recognised from its frame's bytes (see `QuickSave`): the reply `dispatch` would
@@ -446,29 +455,44 @@ extension Broker {
                 }
             }
         }
-        switch save(request, author: hello.author, c) {
-        case .success(let parameters): return Reply(parameters: parameters, id: q.id).frame()
-        case .failure(let error): return Reply(error, id: q.id).frame()
-        }
+        return save(request, author: hello.author, c, id: q.id)
     }
 
-    /// What both paths do with a save read from its call: limits, capabilities, the commit, the reply.
-    private func save(_ request: SaveRequest, author: String, _ c: Connection) -> Result<JSONObject, VarlinkError> {
+    /// What both paths do with a save read from its call: limits, capabilities, the commit, the
+    /// reply frame.
+    private func save(_ request: SaveRequest, author: String, _ c: Connection, id: JSON?) -> [UInt8] {
         guard request.operations.count <= Limits.maxSaveOperations else {
-            return .failure(.invalidRequest("a save holds at most \(Limits.maxSaveOperations) operations"))
+            return Reply(.invalidRequest("a save holds at most \(Limits.maxSaveOperations) operations"), id: id).frame()
         }
-        if let denied = deniedWrite(c, request) { return .failure(denied) }
-        do {
-            guard let set = try commit(request, author: author) else {
-                return .success(["sequence": .null, "changes": .array([])])
+        if let denied = deniedWrite(c, request) { return Reply(denied, id: id).frame() }
+        let set: ChangeSet?
+        do { set = try commit(request, author: author) } catch { return Reply(Self.varlink(error), id: id).frame() }
+        return Self.saveReply(set, id: id)
+    }
+
+    /// Save's reply, written straight to its frame (the JSON tree it used to build cost more
+    /// than writing it): the sequence number (null when nothing changed), and per change its
+    /// store, entity, uuid, kind and changed keys.
+    static func saveReply(_ set: ChangeSet?, id: JSON?) -> [UInt8] {
+        let changes = set?.changes ?? []
+        return Reply.frame(id: id, capacity: 96 + changes.reduce(0) { $0 + 128 + 16 * $1.changedKeys.count }) { w in
+            w.key("sequence")
+            if let set { w.integer(set.sequence) } else { w.null() }
+            w.key("changes")
+            w.beginArray()
+            for change in changes {
+                w.beginObject()
+                w.key("store"); w.string(change.store)
+                w.key("entity"); w.string(change.entity)
+                w.key("uuid"); w.string(change.uuid)
+                w.key("kind"); w.string(change.kind.rawValue)
+                w.key("changedKeys")
+                w.beginArray()
+                for key in change.changedKeys { w.string(key) }
+                w.endArray()
+                w.endObject()
             }
-            let changes: [JSON] = set.changes.map { ch in
-                .object(["store": .string(ch.store), "entity": .string(ch.entity), "uuid": .string(ch.uuid),
-                         "kind": .string(ch.kind.rawValue), "changedKeys": .array(ch.changedKeys.map(JSON.string))])
-            }
-            return .success(["sequence": .integer(set.sequence), "changes": .array(changes)])
-        } catch {
-            return .failure(Self.varlink(error))
+            w.endArray()
         }
     }
 
