@@ -304,21 +304,18 @@ extension Broker {
     private func resumeChannels(in stores: [String]) {
         var entities = Set<String>()
         for model in context.schema.models { for name in stores { for e in model.current.entities(in: name) { entities.insert(e.name) } } }
-        let sequence = context.sequence
         var touched: [ObjectIdentifier: Connection] = [:]
         for (s, error) in subscriptions.rebuild(entities: entities, context: context) {
             let c = s.connection
             guard !c.closed else { continue }
-            let frame: [UInt8]
             if let error {
-                frame = Reply(error, id: s.callID).frame()
+                if queue(frame: Reply(error, id: s.callID).frame(), to: c) { touched[ObjectIdentifier(c)] = c }
             } else {
-                let from = s.missedFrom ?? s.lastSequence
-                s.missedFrom = nil
-                s.lastSequence = sequence
-                frame = Subscriptions.frame(s, Subscriptions.resultBody(kind: "resync", sequence: sequence, from: from, s.channel.window))
+                // Owed a resync from where it was, sent as after backpressure (`queueResyncs`).
+                s.missedFrom = s.missedFrom ?? s.lastSequence
+                c.owesResync = true
+                touched[ObjectIdentifier(c)] = c
             }
-            if queue(frame: frame, to: c) { touched[ObjectIdentifier(c)] = c }
         }
         for c in touched.values { flush(c) }
     }

@@ -102,17 +102,21 @@ extension Broker {
         for c in touched.values { flush(c) }
     }
 
-    /// Sends each subscription that stopped receiving diffs its whole result, once the
-    /// connection has read everything queued before.
-    func resync(_ c: Connection) {
-        c.owesResync = false
+    /// Queues the results owed to the connection's subscriptions that stopped receiving diffs
+    /// (or whose store came back from a migration): each a "resync" from the sequence it last
+    /// had, in subscription order. Past `Limits.subscriberBacklogBytes` the rest stay owed until
+    /// the client has read these (`flush` calls again), so a connection owed many large results
+    /// never holds them all at once, and one that reads is never closed for them.
+    func queueResyncs(_ c: Connection) {
         let sequence = context.sequence
-        for s in c.subscriptions.values {
+        for s in c.subscriptions.values.sorted(by: { $0.id < $1.id }) {
             guard let from = s.missedFrom else { continue }
+            if c.pendingOutput > Limits.subscriberBacklogBytes { return }
             s.missedFrom = nil
             s.lastSequence = sequence
-            queue(frame: Subscriptions.frame(s, Subscriptions.resultBody(kind: "resync", sequence: sequence, from: from, s.channel.window)), to: c)
+            let body = Subscriptions.resultBody(kind: "resync", sequence: sequence, from: from, s.channel.window)
+            guard queue(frame: Subscriptions.frame(s, body), to: c) else { return }
         }
-        flush(c)
+        c.owesResync = false
     }
 }

@@ -279,8 +279,11 @@ public final class Broker {
     @discardableResult
     func queue(frame: [UInt8], to c: Connection) -> Bool {
         guard !c.closed else { return false }
+        let before = c.pendingOutput
         c.enqueue(frame)
-        if c.pendingOutput > Limits.maxOutboxBytes {
+        // One reply is never too much on its own (a result may be large: clients accept frames up
+        // to `Limits.maxReplyFrameBytes`); replies left unread are, once they pass the limit.
+        if before > 0, c.pendingOutput > Limits.maxOutboxBytes {
             log.warning("\(c.label) reads too slowly (\(c.pendingOutput) bytes queued); closing it")
             close(c)
             return false
@@ -288,19 +291,23 @@ public final class Broker {
         return true
     }
 
+    /// Writes what the socket takes. Once the client has read everything queued, the resyncs
+    /// its connection is owed follow, a batch at a time (`queueResyncs`), from this loop.
     func flush(_ c: Connection) {
-        guard !c.closed else { return }
-        do {
-            let drained = try c.flush()
+        while !c.closed {
+            let drained: Bool
+            do { drained = try c.flush() } catch {
+                log.debug("\(c.label): \(error)")
+                close(c)
+                return
+            }
             if drained == c.watchingWrites {
                 // Only touch epoll when the interest changes: a syscall saved on every reply.
                 c.watchingWrites = !drained
                 loop.change(c.fd, drained ? .read : [.read, .write])
             }
-            if drained && c.owesResync { resync(c) }
-        } catch {
-            log.debug("\(c.label): \(error)")
-            close(c)
+            guard drained, c.owesResync else { return }
+            queueResyncs(c)
         }
     }
 

@@ -53,8 +53,10 @@ final class Connection {
     var pendingOutput: Int { outbox.count - outboxOffset }
 
     func enqueue(_ frame: [UInt8]) {
-        if outboxOffset > 0 && outboxOffset == outbox.count {
-            outbox.removeAll(keepingCapacity: true)
+        // What was written goes once it is half the buffer (all of it, usually), so that a
+        // connection that never quite drains does not keep every byte it was ever sent.
+        if outboxOffset > 0 && outboxOffset * 2 >= outbox.count {
+            outbox.removeFirst(outboxOffset)
             outboxOffset = 0
         }
         outbox.append(contentsOf: frame)

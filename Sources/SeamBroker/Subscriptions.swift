@@ -30,7 +30,11 @@ final class Channel {
 /// One `Subscribe` call: a connection listening to a channel.
 final class Subscription {
     let id: Int
-    unowned let connection: Connection
+    /// Held strongly: a fan-out that closes a connection (it read too slowly) may go on to
+    /// another subscription of the same connection, which must still find it (closed) rather
+    /// than a freed object. The cycle with `Connection.subscriptions` ends when the subscription
+    /// is removed, which closing a connection does for all of its subscriptions.
+    let connection: Connection
     /// The `id` of the Subscribe call, echoed on every reply (nil for a plain varlink client).
     let callID: JSON?
     /// Its channel; a new one when the channel is rebuilt (its store returned from a migration).
@@ -166,11 +170,16 @@ final class Subscriptions {
     /// subscription moved, with the error that ended it when its query no longer checks.
     func rebuild(entities: Set<String>, context: Context) -> [(Subscription, VarlinkError?)] {
         var out: [(Subscription, VarlinkError?)] = []
-        for old in channels.values.sorted(by: { $0.id < $1.id }) where entities.contains(old.entity) {
+        // Every old channel on these entities goes first, and their entities' channel indexes
+        // with them: an index holds its entity as it was, and a fresh channel (checked against
+        // the entity as now served) registers in a fresh one.
+        let olds = channels.values.filter { entities.contains($0.entity) }.sorted { $0.id < $1.id }
+        for old in olds {
             channels[old.key] = nil
             channelsByID[old.id] = nil
-            indexes[old.entity]?.unregister(old.id)
-            if indexes[old.entity]?.count == 0 { indexes[old.entity] = nil }
+        }
+        for entity in entities { indexes[entity] = nil }
+        for old in olds {
             let members = old.subscriptions.values.sorted { $0.id < $1.id }
             old.subscriptions = [:]
             do throws(VarlinkError) {

@@ -117,10 +117,14 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertTrue(printed.stdout.contains("the last migration failed"), printed.stdout)
         XCTAssertTrue(broker.log.contains("migration of Local failed"), broker.log)
 
-        // A channel opened on the old version resumes across the migration that follows.
+        // Channels opened on the old version resume across the migration that follows: two on
+        // one entity (each is rebuilt against the entity as migrated, none against the old).
         let subscriber = try RawClient(broker.socketPath)
         subscriber.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","limit":1,"sort":"uuid"},"more":true}"#)
         XCTAssertTrue(subscriber.readFrame()?.contains(#""kind":"result""#) == true)
+        let another = try RawClient(broker.socketPath)
+        another.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","predicate":"stepIndex >= 0","limit":2,"sort":"-uuid"},"more":true}"#)
+        XCTAssertTrue(another.readFrame()?.contains(#""kind":"result""#) == true)
 
         try fake.setMode("real")
         let retry = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
@@ -130,6 +134,8 @@ final class MigrationRoleTests: XCTestCase {
         let resumed = subscriber.readFrame() ?? ""
         XCTAssertTrue(resumed.contains(#""kind":"resync""#) && resumed.contains(#""note":"""#) && resumed.contains(#""sound":"""#),
                       resumed)
+        let resumedToo = another.readFrame() ?? ""
+        XCTAssertTrue(resumedToo.contains(#""kind":"resync""#) && resumedToo.contains(#""sound":"""#), resumedToo)
         XCTAssertEqual(try MigrationRoleSupport.store("Local", c)["state"]?.stringValue, "open")
         XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before)
         XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])

@@ -1,0 +1,126 @@
+import Foundation
+import SeamClient
+import SeamSchema
+import SeamTestSupport
+import XCTest
+
+/// Results bigger than the 64 MiB a connection may leave unread: a client that reads gets them
+/// whole, one at a time, and is never closed for them.
+final class LargeResultTests: BrokerTestCase {
+    /// Sessions with notes of a million bytes, three to a save (a request frame holds 4 MiB),
+    /// the frames written here rather than by a client's encoder.
+    func addLargeSessions(_ count: Int) throws {
+        let raw = try RawClient(broker.socketPath)
+        raw.send(#"{"method":"org.seam.Store.Hello","parameters":{"version":1}}"#)
+        XCTAssertNotNil(raw.readFrame())
+        let note = String(repeating: "n", count: 1_000_000)
+        for first in stride(from: 0, to: count, by: 3) {
+            let rows = (first..<min(count, first + 3)).map { i in
+                #"{"entity":"Session","values":{"name":"large \#(i)","startedAt":\#(1_700_000_000 + i),"note":"\#(note)"}}"#
+            }
+            raw.send(#"{"method":"org.seam.Store.Save","parameters":{"inserts":["# + rows.joined(separator: ",") + "]}}")
+            let reply = try XCTUnwrap(raw.readFrame(timeout: 30))
+            XCTAssertTrue(reply.contains(#""sequence":"#), String(reply.prefix(300)))
+        }
+    }
+
+    /// A subscription whose first result is some 72 MB: one frame, more than the outbox limit on
+    /// its own, sent whole to a client that reads it.
+    func testAResultLargerThanTheOutboxLimitReachesAClientThatReads() throws {
+        try addLargeSessions(72)
+        let raw = try RawClient(broker.socketPath)
+        let frames = LargeFrames(raw)
+        raw.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"startedAt"},"more":true}"#)
+        let frame = try XCTUnwrap(frames.next(timeout: 60), "the connection was closed: \(broker.log.suffix(400))")
+        XCTAssertGreaterThan(frame.count, 64 << 20)
+        XCTAssertTrue(frame.starts(with: Array(#"{"parameters":{"subscription":1,"kind":"result""#.utf8)))
+        XCTAssertEqual(LargeFrames.count(#""note":""#, in: frame), 72)
+    }
+
+    /// Two large subscriptions on one connection that falls behind: each gets its resync once the
+    /// client reads again, the second after the client has read the first, and the connection
+    /// stays open (queued at once, the two results passed the outbox limit together).
+    func testResyncsOfLargeResultsFollowOneAnotherAsTheClientReads() throws {
+        try addLargeSessions(40)
+        let raw = try RawClient(broker.socketPath)
+        let frames = LargeFrames(raw)
+        for (id, sort) in [(1, "startedAt"), (2, "-startedAt")] {
+            raw.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"\#(sort)"},"more":true,"id":\#(id)}"#)
+            let result = try XCTUnwrap(frames.next(timeout: 60))
+            XCTAssertEqual(LargeFrames.count(#""kind":"result""#, in: result), 1)
+        }
+        // Not reading: each change is a diff of a million bytes, and the connection falls behind.
+        let c = try client()
+        let uuids = try c.fetch("Session", sort: "startedAt", limit: 4, fields: ["uuid"]).compactMap { $0["uuid"]?.stringValue }
+        for (i, uuid) in uuids.prefix(4).enumerated() {
+            try c.save([.update(entity: "Session", uuid: uuid, values: ["note": .string(String(repeating: "m", count: 999_990 + i))])])
+        }
+        var resynced: Set<Int> = []
+        var read = 0
+        while resynced.count < 2 {
+            guard let frame = frames.next(timeout: 60) else {
+                return XCTFail("closed or silent after \(read) frames, resyncs \(resynced): \(broker.log.suffix(400))")
+            }
+            read += 1
+            if LargeFrames.count(#""kind":"resync""#, in: frame) == 1 {
+                resynced.insert(LargeFrames.count(#""id":1"#, in: frame) == 1 ? 1 : 2)
+            }
+        }
+        XCTAssertEqual(resynced, [1, 2])
+    }
+}
+
+/// Reads frames of tens of megabytes from one connection, looking for the NUL only in new bytes.
+final class LargeFrames {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(_ client: RawClient) { fd = client.fd }
+
+    /// The next frame, or nil when the connection closed or `timeout` passed.
+    func next(timeout: Double) -> [UInt8]? {
+        var scanned = 0
+        let deadline = Date().addingTimeInterval(timeout)
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let nul = buffer.withUnsafeBufferPointer { b -> Int? in
+                guard scanned < b.count, let p = memchr(b.baseAddress! + scanned, 0, b.count - scanned) else { return nil }
+                return UnsafeRawPointer(p) - UnsafeRawPointer(b.baseAddress!)
+            }
+            if let nul {
+                let frame = Array(buffer[..<nul])
+                buffer = Array(buffer[(nul + 1)...])
+                return frame
+            }
+            scanned = buffer.count
+            guard Date() < deadline else { return nil }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 100) > 0 else { continue }
+            let n = Foundation.read(fd, &chunk, chunk.count)
+            if n <= 0 { return nil }
+            buffer.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    /// How often `needle` occurs in `frame` (memchr for its first byte, then memcmp).
+    static func count(_ needle: String, in frame: [UInt8]) -> Int {
+        let n = Array(needle.utf8)
+        return frame.withUnsafeBytes { f in
+            n.withUnsafeBytes { k in
+                var found = 0
+                var offset = 0
+                while offset + k.count <= f.count, let hit = memchr(f.baseAddress! + offset, Int32(n[0]), f.count - offset) {
+                    let at = UnsafeRawPointer(hit) - f.baseAddress!
+                    guard at + k.count <= f.count else { break }
+                    if memcmp(hit, k.baseAddress!, k.count) == 0 {
+                        found += 1
+                        offset = at + k.count
+                    } else {
+                        offset = at + 1
+                    }
+                }
+                return found
+            }
+        }
+    }
+}
