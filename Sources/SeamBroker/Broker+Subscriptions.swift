@@ -83,7 +83,19 @@ extension Broker {
     func publish(_ set: ChangeSet) {
         rowCache.evict(set)
         var touched: [ObjectIdentifier: Connection] = [:]
-        for (channel, diff) in subscriptions.diffs(for: set, context: context) {
+        let (diffs, failed) = subscriptions.diffs(for: set, context: context)
+        for (channel, error) in failed {
+            // Its window no longer says what the result is: each subscription ends with the
+            // error (its last reply), and the subscriber may subscribe again.
+            log.warning("channel \(channel.id) (\(channel.entity)) could not be refetched: \(error); its subscriptions end")
+            for s in channel.subscriptions.values.sorted(by: { $0.id < $1.id }) {
+                subscriptions.remove(s)
+                if queue(frame: Reply(Self.varlink(error), id: s.callID).frame(), to: s.connection) {
+                    touched[ObjectIdentifier(s.connection)] = s.connection
+                }
+            }
+        }
+        for (channel, diff) in diffs {
             let body = Subscriptions.diffBody(sequence: set.sequence, diff, fields: channel.window.fields)
             for s in channel.subscriptions.values {
                 let c = s.connection

@@ -110,21 +110,27 @@ final class Subscriptions {
 
     func subscriptionCount(uid: UInt32) -> Int { perUID[uid] ?? 0 }
 
+    private static func tooManyRows(_ cap: Int) -> VarlinkError {
+        .limitReached("this query matches more than \(cap) rows; subscribe with a limit")
+    }
+
     /// The channel for `query`, created (its first result fetched) when no subscription shares it.
     func channel(for query: Query, context: Context) throws(VarlinkError) -> Channel {
         let key = query.key
-        if let existing = channels[key] { return existing }
+        let cap = Limits.maxSubscriptionRows
+        if let existing = channels[key] {
+            // Shared, it may have grown past what a subscription may start with.
+            guard existing.window.rows.count <= cap else { throw Self.tooManyRows(cap) }
+            return existing
+        }
         // Whole rows: the window keeps the sort keys too, whatever the fields.
         var base = query.request
         base.attributes = nil
         var fetch = base
-        let cap = Limits.maxSubscriptionRows
         fetch.limit = min(query.request.limit ?? cap + 1, cap + 1)
         let rows: [Row]
         do { rows = try context.fetch(fetch) } catch { throw Broker.varlink(error) }
-        if rows.count > cap {
-            throw .limitReached("this query matches more than \(cap) rows; subscribe with a limit")
-        }
+        if rows.count > cap { throw Self.tooManyRows(cap) }
         nextChannelID += 1
         let window = ResultWindow(predicate: query.predicate, sorting: query.sorting, limit: query.request.limit,
                                   fields: query.fields, rows: rows.map(\.values))
@@ -209,8 +215,10 @@ final class Subscriptions {
 
     /// The diff each affected channel gets from one committed change set, in the order the
     /// channels were first touched. Costs the channels the changes touch (through the channel
-    /// index), not all channels; a limited window that lost a row is refetched.
-    func diffs(for set: ChangeSet, context: Context) -> [(Channel, QueryDiff)] {
+    /// index), not all channels; a limited window that lost a row is refetched. A channel whose
+    /// refetch fails (the store could not be read) cannot say what changed: it is in `failed`,
+    /// with the error, for its subscriptions to be ended with it (never left silently stale).
+    func diffs(for set: ChangeSet, context: Context) -> (diffs: [(Channel, QueryDiff)], failed: [(Channel, ContextError)]) {
         var touched: [Int: [(old: [String: AttributeValue]?, new: [String: AttributeValue]?)]] = [:]
         var order: [Int] = []
         for change in set.changes {
@@ -221,6 +229,7 @@ final class Subscriptions {
             }
         }
         var out: [(Channel, QueryDiff)] = []
+        var failed: [(Channel, ContextError)] = []
         for id in order {
             guard let channel = channelsByID[id], let changes = touched[id] else { continue }
             let diff: QueryDiff
@@ -228,13 +237,13 @@ final class Subscriptions {
             case .diff(let d): diff = d
             case .refetch:
                 do { diff = channel.window.replace(with: try context.fetch(channel.request).map(\.values)) } catch {
-                    // The store failed under us: keep the old window; the next commit tries again.
+                    failed.append((channel, error))
                     continue
                 }
             }
             if !diff.isEmpty { out.append((channel, diff)) }
         }
-        return out
+        return (out, failed)
     }
 
     /// The diff from the result a subscriber had at `since` to the channel's result now, or nil

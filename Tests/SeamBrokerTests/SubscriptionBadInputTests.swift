@@ -69,6 +69,30 @@ final class SubscriptionBadInputTests: BrokerTestCase {
         XCTAssertEqual(live.rows, expected)
     }
 
+    /// No subscription starts with more than 100,000 rows: neither on a new channel nor on a
+    /// shared one that has grown past that since it was opened (its subscribers keep it).
+    func testNoSubscriptionStartsWithMoreThanTheRowCap() throws {
+        let c = try client()
+        let query: JSONObject = ["entity": "Session", "predicate": "name == \"many\"", "sort": "startedAt"]
+        let holder = try RawClient(broker.socketPath)
+        holder.send(subscribeCall(query))
+        XCTAssertEqual(try reply(holder).parameters["kind"]?.stringValue, "result")
+        for batch in 0..<101 {  // 101,000 rows; the holder reads none of it (it falls behind)
+            try c.save((0..<1000).map { i in
+                .insert(entity: "Session", values: ["name": "many", "startedAt": .integer(Int64(1_700_000_000 + batch * 1000 + i))])
+            })
+        }
+        for parameters in [query, ["entity": "Session", "sort": "-startedAt"]] {
+            let late = try RawClient(broker.socketPath)
+            late.send(subscribeCall(parameters))
+            let refused = try reply(late, timeout: 60)
+            XCTAssertEqual(refused.error, "org.seam.Store.LimitReached", "\(parameters): \(refused.parameters)")
+        }
+        let limited = try RawClient(broker.socketPath)
+        limited.send(subscribeCall(["entity": "Session", "sort": "-startedAt", "limit": 10]))
+        XCTAssertEqual(try reply(limited).parameters["rows"]?.arrayValue?.count, 10, "with a limit, it may")
+    }
+
     func testBadSubscriptionsGetErrorsAndTheConnectionGoesOn() throws {
         let raw = try RawClient(broker.socketPath)
         let cases: [(JSONObject, Bool, String, String?)] = [
