@@ -56,6 +56,9 @@ public final class SeamSubscriber: Sendable {
         var subscription: Int?
         /// The sequence number of the last update delivered: where a resume starts.
         var sequence: Int64?
+        /// Ended by its consumer before the broker numbered it (the first reply has not come,
+        /// or a reconnect is subscribing it again): unsubscribed when the number comes.
+        var cancelled = false
     }
 
     private struct State {
@@ -96,7 +99,12 @@ public final class SeamSubscriber: Sendable {
         let id: Int64? = state.withLock { s in
             guard !s.closed else { return nil }
             s.nextID += 1
-            s.entries[s.nextID] = Entry(query: query, continuation: continuation, sequence: since)
+            let entry = Entry(query: query, continuation: continuation, sequence: since)
+            s.entries[s.nextID] = entry
+            // Sent under the lock that added it: a reconnect, which subscribes every entry again
+            // on its new connection, comes wholly before (and this goes to the new connection)
+            // or wholly after (and this, on the old one, is lost with it) — never twice.
+            Self.sendSubscribe(s.nextID, entry, fd: s.fd)
             return s.nextID
         }
         guard let id else {
@@ -104,7 +112,6 @@ public final class SeamSubscriber: Sendable {
             return stream
         }
         continuation.onTermination = { [weak self] _ in self?.cancel(id) }
-        state.withLock { s in Self.sendSubscribe(id, s.entries[id]!, fd: s.fd) }
         return stream
     }
 
@@ -131,11 +138,23 @@ public final class SeamSubscriber: Sendable {
 
     private func cancel(_ id: Int64) {
         state.withLock { s in
-            guard let e = s.entries.removeValue(forKey: id), !s.closed, let n = e.subscription else { return }
-            s.nextID += 1
-            let call = Call(method: "org.seam.Store.Unsubscribe", parameters: ["subscription": .integer(Int64(n))], id: .integer(s.nextID))
-            try? UnixSocket.writeAll(s.fd, call.frame())
+            guard var e = s.entries[id] else { return }
+            guard !s.closed, let n = e.subscription else {
+                // Not numbered yet: the broker is told once its first reply says the number.
+                e.cancelled = true
+                s.entries[id] = s.closed ? nil : e
+                return
+            }
+            s.entries[id] = nil
+            Self.sendUnsubscribe(n, s: &s)
         }
+    }
+
+    private static func sendUnsubscribe(_ subscription: Int, s: inout State) {
+        s.nextID += 1
+        let call = Call(method: "org.seam.Store.Unsubscribe", parameters: ["subscription": .integer(Int64(subscription))],
+                        id: .integer(s.nextID))
+        try? UnixSocket.writeAll(s.fd, call.frame())
     }
 
     // MARK: - Reader
@@ -182,6 +201,12 @@ public final class SeamSubscriber: Sendable {
         if case .success(let update) = parsed { last = update.kind == .end || !reply.continues } else { last = true }
         let continuation: Updates.Continuation? = state.withLock { s in
             guard var e = s.entries[id] else { return nil }  // an Unsubscribe's reply, or one for a cancelled stream
+            if e.cancelled {
+                // Its stream has ended: what the broker numbered, it unsubscribes now.
+                s.entries[id] = nil
+                if !last, case .success(let update) = parsed { Self.sendUnsubscribe(update.subscription, s: &s) }
+                return nil
+            }
             if case .success(let update) = parsed {
                 e.subscription = update.subscription
                 e.sequence = update.sequence
@@ -217,7 +242,15 @@ public final class SeamSubscriber: Sendable {
                     }
                     Descriptors.close(s.fd)
                     s.fd = fd
-                    for (id, e) in s.entries.sorted(by: { $0.key < $1.key }) { Self.sendSubscribe(id, e, fd: fd) }
+                    for (id, e) in s.entries.sorted(by: { $0.key < $1.key }) {
+                        if e.cancelled {  // ended meanwhile: nothing to subscribe again
+                            s.entries[id] = nil
+                            continue
+                        }
+                        // Its number was the old connection's; the new one's comes with its first reply.
+                        s.entries[id]?.subscription = nil
+                        Self.sendSubscribe(id, e, fd: fd)
+                    }
                     return true
                 }
                 if resumed { return true }

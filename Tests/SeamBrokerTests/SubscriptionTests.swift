@@ -202,6 +202,31 @@ final class SubscriptionTests: BrokerTestCase {
         XCTAssertEqual(live.rows, try fetch(c2, ["entity": "Session", "sort": "name", "fields": ["name"]]))
     }
 
+    /// A stream ended before its first reply came still unsubscribes: the broker keeps nothing
+    /// for it (it used to keep the subscription until the connection closed).
+    func testAStreamEndedBeforeItsFirstReplyIsUnsubscribed() async throws {
+        let c = try client()
+        let subscriber = try SeamSubscriber.connect(path: broker.socketPath, reconnectTimeout: 20)
+        defer { subscriber.close() }
+        for _ in 0..<20 {
+            let task = Task { for try await _ in subscriber.subscribe(LiveQuery("Session", sort: "name")) {} }
+            task.cancel()
+            _ = await task.result
+        }
+        var count: Int64 = -1
+        for _ in 0..<100 {
+            count = try c.status()["subscriptions"]?.int64Value ?? -1
+            if count == 0 { break }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        XCTAssertEqual(count, 0, "every ended stream was unsubscribed")
+        // The connection still serves a stream that is kept.
+        var updates = subscriber.subscribe(LiveQuery("Session", sort: "name")).makeAsyncIterator()
+        let first = try await XCTUnwrapAsync(try await updates.next())
+        XCTAssertEqual(first.kind, .result)
+        XCTAssertEqual(try c.status()["subscriptions"]?.int64Value, 1)
+    }
+
     // MARK: - The property
 
     /// Random saves against random channels: the array each subscriber keeps by applying diffs
