@@ -58,6 +58,9 @@ extension Broker {
         }
         let existing = supervised.first { $0.spec.role == "sync" && !$0.retired }
         let configured = FileSystem.exists(path)
+        // History waits for the worker to export it while sync is set up, and is forgotten by
+        // age again once it is not.
+        context.syncConfigured = configured
         switch (configured, existing) {
         case (true, nil):
             let p = SupervisedProcess(spec: SupervisorConfiguration.syncWorker(configuration: path))

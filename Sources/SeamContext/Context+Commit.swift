@@ -64,7 +64,7 @@ extension Context {
             }
         }
         if names.count > 1 { try? SaveJournal.clear(set.sequence, in: begun[0].db) }
-        if set.sequence % 64 == 0, !options.syncConfigured { try? purgeHistory(olderThan: set.time - options.historyRetention) }
+        if set.sequence % 64 == 0, !syncConfigured { try? purgeHistory(olderThan: set.time - options.historyRetention) }
     }
 
     private func finishLater(_ set: ChangeSet, store h: StoreHandle, byStore: [String: [RowChange]], error: DatabaseError) throws(ContextError) {

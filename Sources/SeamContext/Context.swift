@@ -28,6 +28,7 @@ public final class Context {
         public var historyConfiguration = "Cloud"
         /// History older than this (seconds) is purged on its own, unless sync is configured.
         public var historyRetention: Double = 7 * 24 * 3600
+        /// Whether sync runs when the context opens (see `Context.syncConfigured`, which follows it after).
         public var syncConfigured = false
         /// Authors whose saves are kept out of the persistent history: the sync worker's own
         /// imports, which are never exported (keeping them would only cost time and space).
@@ -50,6 +51,10 @@ public final class Context {
 
     public let schema: Schema
     public let options: Options
+    /// Whether a sync worker exports the history: while it does, history goes only when exported
+    /// (`purgeHistory(through:)`), never by age. Starts as `Options.syncConfigured`; the owner
+    /// sets it when sync is set up or removed while the context is open.
+    public var syncConfigured: Bool
     /// The store directory, or nil for the in-memory store.
     public let directory: String?
     /// The open stores.
@@ -79,6 +84,7 @@ public final class Context {
     public init(directory: String, schema: Schema, options: Options = Options()) throws(ContextError) {
         self.schema = schema
         self.options = options
+        syncConfigured = options.syncConfigured
         self.directory = directory
         incoming = Self.incomingLinks(schema)
         ring = ChangeRing(capacity: options.ringCapacity)
@@ -209,8 +215,14 @@ public final class Context {
         let checkpointer: Checkpointer
         do {
             checkpointer = try Checkpointer(db, durability: options.durability)
+        } catch {
+            db.close()
+            throw ContextError(.database(error))
+        }
+        do {
             sequence = max(sequence, try SaveJournal.sequence(in: db))
         } catch {
+            checkpointer.stop()  // its thread holds a connection of its own
             db.close()
             throw ContextError(.database(error))
         }
@@ -271,6 +283,7 @@ public final class Context {
     public init(inMemory schema: Schema, options: Options = Options()) throws(ContextError) {
         self.schema = schema
         self.options = options
+        syncConfigured = options.syncConfigured
         directory = nil
         let name = Configuration.defaultName
         do {

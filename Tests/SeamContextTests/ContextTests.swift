@@ -267,6 +267,20 @@ final class ContextTests: ContextTestCase {
         }
         try context.purgeHistory(olderThan: now - 1_000)
         XCTAssertEqual(try context.history(since: 0).map(\.time), [now - 10])
+        // Every 64th save forgets what is older than the retention on its own, unless sync is
+        // set up (the owner says so as it comes and goes): then only what it exported goes.
+        try context.purgeHistory(olderThan: now + 1)
+        let monthAgo = now - 30 * 86_400
+        context.syncConfigured = true
+        for i in 0..<64 {
+            try context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("x\(i)")])]), time: monthAgo + Double(i))
+        }
+        XCTAssertEqual(try context.history(since: 0).count, 64, "kept for sync to export, however old")
+        context.syncConfigured = false
+        for i in 0..<64 { try context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("y\(i)")])])) }
+        let kept = try context.history(since: 0)
+        XCTAssertFalse(kept.contains { $0.time < now - 86_400 }, "sync gone: forgotten by age again")
+        XCTAssertFalse(kept.isEmpty)
     }
 
     func checkSnapshotsPinReads() throws {
