@@ -502,6 +502,10 @@ extension Broker {
     @discardableResult
     func commit(_ request: SaveRequest, author: String) throws(ContextError) -> ChangeSet? {
         do {
+            // A save that committed in part is finished first; the results it changes are then
+            // fetched afresh, before this save's change set is applied to them.
+            try context.finishUnfinished()
+            refetchIfInvalidated()
             guard let set = try context.save(request, author: author) else { return nil }
             publish(set)
             noteCommitForSync(set)
@@ -509,7 +513,23 @@ extension Broker {
         } catch {
             context.syncCommits()  // a save that failed after committing: still on the disk before its error is told
             rowCache.removeAll()
+            refetchIfInvalidated()  // it committed in part: no change set tells what changed
             throw error
+        }
+    }
+
+    /// When the stores changed in a way no change set told (`Context.resultsInvalidated`): every
+    /// channel fetches its result afresh and every subscription is owed it as a resync, sent
+    /// when its connection has read what is queued.
+    func refetchIfInvalidated() {
+        guard context.takeResultsInvalidated() else { return }
+        log.warning("the stores changed outside a change set (a save that committed in part); every subscription resyncs")
+        rowCache.removeAll()
+        endSubscriptions(of: subscriptions.refetchAll(context: context))
+        for c in connections.values where !c.subscriptions.isEmpty {
+            for s in c.subscriptions.values where s.missedFrom == nil { s.missedFrom = s.lastSequence }
+            c.owesResync = true
+            flush(c)
         }
     }
 

@@ -84,17 +84,7 @@ extension Broker {
         rowCache.evict(set)
         var touched: [ObjectIdentifier: Connection] = [:]
         let (diffs, failed) = subscriptions.diffs(for: set, context: context)
-        for (channel, error) in failed {
-            // Its window no longer says what the result is: each subscription ends with the
-            // error (its last reply), and the subscriber may subscribe again.
-            log.warning("channel \(channel.id) (\(channel.entity)) could not be refetched: \(error); its subscriptions end")
-            for s in channel.subscriptions.values.sorted(by: { $0.id < $1.id }) {
-                subscriptions.remove(s)
-                if queue(frame: Reply(Self.varlink(error), id: s.callID).frame(), to: s.connection) {
-                    touched[ObjectIdentifier(s.connection)] = s.connection
-                }
-            }
-        }
+        for c in endSubscriptions(of: failed, flushing: false) { touched[ObjectIdentifier(c)] = c }
         for (channel, diff) in diffs {
             let body = Subscriptions.diffBody(sequence: set.sequence, diff, fields: channel.window.fields)
             for s in channel.subscriptions.values {
@@ -112,6 +102,25 @@ extension Broker {
         }
         context.syncCommits()
         for c in touched.values { flush(c) }
+    }
+
+    /// Ends every subscription of channels whose result could not be fetched again: the window no
+    /// longer says what the result is, so each ends with the error (its last reply) and the
+    /// subscriber may subscribe again. Returns the connections written to (flushed unless asked not to).
+    @discardableResult
+    func endSubscriptions(of failed: [(Channel, ContextError)], flushing: Bool = true) -> [Connection] {
+        var touched: [ObjectIdentifier: Connection] = [:]
+        for (channel, error) in failed {
+            log.warning("channel \(channel.id) (\(channel.entity)) could not be refetched: \(error); its subscriptions end")
+            for s in channel.subscriptions.values.sorted(by: { $0.id < $1.id }) {
+                subscriptions.remove(s)
+                if queue(frame: Reply(Self.varlink(error), id: s.callID).frame(), to: s.connection) {
+                    touched[ObjectIdentifier(s.connection)] = s.connection
+                }
+            }
+        }
+        if flushing { for c in touched.values { flush(c) } }
+        return Array(touched.values)
     }
 
     /// Queues the results owed to the connection's subscriptions that stopped receiving diffs

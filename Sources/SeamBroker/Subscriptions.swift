@@ -246,6 +246,18 @@ final class Subscriptions {
         return (out, failed)
     }
 
+    /// Every channel's window fetched afresh (after the stores changed outside any change set);
+    /// the channels whose fetch failed, with the error.
+    func refetchAll(context: Context) -> [(Channel, ContextError)] {
+        var failed: [(Channel, ContextError)] = []
+        for channel in channels.values.sorted(by: { $0.id < $1.id }) {
+            do { _ = channel.window.replace(with: try context.fetch(channel.request).map(\.values)) } catch {
+                failed.append((channel, error))
+            }
+        }
+        return failed
+    }
+
     /// The diff from the result a subscriber had at `since` to the channel's result now, or nil
     /// when the change ring no longer reaches back that far.
     func diff(for channel: Channel, since: Int64, context: Context) -> QueryDiff? {

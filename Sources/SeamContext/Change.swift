@@ -1,4 +1,5 @@
 import SeamSchema
+import SeamStore
 
 /// What happened to one row in one save.
 public struct RowChange: Sendable, Hashable {
@@ -97,4 +98,14 @@ public struct ChangeRing: Sendable {
         if low < items.count, items[low].sequence != sequence + 1 { return nil }
         return Array(items[low...])
     }
+}
+
+/// A save across two files whose first file committed, with the intent (`SaveJournal`), and
+/// whose second did not: what remains to write there.
+struct UnfinishedSave {
+    var sequence: Int64
+    /// The second file's store, and the store whose file holds the intent.
+    var target: String
+    var intentIn: String
+    var operations: [SaveJournal.Operation]
 }

@@ -54,31 +54,82 @@ extension Context {
             throw ContextError(.database(error))
         }
         if begun.count > 1 { options.betweenCommits?() }
+        // The intent is on the disk before the second file commits, whatever the durability (with
+        // full durability the commit flushed it already): a power cut can then leave the second
+        // file behind, never ahead.
+        if begun.count > 1, options.durability != .full { begun[0].db.flushWAL() }
         for h in begun.dropFirst() {
             do {
                 try h.runOnce(h.saveStatements().commit)
             } catch {
-                // The first file holds the intent; finish the second now, or on the next open.
+                // The first file holds the intent; finish the second now, or before the next save,
+                // or on the next open.
                 if !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }
-                try finishLater(set, store: h, byStore: byStore, error: error)
+                try finishLater(set, store: h, intentIn: begun[0].name, byStore: byStore, error: error)
             }
         }
-        if names.count > 1 { try? SaveJournal.clear(set.sequence, in: begun[0].db) }
+        if names.count > 1 {
+            // And the second file is on the disk before the intent goes.
+            if options.durability != .full { for h in begun.dropFirst() { h.db.flushWAL() } }
+            try? SaveJournal.clear(set.sequence, in: begun[0].db)
+        }
         if set.sequence % 64 == 0, !syncConfigured { try? purgeHistory(olderThan: set.time - options.historyRetention) }
     }
 
-    private func finishLater(_ set: ChangeSet, store h: StoreHandle, byStore: [String: [RowChange]], error: DatabaseError) throws(ContextError) {
+    private func finishLater(
+        _ set: ChangeSet, store h: StoreHandle, intentIn first: String, byStore: [String: [RowChange]], error: DatabaseError
+    ) throws(ContextError) {
         let ops = byStore[h.name]!.map { SaveJournal.Operation(table: $0.entity, uuid: $0.uuid, values: $0.new) }
         do {
+            try apply(UnfinishedSave(sequence: set.sequence, target: h.name, intentIn: first, operations: ops), to: h)
+        } catch {
+            // The first file committed this sequence number: it is taken. The save completes
+            // before the next one, or at the next open; meanwhile no change set tells what the
+            // first file holds, so a resume from before it must fetch afresh.
+            unfinished.append(UnfinishedSave(sequence: set.sequence, target: h.name, intentIn: first, operations: ops))
+            sequence = set.sequence
+            ring = ChangeRing(capacity: ring.capacity, maxRows: ring.maxRows)
+            resultsInvalidated = true
+            throw ContextError(.database(DatabaseError(
+                code: error.code, message: "the save is recorded and completes before the next save, or when the stores are next "
+                    + "opened: \(error.message)", sql: error.sql, path: error.path)))
+        }
+    }
+
+    /// Finishes the saves that committed in part, oldest first, before a new one is worked out.
+    /// One that still cannot be finished refuses the new save, which then changes nothing: a save
+    /// may not read or write the stores around a save that is not whole.
+    public func finishUnfinished() throws(ContextError) {
+        while let u = unfinished.first {
+            guard let h = stores[u.target] else {
+                throw ContextError(.storeUnavailable(store: u.target, entity: u.operations.first?.table ?? "?",
+                                                     reason: "save \(u.sequence) waits to complete in it; this save changed nothing"))
+            }
+            do {
+                try apply(u, to: h)
+            } catch {
+                throw ContextError(.database(DatabaseError(
+                    code: error.code, message: "save \(u.sequence) waits to complete in \(u.target) and still cannot: \(error.message) "
+                        + "(free space on the disk, or restart seamd); this save changed nothing", sql: error.sql, path: error.path)))
+            }
+            unfinished.removeFirst()
+            resultsInvalidated = true
+        }
+    }
+
+    /// Writes an unfinished save's operations into its second file (and that file's sequence
+    /// number), puts it on the disk, and forgets the intent.
+    private func apply(_ u: UnfinishedSave, to h: StoreHandle) throws(DatabaseError) {
+        do {
             try h.db.execute("BEGIN IMMEDIATE")
-            try SaveJournal.apply(ops, sequence: set.sequence, to: h.db)
+            try SaveJournal.apply(u.operations, sequence: u.sequence, to: h.db)
             try h.db.execute("COMMIT")
         } catch {
             if !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }
-            throw ContextError(.database(DatabaseError(
-                code: error.code, message: "the save is recorded and will complete when the stores are next opened: \(error.message)",
-                sql: error.sql, path: error.path)))
+            throw error
         }
+        if options.durability != .full { h.db.flushWAL() }
+        if let first = stores[u.intentIn] { try? SaveJournal.clear(u.sequence, in: first.db) }
     }
 
     private static func mapped(_ error: any Error, set: ChangeSet) -> ContextError {

@@ -36,6 +36,7 @@ extension Context {
     /// orphan (its link nullified), as the split-store pattern wants.
     @discardableResult
     public func save(_ request: SaveRequest, author: String = "cli", time: Double? = nil) throws(ContextError) -> ChangeSet? {
+        try finishUnfinished()  // before anything is read: the stores as every earlier save left them
         var work = WorkingSet()
         for op in request.operations {
             switch op {

@@ -15,8 +15,12 @@ import SeamSystem
 /// crash (SIGKILL or power cut) at any point: a save that touches one file is one SQLite
 /// transaction; one that touches both commits the first file with an intent record and then the
 /// second, and an interrupted pair is finished when the directory is next opened (see
-/// `SaveJournal`). A save that returned is durable as its durability setting says. A save that
-/// throws changed nothing in either file.
+/// `SaveJournal`); whatever the durability, the intent is on the disk before the second file
+/// commits, and the second file before the intent goes. A save that returned is durable as its
+/// durability setting says. A save that throws changed nothing in either file — but for one
+/// whose second file could not commit even on a second try (a full disk): its error says so,
+/// its sequence number is taken, and it is finished before the next save (which is refused,
+/// unchanged, while it cannot be) or when the directory is next opened.
 public final class Context {
     public struct Options: Sendable {
         public var durability: Durability = .normal
@@ -70,6 +74,19 @@ public final class Context {
     /// The sequence number of the last committed save.
     public internal(set) var sequence: Int64
     public internal(set) var ring: ChangeRing
+    /// Saves across two files whose first file committed, with the intent, but whose second could
+    /// not even on a second try: finished before the next save (`finishUnfinished`), or by
+    /// recovery at the next open.
+    var unfinished: [UnfinishedSave] = []
+    /// Set when the stores changed in a way no change set told (a save committed in part, or such
+    /// a part finished later): whoever keeps results of queries must fetch them again.
+    public internal(set) var resultsInvalidated = false
+
+    /// Whether `resultsInvalidated` was set, clearing it: for the one owner that refetches.
+    public func takeResultsInvalidated() -> Bool {
+        defer { resultsInvalidated = false }
+        return resultsInvalidated
+    }
     var readers: [String: Database] = [:]
     /// One per open store file: checkpoints happen off the thread that saves.
     var checkpointers: [String: Checkpointer] = [:]

@@ -41,6 +41,10 @@ public final class Database {
     private var isClosed = false
     /// `Durability.full` in WAL mode: flushes the WAL after commits (SQLite's own syncing is off).
     private let walFlusher: FileFlusher?
+    /// The WAL's path, when the connection writes through one.
+    private let walPath: String?
+    /// `flushWAL`'s flusher on a connection that does not flush every commit (made on first use).
+    private var ownFlusher: FileFlusher?
     /// While set, a commit only starts its WAL's writeback, and the owner must call
     /// `syncDeferred()` before it tells anyone of the commit (no effect unless durability is full).
     public var defersSync = false
@@ -81,8 +85,8 @@ public final class Database {
         }
         handle = db
         let wal = !options.readOnly && path != ":memory:" && options.wal
-        walFlusher = wal && options.durability == .full
-            ? FileFlusher(path: String(cString: sqlite3_filename_wal(sqlite3_db_filename(db, "main")))) : nil
+        walPath = wal ? String(cString: sqlite3_filename_wal(sqlite3_db_filename(db, "main"))) : nil
+        walFlusher = options.durability == .full ? walPath.map(FileFlusher.init(path:)) : nil
         do {
             sqlite3_busy_timeout(db, options.busyTimeoutMilliseconds)
             _ = seam_sqlite_db_config_bool(db, SQLITE_DBCONFIG_DEFENSIVE, 1)
@@ -145,6 +149,24 @@ public final class Database {
         if autoCheckpointFrames > 0, frames >= autoCheckpointFrames {
             _ = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
         }
+    }
+
+    /// Puts every commit of this connection so far on the disk, whatever its durability: for the
+    /// commits that another file's consistency rests on (a two-file save's intent, a replayed
+    /// save). Nothing to do without a WAL (in memory, read-only, or not in WAL mode). A flush
+    /// that fails ends the process, as after any commit with full durability (`syncFailed`).
+    public func flushWAL() {
+        guard let walPath else { return }
+        let flusher: FileFlusher
+        if let walFlusher {
+            flusher = walFlusher
+        } else if let ownFlusher {
+            flusher = ownFlusher
+        } else {
+            flusher = FileFlusher(path: walPath)
+            ownFlusher = flusher
+        }
+        flush(flusher)
     }
 
     /// Puts on the disk the commits made while `defersSync` was set (nothing when none awaits).

@@ -92,6 +92,7 @@ public enum SaveJournal {
                         try targetDB.execute("BEGIN IMMEDIATE")
                         try apply(decode(intent[2].stringValue ?? "[]"), sequence: sequence, to: targetDB)
                         try targetDB.execute("COMMIT")
+                        targetDB.flushWAL()  // on the disk before the intent goes, whatever the durability
                         replayed += 1
                     }
                     try clear(sequence, in: db)
