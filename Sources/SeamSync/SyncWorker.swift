@@ -311,7 +311,7 @@ public final class SyncWorker {
             // A record deleted here whose tombstone is now on the server must be gone here too:
             // an import that raced the delete may have brought it back, and the tombstone will
             // come back as this machine's own write, which the import skips.
-            for (key, _) in results where outgoing[key]?.row == nil {
+            for (key, _, _) in results where outgoing[key]?.row == nil {
                 if try broker.row(key.type, uuid: key.uuid) != nil { save.delete(key.type, key.uuid) }
             }
             // A record edited here that the server holds deleted: the delete wins, here too. The
@@ -321,19 +321,26 @@ public final class SyncWorker {
                 if try broker.row(key.type, uuid: key.uuid) != nil { save.delete(key.type, key.uuid) }
                 if let record = known[key] { save.delete("SyncRecord", record.uuid) }
             }
-            for (key, tag) in results {
-                let existing = known[key]
-                if let tag {
-                    if let existing {
-                        save.update("SyncRecord", existing.uuid, ["changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(WallClock.now()))])
-                    } else {
-                        save.insert("SyncRecord", ["recordType": .string(key.type), "recordUUID": .string(key.uuid),
-                                                   "changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(WallClock.now()))])
-                    }
-                } else if let existing {
-                    // The server's version holds more than ours: forget the tag, so that the
-                    // import brings it whole.
-                    save.update("SyncRecord", existing.uuid, ["changeTag": .null])
+            for (key, tag, adopt) in results {
+                var stamp: JSONObject = ["changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(WallClock.now()))]
+                // The server's version holds more than ours (a field of it won over the edit made
+                // here): this machine takes it in this save. The import cannot be left to bring
+                // it: its tag may be one the import has passed already (the record was imported,
+                // then edited here with an older version, say on a clock behind another machine's).
+                // Only the fields that lost, and only those not edited here again since this
+                // export read them: a later edit is the next export's, with a newer version.
+                if let adopt, let sent = outgoing[key]?.row, let now = try broker.row(key.type, uuid: key.uuid) {
+                    let (values, kept) = localValues(adopt, of: key.type)
+                    let lost = values.filter { k, v in (sent[k] ?? .null) != v && (now[k] ?? .null) == (sent[k] ?? .null) }
+                    if !lost.isEmpty { save.update(key.type, key.uuid, JSONObject(uniqueKeysWithValues: lost.map { ($0.key, $0.value) })) }
+                    stamp["unknownFields"] = .object(kept)
+                }
+                if let existing = known[key] {
+                    save.update("SyncRecord", existing.uuid, stamp)
+                } else {
+                    stamp["recordType"] = .string(key.type)
+                    stamp["recordUUID"] = .string(key.uuid)
+                    save.insert("SyncRecord", stamp)
                 }
             }
             tokenChange("exported", last, into: &save)
@@ -367,8 +374,9 @@ public final class SyncWorker {
                 let results = try push(outgoing, on: pg).written
                 var save = SaveBuilder()
                 let known = try syncRecords(outgoing.map(\.key))
-                for (key, tag) in results {
-                    guard let tag else { continue }
+                // A record whose server version is not the local row is left to the import that
+                // follows (its tag is new to this machine, which has not imported yet).
+                for (key, tag, adopt) in results where adopt == nil {
                     let stamp: JSONObject = ["changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(WallClock.now()))]
                     if let existing = known[key] { save.update("SyncRecord", existing.uuid, stamp) } else {
                         var values = stamp
@@ -400,9 +408,9 @@ public final class SyncWorker {
     /// commit order. Returns, per record written, the tag to remember (nil when the server's
     /// fields now differ from the local row), and the records edited here that the server holds
     /// deleted (the delete wins: they must go here too).
-    func push(_ records: [Outgoing], on pg: PostgresConnection) throws -> (written: [(RecordKey, Int64?)], deletedThere: [RecordKey]) {
+    func push(_ records: [Outgoing], on pg: PostgresConnection) throws -> (written: [Pushed], deletedThere: [RecordKey]) {
         var remaining = records
-        var out: [(RecordKey, Int64?)] = []
+        var out: [Pushed] = []
         var deletedThere: [RecordKey] = []
         for attempt in 0..<8 where !remaining.isEmpty {
             if attempt > 0 { log("\(remaining.count) record(s) changed on the server meanwhile; merging again") }
@@ -417,7 +425,7 @@ public final class SyncWorker {
                         continue
                     }
                     switch try write(r, over: server[r.key], on: pg) {
-                    case .written(let tag): out.append((r.key, tag))
+                    case .written(let tag, let adopt): out.append((r.key, tag, adopt))
                     case .unchanged: if r.row != nil, server[r.key]?.deleted == true { deletedThere.append(r.key) }
                     case .conflict: conflicted.append(r)
                     }
@@ -425,7 +433,7 @@ public final class SyncWorker {
                 for chunk in new.chunked(Self.batch) {
                     let tags = try insert(Array(chunk), on: pg)
                     for n in chunk {
-                        if let tag = tags[n.record.key] { out.append((n.record.key, n.mine ? tag : nil)) } else { conflicted.append(n.record) }
+                        if let tag = tags[n.record.key] { out.append((n.record.key, tag, n.adopt)) } else { conflicted.append(n.record) }
                     }
                 }
                 if conflicted.count < remaining.count { try pg.query("SELECT pg_notify($1, '')", [Self.channel]) }
@@ -457,20 +465,29 @@ public final class SyncWorker {
         return server
     }
 
-    enum WriteOutcome { case written(Int64?), unchanged, conflict }
+    /// A write's outcome: the record's tag on the server now, and — when the server's version
+    /// is not exactly the local row (a field of it won over the local edit) — its fields, which
+    /// this machine must take; or nothing written (a delete the server already holds), or a
+    /// conflict (the record changed on the server since it was read).
+    enum WriteOutcome { case written(Int64, adopt: JSONObject?), unchanged, conflict }
+
+    /// One record's result in `push`: its tag, and the server's fields when this machine must
+    /// take them (see `WriteOutcome`).
+    typealias Pushed = (key: RecordKey, tag: Int64, adopt: JSONObject?)
 
     /// A record the server does not hold yet, ready to insert.
     struct NewRecord {
         var record: Outgoing
         var fields: String
         var versions: String
-        /// Whether the fields are exactly the local row's.
-        var mine: Bool
+        /// The merged fields when they are not exactly the local row's (nil when they are).
+        var adopt: JSONObject?
     }
 
     private func newRecord(_ r: Outgoing, _ row: JSONObject) -> NewRecord {
         let merged = merge(r, row, over: nil)
-        return NewRecord(record: r, fields: Self.text(merged.fields), versions: Self.text(merged.versions), mine: merged.mine)
+        return NewRecord(record: r, fields: Self.text(merged.fields), versions: Self.text(merged.versions),
+                         adopt: merged.mine ? nil : merged.fields)
     }
 
     /// The local row's changes put over the server's version (nil: it has none), the uuid left
@@ -513,19 +530,19 @@ public final class SyncWorker {
                                    + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
                                    + "AND change_tag = $3 RETURNING change_tag", [r.key.type, r.key.uuid, String(current.tag)])
             guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
-            return .written(t)
+            return .written(t, adopt: nil)
         }
         let merged = merge(r, row, over: current)
-        let mine = merged.mine
+        let adopt = merged.mine ? nil : merged.fields
         if current.fields == merged.fields, current.versions == merged.versions {
-            return .written(mine ? current.tag : nil)
+            return .written(current.tag, adopt: adopt)
         }
         let fields = Self.text(merged.fields), versions = Self.text(merged.versions)
         let tag = try pg.query("UPDATE seam.records SET fields = $3::jsonb, versions = $4::jsonb, change_tag = nextval('seam.changes'), "
                                + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
                                + "AND change_tag = $5 RETURNING change_tag", [r.key.type, r.key.uuid, fields, versions, String(current.tag)])
         guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
-        return .written(mine ? t : nil)
+        return .written(t, adopt: adopt)
     }
 
     /// Whether the fields written are exactly the local row's (then the server's version needs
@@ -626,6 +643,17 @@ public final class SyncWorker {
         }
     }
 
+    /// A server record's fields as this store holds them: the values of its synced attributes,
+    /// and the fields of a newer model version than this store's, kept to fill their columns when
+    /// the store is migrated (the server keeps them meanwhile: exports only ever put changed
+    /// fields over the server's).
+    func localValues(_ fields: JSONObject, of type: String) -> (values: JSONObject, kept: JSONObject) {
+        let attributes = Set(synced[type] ?? [])
+        let own = fields.filter { $0.key != "uuid" }
+        return (JSONObject(uniqueKeysWithValues: own.filter { attributes.contains($0.key) }.map { ($0.key, $0.value) }),
+                JSONObject(uniqueKeysWithValues: own.filter { !attributes.contains($0.key) }.map { ($0.key, $0.value) }))
+    }
+
     /// Where an import stands between batches.
     struct ImportState {
         var token: Int64
@@ -668,20 +696,14 @@ public final class SyncWorker {
             // Our own write coming back: nothing to apply.
             if record?.tag == r.tag { continue }
             if pending.contains(r.key) { continue }
-            let attributes = Set(synced[r.key.type] ?? [])
             if r.deleted {
                 if existing.contains(r.key) { save.delete(r.key.type, r.key.uuid) }
                 if let record { save.delete("SyncRecord", record.uuid) }
                 state.applied += 1
                 continue
             }
-            var values = JSONObject(uniqueKeysWithValues: r.fields.filter { attributes.contains($0.key) && $0.key != "uuid" }
-                .map { ($0.key, $0.value) })
-            // Fields of a newer model version than this store's: kept, to fill the columns
-            // when this store is migrated (the server keeps them meanwhile: exports only
-            // ever put changed fields over the server's).
-            let kept = JSONObject(uniqueKeysWithValues: r.fields.filter { !attributes.contains($0.key) && $0.key != "uuid" }
-                .map { ($0.key, $0.value) })
+            let (fields, kept) = localValues(r.fields, of: r.key.type)
+            var values = fields
             if existing.contains(r.key) {
                 save.update(r.key.type, r.key.uuid, values)
             } else {

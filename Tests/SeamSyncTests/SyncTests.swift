@@ -2,6 +2,7 @@ import Foundation
 import SeamClient
 import SeamJSON
 import SeamPostgres
+import SeamSync
 import SeamTestSupport
 import XCTest
 
@@ -61,6 +62,45 @@ final class SyncTests: XCTestCase {
             XCTAssertFalse(try String(contentsOfFile: m.config + "/sync.json", encoding: .utf8).contains(password))
             let attributes = try FileManager.default.attributesOfItem(atPath: m.config + "/sync.pgpass")
             XCTAssertEqual((attributes[.posixPermissions] as? Int), 0o600)
+        }
+    }
+
+    /// An edit here that loses to the server's version of a field (another machine's clock ran
+    /// ahead: its version of the name is an hour in the future) is replaced here by the server's
+    /// value, though this machine imported that version before it edited: the import, already
+    /// past its tag, would never bring it again.
+    func testAnEditThatLosesToTheServersVersionTakesTheServersValue() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "alice")
+        let timer = try a.addTimer("Tea \(UUID().uuidString.prefix(4))")
+        let admin = try PostgresConnection(server.adminConnection)
+        try eventually(10, "the timer is on the server") {
+            try admin.query("SELECT 1 FROM seam.records WHERE uuid = $1::uuid", [timer]).count == 1
+        }
+        // Another machine, an hour ahead, renames it.
+        let ahead = FieldVersion.stamp(time: Date().timeIntervalSince1970 + 3600, device: "ahead")
+        try admin.query("UPDATE seam.records SET fields = jsonb_set(fields, '{name}', '\"From ahead\"'), "
+                        + "versions = jsonb_set(versions, '{name}', to_jsonb($2::text)), change_tag = nextval('seam.changes') "
+                        + "WHERE uuid = $1::uuid", [timer, ahead])
+        try admin.query("SELECT pg_notify('seam_changes', '')")
+        try eventually(10, "A imported the name") { try a.timer(timer)?["name"]?.stringValue == "From ahead" }
+
+        // Renamed here now: an older version than the server's, so the server keeps its name and
+        // nothing is written there (no new tag for the import to bring).
+        let tag = try admin.query("SELECT change_tag FROM seam.records WHERE uuid = $1::uuid", [timer]).first?[0]
+        try a.update("Timer", timer, ["name": "Mine"])
+        try eventually(10, "A takes the server's name back") { try a.timer(timer)?["name"]?.stringValue == "From ahead" }
+        let now = try XCTUnwrap(try admin.query("SELECT fields->>'name', change_tag FROM seam.records WHERE uuid = $1::uuid", [timer]).first)
+        XCTAssertEqual(now[0], "From ahead")
+        XCTAssertEqual(now[1], tag, "the server's record was left as it was")
+
+        // A field A wins still goes to the server, with the name it lost.
+        try a.update("Timer", timer, ["name": "Mine again", "repeatCount": 4])
+        try eventually(10, "the server has A's repeat count, A the server's name") {
+            let t = try a.timer(timer)
+            let fields = try admin.query("SELECT fields->>'name', fields->>'repeatCount' FROM seam.records WHERE uuid = $1::uuid", [timer]).first
+            return t?["name"]?.stringValue == "From ahead" && t?["repeatCount"]?.int64Value == 4
+                && fields?[0] == "From ahead" && fields?[1] == "4"
         }
     }
 
