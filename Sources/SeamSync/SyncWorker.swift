@@ -358,10 +358,14 @@ public final class SyncWorker {
         let sequence = start["sequence"]?.int64Value ?? 0
         var written = 0
         for entity in synced.keys.sorted() {
-            var offset = 0
+            // Page by key, not by offset: a row deleted on a page already read would shift the
+            // rest back, and the row moved onto that page would never be sent.
+            var after: String?
             while true {
-                let rows = try broker.fetch(entity, sort: "uuid", limit: Self.batch, offset: offset)
+                let rows = try broker.fetch(entity, where: after == nil ? nil : "uuid > $after",
+                                            parameters: after.map { ["after": .string($0)] } ?? [:], sort: "uuid", limit: Self.batch)
                 if rows.isEmpty { break }
+                after = rows.last?["uuid"]?.stringValue
                 // Rows as they stand, of unknown age: their fields lose to any versioned edit.
                 let oldest = FieldVersion.stamp(time: 0, device: device)
                 let outgoing = rows.compactMap { row in
@@ -387,7 +391,7 @@ public final class SyncWorker {
                 }
                 try save.send(broker)
                 written += results.count
-                offset += rows.count
+                if after == nil { break }
             }
         }
         var save = SaveBuilder()

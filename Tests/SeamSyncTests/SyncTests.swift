@@ -104,6 +104,32 @@ final class SyncTests: XCTestCase {
         }
     }
 
+    /// A store that had timers before sync was set up sends them all in its first export, page
+    /// after page by uuid (1,100 timers: three pages).
+    func testTheFirstExportSendsEveryRowPageByPage() throws {
+        let server = try pg()
+        let home = TemporaryDirectory("seam-sync-first")
+        let data = home.file("data"), config = home.file("config")
+        try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
+        try Data(#"{"roles": {"ticker": {"enabled": false}}}"#.utf8).write(to: URL(fileURLWithPath: config + "/seamd.json"))
+        let tag = "first-\(UUID().uuidString.prefix(6))-"
+        do {
+            let before = try BrokerProcess(arguments: ["--no-roles"], dataDirectory: data)
+            let c = try SeamConnection.connect(path: before.socketPath)
+            try c.hello()
+            for page in 0..<11 {
+                try c.save((0..<100).map { i in .insert(entity: "Timer", values: ["name": .string(tag + "\(page * 100 + i)")]) })
+            }
+            before.stop()
+        }
+        let m = try SyncMachine("first", server: server, user: "alice", reusing: (home, data, config), setUp: true)
+        let admin = try PostgresConnection(server.adminConnection)
+        try eventually(30, "the server has every timer") {
+            try admin.query("SELECT count(*) FROM seam.records WHERE fields->>'name' LIKE $1", [tag + "%"]).first?[0] == "1100"
+        }
+        XCTAssertEqual(try m.connection.count("Timer"), 1100)
+    }
+
     /// Nothing from the Local store reaches the server, however busy the machine: no Session
     /// record, no session attribute inside another record. And a run ignores sync: a timer edited
     /// and then deleted on another machine changes nothing in a session running here, which
