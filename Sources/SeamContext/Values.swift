@@ -20,6 +20,11 @@ enum Values {
         switch (a.type, value) {
         case (.string, .string(let s)):
             try checkSize(s.utf8.count)
+            // PostgreSQL, where sync keeps records, cannot hold it (in text or jsonb), and C
+            // clients would end the text there: a record holding one would stop sync for good.
+            if s.utf8.contains(0) {
+                throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: "text cannot contain U+0000 (NUL)"))
+            }
             return value
         case (.uuid, .uuid(let s)), (.uuid, .string(let s)):
             guard UUIDText.isCanonical(s) else {

@@ -198,6 +198,9 @@ final class ContextTests: ContextTestCase {
         expectError({ try self.context.save(SaveRequest([.insert(entity: "Timer", values: ["name": .string(String(repeating: "x", count: 2 << 20))])])) }) {
             if case .valueTooLarge("Timer", "name", _, _) = $0 { return true } else { return false }
         }
+        expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("Te\u{0}a")])])) }) {
+            if case .invalidValue("Timer", "name", let reason) = $0 { return reason.contains("U+0000") } else { return false }
+        }
         expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["steps": .json("[1,")])])) }) {
             if case .invalidValue("Timer", "steps", _) = $0 { return true } else { return false }
         }
