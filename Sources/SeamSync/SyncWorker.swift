@@ -52,6 +52,35 @@ public final class SyncWorker {
         try loadSchema()
         try loadTokens()
         try loadDevice()
+        try checkServer()
+    }
+
+    /// The server this store syncs with, as `sync.json` names it (the `serverURL` token). A store
+    /// set up again with another server, or another role on it (another zone), starts over
+    /// there: its tokens and its records' tags belong to the old one, and with them the new
+    /// server would get none of the records already here, nor this machine the new one's older
+    /// records. (A store that synced before this token existed keeps its tokens.)
+    private func checkServer() throws {
+        let known = try broker.fetch("SyncToken", where: "name == 'serverURL'").first
+        let was = known?["value"]?.stringValue
+        if was == configuration.url { return }
+        var save = SaveBuilder()
+        if let was, let uuid = known?["uuid"]?.stringValue {
+            log("set up with \(configuration.url), not \(was) as before: syncing from the start")
+            while true {
+                let records = try broker.fetch("SyncRecord", limit: Self.batch, fields: ["uuid"]).compactMap { $0["uuid"]?.stringValue }
+                if records.isEmpty { break }
+                var forget = SaveBuilder()
+                for record in records { forget.delete("SyncRecord", record) }
+                try forget.send(broker)
+            }
+            for (_, token) in tokens { save.delete("SyncToken", token.uuid) }
+            save.update("SyncToken", uuid, ["value": .string(configuration.url)])
+            tokens = [:]
+        } else {
+            save.insert("SyncToken", ["name": "serverURL", "value": .string(configuration.url)])
+        }
+        try save.send(broker)
     }
 
     private func loadDevice() throws {
@@ -216,7 +245,7 @@ public final class SyncWorker {
     private func loadTokens() throws {
         var loaded: [String: (uuid: String, value: Int64)] = [:]
         for row in try broker.fetch("SyncToken") {
-            guard let name = row["name"]?.stringValue, name != "device", let uuid = row["uuid"]?.stringValue else { continue }
+            guard let name = row["name"]?.stringValue, name != "device", name != "serverURL", let uuid = row["uuid"]?.stringValue else { continue }
             loaded[name] = (uuid, Int64(row["value"]?.stringValue ?? "") ?? 0)
         }
         tokens = loaded

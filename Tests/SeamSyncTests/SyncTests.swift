@@ -130,6 +130,24 @@ final class SyncTests: XCTestCase {
         XCTAssertEqual(try m.connection.count("Timer"), 1100)
     }
 
+    /// `seam sync setup` again with another role (another zone): the worker starts over there,
+    /// so the new zone gets the records this machine already had.
+    func testSettingUpAnotherZoneStartsOverThere() throws {
+        let server = try pg()
+        let a = try SyncMachine("zones", server: server, user: "alice")
+        let timer = try a.addTimer("Zones \(UUID().uuidString.prefix(4))")
+        let admin = try PostgresConnection(server.adminConnection)
+        func held(by zone: String) throws -> Bool {
+            try admin.query("SELECT 1 FROM seam.records WHERE zone = $1 AND uuid = $2::uuid", [zone, timer]).count == 1
+        }
+        try eventually(10, "alice's zone has the timer") { try held(by: "alice") }
+        let setup = try Executables.run("seam", ["sync", "setup", server.url("bob"), "--password-stdin", "--config-dir", a.config,
+                                                 "--socket", a.broker.socketPath], input: (server.passwords["bob"] ?? "") + "\n")
+        XCTAssertEqual(setup.status, 0, setup.stderr)
+        try eventually(30, "bob's zone has it too") { try held(by: "bob") }
+        try eventually(10, "the worker said why") { a.broker.log.contains("syncing from the start") }
+    }
+
     /// Nothing from the Local store reaches the server, however busy the machine: no Session
     /// record, no session attribute inside another record. And a run ignores sync: a timer edited
     /// and then deleted on another machine changes nothing in a session running here, which
