@@ -59,12 +59,20 @@ enum ChannelBenchmarks {
         print(" Placed by the scheduler: wherever the kernel runs each process; one CPU: the client and every server (seamd, every")
         print(" PostgreSQL process, the floor) on CPU 0; two CPUs: the client on CPU 0, every server on CPU 1)")
 
-        var matching = BenchTable("Matching cost per committed row as channels grow (one-row save that matches none; save round trip p50)",
+        let pinned = CPUPlacement.available.contains(.oneCPU)
+        var matching = BenchTable("Matching cost per committed row as channels grow (one-row save that matches none; save round trip p50"
+                                      + (pinned ? "; the client and every seamd on one CPU)" : ")"),
                                   columns: ["channels", "save p50", "matching cost (p50 − no channels)", "save p50 / no channels"])
         // Four brokers at once, taking turns 100 saves at a time: the machine's noise falls on all.
+        // All on one CPU with the client: placed by the scheduler, a broker whose wakeups cross
+        // CPUs pays ~50 µs a round trip that another does not, which swamped what is measured
+        // (the 100,000-channel broker came out 0.83× and 1.36× of none in runs of one day).
         let counts = [0, 100, 10_000, 100_000]
         let brokers = try counts.map { n in try SaveCost(work: work + "/matching-\(n)", channels: n) }
         defer { brokers.forEach { $0.stop() } }
+        let placement: CPUPlacement = pinned ? .oneCPU : .scheduler
+        try placement.apply(client: true, servers: brokers.map(\.process.processIdentifier))
+        defer { try? CPUPlacement.scheduler.apply(client: true, servers: []) }
         var samples = [[Double]](repeating: [], count: counts.count)
         for block in 0..<(matchingRounds / 100) {
             for (k, b) in brokers.enumerated() { samples[k] += try b.measure(rounds: 100, from: block * 100) }
