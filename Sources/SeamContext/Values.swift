@@ -36,6 +36,10 @@ enum Values {
             do { try JSONText.validate(s) } catch {
                 throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: error.description))
             }
+            // Nor in JSON, where only an escape (`\u0000`) can spell it.
+            if s.utf8.contains(UInt8(ascii: "\\")), let value = try? JSONText.parse(s), holdsNUL(value) {
+                throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: "JSON text cannot hold U+0000 (NUL)"))
+            }
             return .json(s)
         case (.integer, .integer): return value
         case (.bool, .bool): return value
@@ -49,6 +53,16 @@ enum Values {
             return value
         default:
             throw wrong()
+        }
+    }
+
+    /// Whether a string of `value` (a key or a value, at any depth) holds U+0000.
+    private static func holdsNUL(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let text): return text.utf8.contains(0)
+        case .array(let items): return items.contains(where: holdsNUL)
+        case .object(let members): return members.contains { $0.0.utf8.contains(0) || holdsNUL($0.1) }
+        case .null, .bool, .number: return false
         }
     }
 }

@@ -201,6 +201,11 @@ final class ContextTests: ContextTestCase {
         expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("Te\u{0}a")])])) }) {
             if case .invalidValue("Timer", "name", let reason) = $0 { return reason.contains("U+0000") } else { return false }
         }
+        expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["steps": .json(#"[{"label":"a\u0000","seconds":1}]"#)])])) }) {
+            if case .invalidValue("Timer", "steps", let reason) = $0 { return reason.contains("U+0000") } else { return false }
+        }
+        // An escaped backslash before `u0000` is no NUL.
+        XCTAssertNoThrow(try context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["steps": .json(#"[{"label":"a\\u0000","seconds":1}]"#)])])))
         expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["steps": .json("[1,")])])) }) {
             if case .invalidValue("Timer", "steps", _) = $0 { return true } else { return false }
         }
