@@ -29,12 +29,11 @@ final class LargeResultTests: BrokerTestCase {
     func testAResultLargerThanTheOutboxLimitReachesAClientThatReads() throws {
         try addLargeSessions(72)
         let raw = try RawClient(broker.socketPath)
-        let frames = LargeFrames(raw)
         raw.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"startedAt"},"more":true}"#)
-        let frame = try XCTUnwrap(frames.next(timeout: 60), "the connection was closed: \(broker.log.suffix(400))")
+        let frame = try XCTUnwrap(raw.readFrameBytes(timeout: 60), "the connection was closed: \(broker.log.suffix(400))")
         XCTAssertGreaterThan(frame.count, 64 << 20)
         XCTAssertTrue(frame.starts(with: Array(#"{"parameters":{"subscription":1,"kind":"result""#.utf8)))
-        XCTAssertEqual(LargeFrames.count(#""note":""#, in: frame), 72)
+        XCTAssertEqual(Needles.count(#""note":""#, in: frame), 72)
     }
 
     /// Two large subscriptions on one connection that falls behind: each gets its resync once the
@@ -43,11 +42,10 @@ final class LargeResultTests: BrokerTestCase {
     func testResyncsOfLargeResultsFollowOneAnotherAsTheClientReads() throws {
         try addLargeSessions(40)
         let raw = try RawClient(broker.socketPath)
-        let frames = LargeFrames(raw)
         for (id, sort) in [(1, "startedAt"), (2, "-startedAt")] {
             raw.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"\#(sort)"},"more":true,"id":\#(id)}"#)
-            let result = try XCTUnwrap(frames.next(timeout: 60))
-            XCTAssertEqual(LargeFrames.count(#""kind":"result""#, in: result), 1)
+            let result = try XCTUnwrap(raw.readFrameBytes(timeout: 60))
+            XCTAssertEqual(Needles.count(#""kind":"result""#, in: result), 1)
         }
         // Not reading: each change is a diff of a million bytes, and the connection falls behind.
         let c = try client()
@@ -58,50 +56,20 @@ final class LargeResultTests: BrokerTestCase {
         var resynced: Set<Int> = []
         var read = 0
         while resynced.count < 2 {
-            guard let frame = frames.next(timeout: 60) else {
+            guard let frame = raw.readFrameBytes(timeout: 60) else {
                 return XCTFail("closed or silent after \(read) frames, resyncs \(resynced): \(broker.log.suffix(400))")
             }
             read += 1
-            if LargeFrames.count(#""kind":"resync""#, in: frame) == 1 {
-                resynced.insert(LargeFrames.count(#""id":1"#, in: frame) == 1 ? 1 : 2)
+            if Needles.count(#""kind":"resync""#, in: frame) == 1 {
+                resynced.insert(Needles.count(#""id":1"#, in: frame) == 1 ? 1 : 2)
             }
         }
         XCTAssertEqual(resynced, [1, 2])
     }
 }
 
-/// Reads frames of tens of megabytes from one connection, looking for the NUL only in new bytes.
-final class LargeFrames {
-    private let fd: Int32
-    private var buffer: [UInt8] = []
-
-    init(_ client: RawClient) { fd = client.fd }
-
-    /// The next frame, or nil when the connection closed or `timeout` passed.
-    func next(timeout: Double) -> [UInt8]? {
-        var scanned = 0
-        let deadline = Date().addingTimeInterval(timeout)
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let nul = buffer.withUnsafeBufferPointer { b -> Int? in
-                guard scanned < b.count, let p = memchr(b.baseAddress! + scanned, 0, b.count - scanned) else { return nil }
-                return UnsafeRawPointer(p) - UnsafeRawPointer(b.baseAddress!)
-            }
-            if let nul {
-                let frame = Array(buffer[..<nul])
-                buffer = Array(buffer[(nul + 1)...])
-                return frame
-            }
-            scanned = buffer.count
-            guard Date() < deadline else { return nil }
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 100) > 0 else { continue }
-            let n = Foundation.read(fd, &chunk, chunk.count)
-            if n <= 0 { return nil }
-            buffer.append(contentsOf: chunk[0..<n])
-        }
-    }
-
+/// Counting in frames of tens of megabytes.
+enum Needles {
     /// How often `needle` occurs in `frame` (memchr for its first byte, then memcmp).
     static func count(_ needle: String, in frame: [UInt8]) -> Int {
         let n = Array(needle.utf8)

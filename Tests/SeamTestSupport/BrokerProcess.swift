@@ -135,20 +135,32 @@ public final class RawClient {
 
     /// Reads one NUL-terminated frame, or nil if the connection closed or `timeout` passed.
     public func readFrame(timeout: Double = 5) -> String? {
+        readFrameBytes(timeout: timeout).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// `readFrame`'s bytes. Only the bytes read since the last look are searched for the NUL,
+    /// so a frame of tens of megabytes costs what reading it does.
+    public func readFrameBytes(timeout: Double = 5) -> [UInt8]? {
         let deadline = Date().addingTimeInterval(timeout)
-        var chunk = [UInt8](repeating: 0, count: 65536)
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        var scanned = 0
         while true {
-            if let nul = pending.firstIndex(of: 0) {
-                let frame = String(decoding: pending[..<nul], as: UTF8.self)
+            let nul = pending.withUnsafeBufferPointer { b -> Int? in
+                guard scanned < b.count, let p = memchr(b.baseAddress! + scanned, 0, b.count - scanned) else { return nil }
+                return UnsafeRawPointer(p) - UnsafeRawPointer(b.baseAddress!)
+            }
+            if let nul {
+                let frame = Array(pending[..<nul])
                 pending.removeFirst(nul + 1)
                 return frame
             }
+            scanned = pending.count
             guard Date() < deadline else { return nil }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&p, 1, 100) > 0 else { continue }
             let n = read(fd, &chunk, chunk.count)
             if n <= 0 { return nil }
-            pending += chunk[0..<n]
+            pending.append(contentsOf: chunk[0..<n])
         }
     }
 
