@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A real PostgreSQL for the sync tests, started by `scripts/pg-server` (Debian's packages) in a
 /// directory of its own, on a port of its own, with login roles that each own a zone.
@@ -9,11 +12,58 @@ public final class PostgresTestServer {
     public private(set) var passwords: [String: String] = [:]
 
     /// Starts a server with the role `user`; throws (with the script's output) when it cannot.
+    ///
+    /// The port is one the kernel does not hand out to outgoing connections, found free just
+    /// before; should another server take it first, the start is tried again on another port.
     public init(user: String = "alice") throws {
-        directory = "/tmp/seam-pg-\(getpid())-\(UUID().uuidString.prefix(6))"
-        port = Int.random(in: 20_000...60_000)
-        let r = try Self.script(["start", directory, "--port", String(port), "--user", user])
-        passwords[user] = try Self.password(r)
+        var attempt = 0
+        while true {
+            attempt += 1
+            let directory = "/tmp/seam-pg-\(getpid())-\(UUID().uuidString.prefix(6))"
+            let port = Self.freePort()
+            let started: Executables.Result
+            do {
+                started = try Self.script(["start", directory, "--port", String(port), "--user", user])
+            } catch let failure as ServerFailure where failure.description.contains("Address already in use") && attempt < 5 {
+                _ = try? Self.script(["stop", directory])
+                try? FileManager.default.removeItem(atPath: directory)
+                continue
+            }
+            self.directory = directory
+            self.port = port
+            passwords[user] = try Self.password(started)
+            return
+        }
+    }
+
+    /// A port below the kernel's ephemeral range (`ip_local_port_range`), so that no outgoing
+    /// connection holds it when the server binds it, or later when `restart` binds it again;
+    /// and one nothing listens on now.
+    static func freePort() -> Int {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
+            .split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).compactMap { Int($0) } ?? []
+        let ephemeralLow = range.first ?? 32_768
+        let candidates = ephemeralLow > 12_000 ? 10_000..<ephemeralLow : 40_000..<60_000
+        for _ in 0..<50 {
+            let port = Int.random(in: candidates)
+            if canBind(port) { return port }
+        }
+        return Int.random(in: candidates)
+    }
+
+    private static func canBind(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return true }
+        defer { close(fd) }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
     }
 
     /// Adds a role (a zone of its own).
