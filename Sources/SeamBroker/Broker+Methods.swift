@@ -430,6 +430,12 @@ extension Broker {
                 return .failure(.invalidParameter(key))
             }
         }
+        switch p["unchangedSince"] {
+        case nil, .null?: break
+        case let value?:
+            guard let since = value.int64Value, since >= 0 else { return .failure(.invalidParameter("unchangedSince")) }
+            request.unchangedSince = since
+        }
         return .success((request, hello.author))
     }
 
@@ -560,7 +566,8 @@ extension Broker {
     public static func varlink(_ error: ContextError) -> VarlinkError {
         switch error.kind {
         case .notFound(let e, let u): return .notFound(entity: e, uuid: u)
-        case .duplicate, .constraint, .deleteDenied: return .conflict(error.description)
+        case .duplicate, .constraint, .deleteDenied, .changedSince: return .conflict(error.description)
+        case .sequenceAhead(let since, let sequence): return .sequenceAhead(since: since, sequence: sequence)
         case .unknownAttribute(_, let a): return .invalidRequest(error.description, field: a)
         case .wrongType(_, let a, _, _), .missingValue(_, let a), .valueTooLarge(_, let a, _, _), .invalidValue(_, let a, _):
             return .invalidRequest(error.description, field: a)

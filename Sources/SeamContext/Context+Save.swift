@@ -52,11 +52,31 @@ extension Context {
             changes.append(change)
         }
         guard !changes.isEmpty else { return nil }
+        if let since = request.unchangedSince { try checkUnchanged(changes, since: since) }
         let set = ChangeSet(sequence: sequence + 1, author: author, time: time ?? Self.now(), changes: changes)
         try commit(set, work: work)
         sequence = set.sequence
         ring.append(set)
         return set
+    }
+
+    /// Refuses a save of `changes` when the history after `since` has changed one of their rows
+    /// (see `SaveRequest.unchangedSince`). Reads only the history after `since`: what has been
+    /// saved since the writer last read it.
+    private func checkUnchanged(_ changes: [RowChange], since: Int64) throws(ContextError) {
+        guard since <= sequence else { throw ContextError(.sequenceAhead(since: since, sequence: sequence)) }
+        let keys = Set(changes.map { WorkingSet.key($0.entity, $0.uuid) })
+        var from = since
+        while true {
+            let page = try history(since: from, limit: 1000)
+            for set in page {
+                for c in set.changes where keys.contains(WorkingSet.key(c.entity, c.uuid)) {
+                    throw ContextError(.changedSince(entity: c.entity, uuid: c.uuid, sequence: set.sequence, since: since))
+                }
+            }
+            guard let last = page.last?.sequence, page.count == 1000 else { return }
+            from = last
+        }
     }
 
     private static func change(_ p: Pending, names: [String]) -> RowChange? {

@@ -15,6 +15,11 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         case duplicate(entity: String, uuid: String)
         case constraint(entity: String, detail: String)
         case deleteDenied(entity: String, uuid: String, linkedFrom: String, count: Int)
+        /// A save with `unchangedSince` would change a row the history changed after it.
+        case changedSince(entity: String, uuid: String, sequence: Int64, since: Int64)
+        /// A sequence number beyond the last save's (a client that read a store since restored
+        /// from an older copy).
+        case sequenceAhead(since: Int64, sequence: Int64)
         case snapshotUnsupported
         /// The store that holds the entity is closed: migrating, newer than this build, or unreadable.
         case storeUnavailable(store: String, entity: String, reason: String)
@@ -41,6 +46,10 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         case .constraint(let e, let d): return "\(e): \(d)"
         case .deleteDenied(let e, let u, let from, let n):
             return "cannot delete \(e) \(u): \(n) \(from) row(s) link to it and the rule is deny"
+        case .changedSince(let e, let u, let n, let since):
+            return "\(e) \(u) was changed by save \(n), after sequence \(since): read what changed since then and save again"
+        case .sequenceAhead(let since, let n):
+            return "sequence \(since) is beyond the last save (\(n)): the store is older than what was read from it"
         case .snapshotUnsupported:
             return "the in-memory store cannot pin a snapshot (SQLite's in-memory databases have one connection); "
                 + "read without a snapshot, or use a store directory"

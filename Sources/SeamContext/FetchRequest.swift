@@ -35,6 +35,12 @@ public struct SaveRequest: Sendable {
     }
 
     public var operations: [Operation]
+    /// When set, the save is refused (`ContextError.Kind.changedSince`) if a row it would change
+    /// has a change in the persistent history after this sequence number: a writer that read
+    /// the history up to there and decided from it (the sync worker's import) changes nothing
+    /// it has not seen. The history holds the history configuration's changes by authors it
+    /// does not ignore, so only those are checked; it must still reach back that far.
+    public var unchangedSince: Int64?
     public init(_ operations: [Operation] = []) { self.operations = operations }
 
     public mutating func insert(_ entity: String, _ values: [String: AttributeValue]) {

@@ -82,8 +82,9 @@ public enum Interfaces {
         type Change (store: string, entity: string, uuid: string, kind: string, changedKeys: []string)
 
         # Inserts, updates and deletes as one transaction across both stores. Link rules run on
-        # deletes; their effects are among the changes.
-        method Save(inserts: ?[]Insert, updates: ?[]Update, deletes: ?[]Delete) -> (
+        # deletes; their effects are among the changes. With unchangedSince, a Conflict if the
+        # history after that sequence number changed a row this save would change.
+        method Save(inserts: ?[]Insert, updates: ?[]Update, deletes: ?[]Delete, unchangedSince: ?int) -> (
           sequence: ?int,
           changes: []Change
         )

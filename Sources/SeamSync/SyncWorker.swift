@@ -27,6 +27,8 @@ public final class SyncWorker {
     var device = ""
     var report = Report()
     let log: (String) -> Void
+    /// Nil outside tests (see `TestPause`).
+    let testPause = TestPause.fromEnvironment()
 
     struct Report {
         var state = "starting"
@@ -612,8 +614,10 @@ public final class SyncWorker {
 
     // MARK: - Import
 
-    /// The synced records with local changes not yet exported.
-    private func pendingKeys() throws -> Set<RecordKey> {
+    /// The synced records with local changes not yet exported, and the sequence number the
+    /// history was read through: a save made from them holds only if no later history touches
+    /// its records (`unchangedSince`).
+    private func pendingKeys() throws -> (keys: Set<RecordKey>, through: Int64) {
         let since = tokens["exported"]?.value ?? 0
         var keys: Set<RecordKey> = []
         var from = since
@@ -624,7 +628,7 @@ public final class SyncWorker {
                 if let e = c["entity"]?.stringValue, let u = c["uuid"]?.stringValue, synced[e] != nil { keys.insert(RecordKey(type: e, uuid: u)) }
             }
             let last = h["last"]?.int64Value ?? from
-            if changes.isEmpty || last == from { return keys }
+            if changes.isEmpty || last == from { return (keys, from) }
             from = last
         }
     }
@@ -659,14 +663,13 @@ public final class SyncWorker {
                 // Leaving early (the server went away mid-pass): the last batch's save is
                 // answered before anything else is asked of seamd, so its reply is not lost.
                 defer {
-                    if let id = state.saving { _ = try? broker.finish(id) }
+                    if let batch = state.saving { _ = try? broker.finish(batch.id) }
                     state.saving = nil
                 }
                 while true {
                     // The server reads the next batch while seamd saves the last.
                     let rows = try pg.query("FETCH \(Self.importBatch) FROM seam_import")
-                    if let id = state.saving { try broker.finish(id) }
-                    state.saving = nil
+                    try finishBatch(&state)
                     guard !rows.isEmpty else { return read }
                     try apply(rows, &state)
                     read += rows.count
@@ -694,12 +697,51 @@ public final class SyncWorker {
         var applied = 0
         var insertedHere: Set<RecordKey> = []
         /// The last batch's save, sent and not yet answered.
-        var saving: JSON?
+        var saving: Batch?
     }
 
-    /// Applies one batch of server records (in change-tag order) as one save, with the token.
+    /// One batch's save, sent, with what it takes to apply the batch again.
+    struct Batch {
+        var id: JSON
+        var rows: [[String?]]
+        /// The server token before the batch, in memory and in the store.
+        var token: Int64
+        var tokenRow: (uuid: String, value: Int64)?
+        /// The records the save applies.
+        var applied: Int
+    }
+
+    /// Times a batch is applied again when local saves keep touching its records.
+    static let importAttempts = 8
+
+    /// Waits for the last batch's save. One refused because a local save touched one of its
+    /// records after the pending records were read (`Conflict`, from `unchangedSince`) is
+    /// applied again: the record is pending now, so the server's version no longer goes over it.
+    private func finishBatch(_ state: inout ImportState) throws {
+        for attempt in 1...Self.importAttempts {
+            guard let batch = state.saving else { return }
+            state.saving = nil
+            let refusal: ClientError
+            do {
+                _ = try broker.finish(batch.id)
+                state.applied += batch.applied
+                return
+            } catch {
+                refusal = error
+            }
+            guard refusal.remoteName == "org.seam.Store.Conflict", attempt < Self.importAttempts else { throw refusal }
+            log("a local save touched records of the import's batch meanwhile; applying it again (\(refusal))")
+            state.token = batch.token
+            tokens["server"] = batch.tokenRow
+            try apply(batch.rows, &state)
+        }
+    }
+
+    /// Applies one batch of server records (in change-tag order) as one save, with the token;
+    /// the save is sent, not waited for (`finishBatch`).
     private func apply(_ rows: [[String?]], _ state: inout ImportState) throws {
-        let token = state.token, fresh = state.fresh
+        let token = state.token, fresh = state.fresh, tokenRow = tokens["server"]
+        var applied = 0
         let last = rows.last?[3].flatMap { Int64($0) } ?? token
         var incoming: [(key: RecordKey, fields: JSONObject, tag: Int64, deleted: Bool)] = []
         for row in rows {
@@ -722,8 +764,9 @@ public final class SyncWorker {
         // before this batch is applied): the server's version must not overwrite them, nor
         // bring a deleted one back. The next export merges them; the import after it brings
         // the merged record.
-        let pending = try pendingKeys()
+        let (pending, historyRead) = try pendingKeys()
         var save = SaveBuilder()
+        save.unchangedSince = historyRead
         for r in incoming {
             let record = known[r.key]
             // Our own write coming back: nothing to apply.
@@ -732,7 +775,7 @@ public final class SyncWorker {
             if r.deleted {
                 if existing.contains(r.key) { save.delete(r.key.type, r.key.uuid) }
                 if let record { save.delete("SyncRecord", record.uuid) }
-                state.applied += 1
+                applied += 1
                 continue
             }
             let (fields, kept) = localValues(r.fields, of: r.key.type)
@@ -757,10 +800,13 @@ public final class SyncWorker {
             // A record new here with nothing to keep needs no SyncRecord yet: its tag only
             // ever serves to recognise this machine's own writes, and the first export
             // of it makes one. Half the rows a new machine writes while it catches up.
-            state.applied += 1
+            applied += 1
         }
         tokenChange("server", last, into: &save)
-        state.saving = try save.begin(broker)
+        testPause?("import-save")
+        if let id = try save.begin(broker) {
+            state.saving = Batch(id: id, rows: rows, token: token, tokenRow: tokenRow, applied: applied)
+        }
         state.token = last
     }
 }
@@ -776,6 +822,8 @@ struct SaveBuilder {
     var inserts: [JSON] = []
     var updates: [JSON] = []
     var deletes: [JSON] = []
+    /// Sent as Save's `unchangedSince`, when set.
+    var unchangedSince: Int64?
 
     mutating func insert(_ entity: String, _ values: JSONObject) {
         inserts.append(.object(["entity": .string(entity), "values": .object(values)]))
@@ -798,7 +846,9 @@ struct SaveBuilder {
     /// Sends the save without waiting; its id for `SeamConnection.finish`, or nil when empty.
     func begin(_ broker: SeamConnection) throws -> JSON? {
         guard !isEmpty else { return nil }
-        return try broker.begin("org.seam.Store.Save", ["inserts": .array(inserts), "updates": .array(updates), "deletes": .array(deletes)])
+        var parameters: JSONObject = ["inserts": .array(inserts), "updates": .array(updates), "deletes": .array(deletes)]
+        if let unchangedSince { parameters["unchangedSince"] = .integer(unchangedSince) }
+        return try broker.begin("org.seam.Store.Save", parameters)
     }
 }
 

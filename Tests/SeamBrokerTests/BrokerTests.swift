@@ -216,6 +216,58 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "Session"])["count"]?.int64Value, 1, "the failed save changed nothing")
     }
 
+    /// A save with `unchangedSince` holds only if the history after that number left its rows
+    /// alone: a change to one of them (a link rule's included) refuses it whole; changes to other
+    /// rows, and to the Local store (which keeps no history), do not.
+    func testASaveUnchangedSinceIsRefusedWhenTheHistoryTouchedItsRows() throws {
+        let c = try client()
+        try c.hello()
+        func insert(_ entity: String, _ values: JSONObject) throws -> (uuid: JSON, sequence: Int64) {
+            let r = try c.call("org.seam.Store.Save", ["inserts": [["entity": .string(entity), "values": .object(values)]]])
+            return (try XCTUnwrap(r["changes"]?[0]?["uuid"]), try XCTUnwrap(r["sequence"]?.int64Value))
+        }
+        func rename(_ uuid: JSON, _ name: String, since: Int64) throws -> Int64? {
+            try c.call("org.seam.Store.Save", ["updates": [["entity": "Timer", "uuid": uuid, "values": ["name": .string(name)]]],
+                                               "unchangedSince": .integer(since)])["sequence"]?.int64Value
+        }
+        func name(_ uuid: JSON) throws -> String? {
+            try c.call("org.seam.Store.Fetch", ["entity": "Timer", "predicate": "uuid == $u", "parameters": ["u": uuid]])["rows"]?[0]?["name"]?.stringValue
+        }
+        let group = try insert("UserGroup", ["name": "Kitchen"])
+        let tea = try insert("Timer", ["name": "Tea", "groupUUID": group.uuid])
+        let read = tea.sequence
+        let egg = try insert("Timer", ["name": "Egg"])
+        _ = try insert("Session", ["timerUUID": egg.uuid, "startedAt": 1])
+        XCTAssertNotNil(try rename(tea.uuid, "Green tea", since: read), "only other rows changed since")
+
+        let renamed = try XCTUnwrap(try c.call("org.seam.Store.Save", ["updates": [["entity": "Timer", "uuid": egg.uuid, "values": ["name": "Boiled egg"]]]])["sequence"]?.int64Value)
+        XCTAssertThrowsError(try rename(egg.uuid, "Fried egg", since: renamed - 1)) { e in
+            XCTAssertEqual((e as? ClientError)?.remoteName, "org.seam.Store.Conflict", "\(e)")
+            XCTAssertTrue("\(e)".contains("changed by save \(renamed)"), "\(e)")
+        }
+        XCTAssertEqual(try name(egg.uuid), "Boiled egg", "the refused save changed nothing")
+        XCTAssertNotNil(try rename(egg.uuid, "Fried egg", since: renamed))
+
+        // Deleting the group clears the timer's link: that change is the timer's too.
+        let deleted = try XCTUnwrap(try c.call("org.seam.Store.Save", ["deletes": [["entity": "UserGroup", "uuid": group.uuid]]])["sequence"]?.int64Value)
+        XCTAssertThrowsError(try rename(tea.uuid, "Black tea", since: deleted - 1)) { e in
+            XCTAssertEqual((e as? ClientError)?.remoteName, "org.seam.Store.Conflict", "\(e)")
+        }
+        XCTAssertEqual(try name(tea.uuid), "Green tea")
+
+        let last = try XCTUnwrap(try c.call("org.seam.Store.Status")["sequence"]?.int64Value)
+        XCTAssertThrowsError(try rename(tea.uuid, "Black tea", since: last + 1)) { e in
+            XCTAssertEqual((e as? ClientError)?.remoteName, "org.seam.Store.SequenceAhead", "\(e)")
+        }
+        for bad: JSON in ["7", -1, 1.5, ["n": 1]] {
+            XCTAssertThrowsError(try c.call("org.seam.Store.Save", ["updates": [["entity": "Timer", "uuid": tea.uuid, "values": ["name": "x"]]],
+                                                                   "unchangedSince": bad])) { e in
+                XCTAssertEqual((e as? ClientError)?.remoteName, "org.varlink.service.InvalidParameter", "\(bad): \(e)")
+            }
+        }
+        XCTAssertEqual(try name(tea.uuid), "Green tea")
+    }
+
     func testAPluginIsTheAuthorOfItsSaves() throws {
         let c = try client()
         XCTAssertEqual(try c.hello(role: "plugin", name: "notifier")["author"]?.stringValue, "plugin:notifier")

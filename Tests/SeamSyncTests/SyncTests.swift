@@ -104,6 +104,36 @@ final class SyncTests: XCTestCase {
         }
     }
 
+    /// A local edit saved while the import is applying the server's version of that record
+    /// (after the import read which records have edits waiting) is not overwritten: the import's
+    /// save is refused (`unchangedSince`), and the batch is applied again without that record.
+    /// The edit then goes to the server, and is everywhere. The worker is held at the moment
+    /// between (`SEAM_SYNC_TEST_PAUSE`), so the race happens every time.
+    func testALocalEditWhileTheImportSavesIsKept() throws {
+        let server = try pg()
+        let pause = TemporaryDirectory("seam-sync-pause")
+        let a = try SyncMachine("a", server: server, user: "alice")
+        let b = try SyncMachine("b", server: server, user: "alice", environment: ["SEAM_SYNC_TEST_PAUSE": pause.path])
+        let timer = try a.addTimer("Tea \(UUID().uuidString.prefix(4))")
+        try eventually(10, "B has the timer") { try b.timer(timer)?["name"] != nil }
+
+        try Data().write(to: URL(fileURLWithPath: pause.file("import-save.armed")))
+        try a.update("Timer", timer, ["name": "Named on A"])
+        try eventually(10, "B's import holds before its save") { FileManager.default.fileExists(atPath: pause.file("import-save.paused")) }
+        try b.update("Timer", timer, ["name": "Named on B"])
+        try FileManager.default.removeItem(atPath: pause.file("import-save.armed"))
+        try Data().write(to: URL(fileURLWithPath: pause.file("import-save.go")))
+
+        try eventually(15, "both machines have B's name") {
+            try a.timer(timer)?["name"]?.stringValue == "Named on B" && b.timer(timer)?["name"]?.stringValue == "Named on B"
+        }
+        XCTAssertTrue(b.broker.log.contains("applying it again"), "the import's first save was refused:\n\(b.broker.log)")
+        // And it stays so: a later edit on A still arrives.
+        try a.update("Timer", timer, ["repeatCount": 2])
+        try eventually(10, "B has A's later edit") { try b.timer(timer)?["repeatCount"]?.int64Value == 2 }
+        XCTAssertEqual(try b.timer(timer)?["name"]?.stringValue, "Named on B")
+    }
+
     /// A store that had timers before sync was set up sends them all in its first export, page
     /// after page by uuid (1,100 timers: three pages).
     func testTheFirstExportSendsEveryRowPageByPage() throws {
@@ -313,7 +343,7 @@ final class SyncMachine {
     /// A machine; `reusing` a home, store and configuration directory that exist (a machine coming
     /// back, already set up — or, with `setUp`, a store prepared beforehand that is set up now).
     init(_ name: String, server: PostgresTestServer, user: String, reusing: (TemporaryDirectory, String, String)? = nil,
-         setUp: Bool = false) throws {
+         setUp: Bool = false, environment: [String: String] = [:]) throws {
         if let (home, data, config) = reusing {
             self.home = home
             self.data = data
@@ -325,7 +355,7 @@ final class SyncMachine {
             try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
             try Data(#"{"roles": {"ticker": {"enabled": false}}}"#.utf8).write(to: URL(fileURLWithPath: config + "/seamd.json"))
         }
-        broker = try BrokerProcess(arguments: ["--config", config + "/seamd.json"], dataDirectory: data)
+        broker = try BrokerProcess(arguments: ["--config", config + "/seamd.json"], dataDirectory: data, environment: environment)
         connection = try SeamConnection.connect(path: broker.socketPath)
         try connection.hello()
         if reusing == nil || setUp {
