@@ -389,14 +389,7 @@ public final class SyncWorker {
         let sequence = start["sequence"]?.int64Value ?? 0
         var written = 0
         for entity in synced.keys.sorted() {
-            // Page by key, not by offset: a row deleted on a page already read would shift the
-            // rest back, and the row moved onto that page would never be sent.
-            var after: String?
-            while true {
-                let rows = try broker.fetch(entity, where: after == nil ? nil : "uuid > $after",
-                                            parameters: after.map { ["after": .string($0)] } ?? [:], sort: "uuid", limit: Self.batch)
-                if rows.isEmpty { break }
-                after = rows.last?["uuid"]?.stringValue
+            try forEachPage(of: entity) { rows in
                 // Rows as they stand, of unknown age: their fields lose to any versioned edit.
                 let oldest = FieldVersion.stamp(time: 0, device: device)
                 let outgoing = rows.compactMap { row in
@@ -422,7 +415,6 @@ public final class SyncWorker {
                 }
                 try save.send(broker)
                 written += results.count
-                if after == nil { break }
             }
         }
         var save = SaveBuilder()
@@ -586,30 +578,63 @@ public final class SyncWorker {
         attributes.allSatisfy { $0 == "uuid" || (fields[$0] ?? .null) == (row[$0] ?? .null) }
     }
 
-    /// Values kept for fields this store did not know, now that it does (it was migrated):
-    /// written into their new columns, and no longer kept.
-    func fillKeptFields() throws {
-        var save = SaveBuilder()
-        var filled = 0
-        var rows: [JSONObject] = []
+    /// Every row of `entity`, a page of `batch` at a time in uuid order. Paged by key, not by
+    /// offset: a row deleted from a page already read would shift the rest back, and the row
+    /// moved onto that page would be skipped (and offsets cost SQLite the rows they skip).
+    func forEachPage(of entity: String, fields: [String]? = nil, _ body: ([JSONObject]) throws -> Void) throws {
+        var after: String?
         while true {
-            let page = try broker.fetch("SyncRecord", sort: "uuid", limit: Self.batch, offset: rows.count)
-            rows += page
-            if page.count < Self.batch { break }
+            let rows = try broker.fetch(entity, where: after == nil ? nil : "uuid > $after",
+                                        parameters: after.map { ["after": .string($0)] } ?? [:], sort: "uuid", limit: Self.batch,
+                                        fields: fields)
+            guard let last = rows.last?["uuid"]?.stringValue else { return }
+            try body(rows)
+            if rows.count < Self.batch { return }
+            after = last
         }
-        for row in rows where !(row["unknownFields"]?.objectValue?.isEmpty ?? true) {
-            guard let type = row["recordType"]?.stringValue, let uuid = row["recordUUID"]?.stringValue,
-                  let own = row["uuid"]?.stringValue, let attributes = synced[type],
-                  let kept = row["unknownFields"]?.objectValue else { continue }
-            let now = JSONObject(uniqueKeysWithValues: kept.filter { attributes.contains($0.key) }.map { ($0.key, $0.value) })
-            guard !now.isEmpty else { continue }
-            if try broker.row(type, uuid: uuid) != nil { save.update(type, uuid, now) }
-            save.update("SyncRecord", own, ["unknownFields": .object(JSONObject(uniqueKeysWithValues: kept.filter { !attributes.contains($0.key) }
-                .map { ($0.key, $0.value) }))])
-            filled += 1
+    }
+
+    /// Values kept for fields this store did not know, now that it does (it was migrated):
+    /// written into their new columns, and no longer kept. A page of SyncRecords at a time, each
+    /// page's fills in one save: memory and saves stay bounded however many records there are.
+    func fillKeptFields() throws {
+        var filled = 0
+        try forEachPage(of: "SyncRecord", fields: ["uuid", "recordType", "recordUUID", "unknownFields"]) { rows in
+            var fills: [(own: String, key: RecordKey, now: JSONObject, rest: JSONObject)] = []
+            for row in rows {
+                guard let kept = row["unknownFields"]?.objectValue, !kept.isEmpty, let type = row["recordType"]?.stringValue,
+                      let uuid = row["recordUUID"]?.stringValue, let own = row["uuid"]?.stringValue,
+                      let attributes = synced[type].map(Set.init) else { continue }
+                let now = kept.filter { attributes.contains($0.key) }
+                guard !now.isEmpty else { continue }
+                fills.append((own, RecordKey(type: type, uuid: uuid), JSONObject(uniqueKeysWithValues: now.map { ($0.key, $0.value) }),
+                              JSONObject(uniqueKeysWithValues: kept.filter { !attributes.contains($0.key) }.map { ($0.key, $0.value) })))
+            }
+            guard !fills.isEmpty else { return }
+            let existing = try existingRows(fills.map(\.key))
+            var save = SaveBuilder()
+            for fill in fills {
+                if existing.contains(fill.key) { save.update(fill.key.type, fill.key.uuid, fill.now) }
+                save.update("SyncRecord", fill.own, ["unknownFields": .object(fill.rest)])
+            }
+            try save.send(broker)
+            filled += fills.count
         }
-        try save.send(broker)
         if filled > 0 { log("filled new fields of \(filled) record(s) with the values kept for them") }
+    }
+
+    /// Which of these records have a row here, asked entity by entity, a batch at a time.
+    private func existingRows(_ keys: [RecordKey]) throws -> Set<RecordKey> {
+        var existing: Set<RecordKey> = []
+        for (type, group) in Dictionary(grouping: keys, by: \.type) {
+            for chunk in group.map(\.uuid).chunked(Self.batch) {
+                for row in try broker.fetch(type, where: Self.inList("uuid", chunk.count), parameters: Self.parameters(Array(chunk)),
+                                            fields: ["uuid"]) {
+                    if let u = row["uuid"]?.stringValue { existing.insert(RecordKey(type: type, uuid: u)) }
+                }
+            }
+        }
+        return existing
     }
 
     // MARK: - Import
@@ -751,15 +776,7 @@ public final class SyncWorker {
         // A record that comes again (changed on the server meanwhile) is looked up as usual.
         let lookups = !fresh || incoming.contains { state.insertedHere.contains($0.key) }
         let known = lookups ? try syncRecords(incoming.map(\.key)) : [:]
-        var existing: Set<RecordKey> = []
-        for (type, group) in lookups ? Dictionary(grouping: incoming.map(\.key), by: \.type) : [:] {
-            for chunk in group.map(\.uuid).chunked(Self.batch) {
-                for row in try broker.fetch(type, where: Self.inList("uuid", chunk.count), parameters: Self.parameters(Array(chunk)),
-                                            fields: ["uuid"]) {
-                    if let u = row["uuid"]?.stringValue { existing.insert(RecordKey(type: type, uuid: u)) }
-                }
-            }
-        }
+        var existing = lookups ? try existingRows(incoming.map(\.key)) : []
         // Records changed here since the last export (saves that raced this cycle, read just
         // before this batch is applied): the server's version must not overwrite them, nor
         // bring a deleted one back. The next export merges them; the import after it brings
