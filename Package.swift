@@ -114,7 +114,7 @@ let package = Package(
         .testTarget(name: "SeamProtocolTests", dependencies: ["SeamProtocol", "SeamJSON", "SeamSchema"]),
         .testTarget(
             name: "SeamBrokerTests",
-            dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamTestSupport"]
+            dependencies: ["SeamBroker", "SeamSystem", "SeamClient", "SeamProtocol", "SeamJSON", "SeamTestSupport"]
         ),
         .testTarget(
             name: "SeamTimerServiceTests",
