@@ -308,6 +308,7 @@ public final class SyncWorker {
         var written = 0
         if tokens["exported"] == nil { written += try exportEverything(on: pg) }
         var token = tokens["exported"]?.value ?? 0
+        var conflicts = 0
         while true {
             let h = try broker.call("org.seam.Sync.History", ["since": .integer(token), "limit": .integer(Int64(Self.batch))])
             let changes = h["changes"]?.arrayValue ?? []
@@ -338,12 +339,15 @@ public final class SyncWorker {
             }
             let known = try syncRecords(order)
             let (results, deletedThere) = try push(order.map { outgoing[$0]! }, on: pg)
-            var save = SaveBuilder()
+            // The local save holds only if no record it changes was edited here after the
+            // history was read (its fields that lost are taken only where the row is still the
+            // row sent; a later edit is the next export's).
+            var save = SaveBuilder(unchangedSince: last)
             // A record deleted here whose tombstone is now on the server must be gone here too:
             // an import that raced the delete may have brought it back, and the tombstone will
             // come back as this machine's own write, which the import skips.
-            for (key, _, _) in results where outgoing[key]?.row == nil {
-                if try broker.row(key.type, uuid: key.uuid) != nil { save.delete(key.type, key.uuid) }
+            for p in results where outgoing[p.key]?.row == nil {
+                if try broker.row(p.key.type, uuid: p.key.uuid) != nil { save.delete(p.key.type, p.key.uuid) }
             }
             // A record edited here that the server holds deleted: the delete wins, here too. The
             // import that brought the tombstone skipped it while the edit was waiting to be
@@ -352,33 +356,54 @@ public final class SyncWorker {
                 if try broker.row(key.type, uuid: key.uuid) != nil { save.delete(key.type, key.uuid) }
                 if let record = known[key] { save.delete("SyncRecord", record.uuid) }
             }
-            for (key, tag, adopt) in results {
-                var stamp: JSONObject = ["changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(WallClock.now()))]
+            for p in results {
                 // The server's version holds more than ours (a field of it won over the edit made
                 // here): this machine takes it in this save. The import cannot be left to bring
                 // it: its tag may be one the import has passed already (the record was imported,
                 // then edited here with an older version, say on a clock behind another machine's).
                 // Only the fields that lost, and only those not edited here again since this
                 // export read them: a later edit is the next export's, with a newer version.
-                if let adopt, let sent = outgoing[key]?.row, let now = try broker.row(key.type, uuid: key.uuid) {
-                    let (values, kept) = localValues(adopt, of: key.type)
-                    let lost = values.filter { k, v in (sent[k] ?? .null) != v && (now[k] ?? .null) == (sent[k] ?? .null) }
-                    if !lost.isEmpty { save.update(key.type, key.uuid, JSONObject(uniqueKeysWithValues: lost.map { ($0.key, $0.value) })) }
-                    stamp["unknownFields"] = .object(kept)
+                if p.adopt, let sent = outgoing[p.key]?.row, let now = try broker.row(p.key.type, uuid: p.key.uuid) {
+                    let lost = localValues(p.fields, of: p.key.type).values
+                        .filter { k, v in (sent[k] ?? .null) != v && (now[k] ?? .null) == (sent[k] ?? .null) }
+                    if !lost.isEmpty { save.update(p.key.type, p.key.uuid, JSONObject(uniqueKeysWithValues: lost.map { ($0.key, $0.value) })) }
                 }
-                if let existing = known[key] {
-                    save.update("SyncRecord", existing.uuid, stamp)
-                } else {
-                    stamp["recordType"] = .string(key.type)
-                    stamp["recordUUID"] = .string(key.uuid)
-                    save.insert("SyncRecord", stamp)
-                }
+                stamp(p, known: known, into: &save)
             }
-            tokenChange("exported", last, into: &save)
-            try save.send(broker)
-            try broker.call("org.seam.Sync.Acknowledge", ["through": .integer(last)])
-            written += results.count
-            token = last
+            let tokenBefore = tokens["exported"]
+            var done = SaveBuilder()
+            tokenChange("exported", last, into: &done)
+            // In parts seamd takes (one save of 10,000 timers is 10,000 records to stamp): a part
+            // lost to a crash before the token's is written again by the next export.
+            let refusal: Error
+            do {
+                try save.sendInParts(broker, then: done)
+                try broker.call("org.seam.Sync.Acknowledge", ["through": .integer(last)])
+                written += results.count
+                token = last
+                continue
+            } catch {
+                refusal = error
+            }
+            tokens["exported"] = tokenBefore
+            conflicts += 1
+            guard Self.isRace(refusal), conflicts < Self.raceAttempts else { throw refusal }
+            log("a record this export takes the server's fields for was edited here meanwhile; exporting it again")
+        }
+    }
+
+    /// The `SyncRecord` change for a record written to the server: its tag, and the fields of
+    /// the server's version this store has no attribute for, kept for after a migration (none
+    /// clears what was kept: the server's version has no such field now).
+    private func stamp(_ p: Pushed, known: [RecordKey: (uuid: String, tag: Int64?)], into save: inout SaveBuilder) {
+        var values: JSONObject = ["changeTag": .string(String(p.tag)), "modifiedAt": .string(RFC3339.format(WallClock.now())),
+                                  "unknownFields": .object(localValues(p.fields, of: p.key.type).kept)]
+        if let existing = known[p.key] {
+            save.update("SyncRecord", existing.uuid, values)
+        } else {
+            values["recordType"] = .string(p.key.type)
+            values["recordUUID"] = .string(p.key.uuid)
+            save.insert("SyncRecord", values)
         }
     }
 
@@ -404,16 +429,8 @@ public final class SyncWorker {
                 let known = try syncRecords(outgoing.map(\.key))
                 // A record whose server version is not the local row is left to the import that
                 // follows (its tag is new to this machine, which has not imported yet).
-                for (key, tag, adopt) in results where adopt == nil {
-                    let stamp: JSONObject = ["changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(WallClock.now()))]
-                    if let existing = known[key] { save.update("SyncRecord", existing.uuid, stamp) } else {
-                        var values = stamp
-                        values["recordType"] = .string(key.type)
-                        values["recordUUID"] = .string(key.uuid)
-                        save.insert("SyncRecord", values)
-                    }
-                }
-                try save.send(broker)
+                for p in results where !p.adopt { stamp(p, known: known, into: &save) }
+                try save.sendInParts(broker)
                 written += results.count
             }
         }
@@ -452,7 +469,7 @@ public final class SyncWorker {
                         continue
                     }
                     switch try write(r, over: server[r.key], on: pg) {
-                    case .written(let tag, let adopt): out.append((r.key, tag, adopt))
+                    case .written(let tag, let fields, let adopt): out.append((r.key, tag, fields, adopt))
                     case .unchanged: if r.row != nil, server[r.key]?.deleted == true { deletedThere.append(r.key) }
                     case .conflict: conflicted.append(r)
                     }
@@ -460,7 +477,7 @@ public final class SyncWorker {
                 for chunk in new.chunked(Self.batch) {
                     let tags = try insert(Array(chunk), on: pg)
                     for n in chunk {
-                        if let tag = tags[n.record.key] { out.append((n.record.key, tag, n.adopt)) } else { conflicted.append(n.record) }
+                        if let tag = tags[n.record.key] { out.append((n.record.key, tag, n.merged, n.adopt)) } else { conflicted.append(n.record) }
                     }
                 }
                 if conflicted.count < remaining.count { try pg.query("SELECT pg_notify($1, '')", [Self.channel]) }
@@ -492,29 +509,29 @@ public final class SyncWorker {
         return server
     }
 
-    /// A write's outcome: the record's tag on the server now, and — when the server's version
-    /// is not exactly the local row (a field of it won over the local edit) — its fields, which
-    /// this machine must take; or nothing written (a delete the server already holds), or a
-    /// conflict (the record changed on the server since it was read).
-    enum WriteOutcome { case written(Int64, adopt: JSONObject?), unchanged, conflict }
+    /// A write's outcome: the record's tag on the server now, its fields there, and whether
+    /// this machine must take some of them (`adopt`: the server's version is not exactly the
+    /// local row, a field of it won over the local edit); or nothing written (a delete the
+    /// server already holds), or a conflict (the record changed on the server since it was read).
+    enum WriteOutcome { case written(Int64, fields: JSONObject, adopt: Bool), unchanged, conflict }
 
-    /// One record's result in `push`: its tag, and the server's fields when this machine must
-    /// take them (see `WriteOutcome`).
-    typealias Pushed = (key: RecordKey, tag: Int64, adopt: JSONObject?)
+    /// One record's result in `push` (see `WriteOutcome`).
+    typealias Pushed = (key: RecordKey, tag: Int64, fields: JSONObject, adopt: Bool)
 
     /// A record the server does not hold yet, ready to insert.
     struct NewRecord {
         var record: Outgoing
         var fields: String
         var versions: String
-        /// The merged fields when they are not exactly the local row's (nil when they are).
-        var adopt: JSONObject?
+        var merged: JSONObject
+        /// Whether the merged fields are not exactly the local row's.
+        var adopt: Bool
     }
 
     private func newRecord(_ r: Outgoing, _ row: JSONObject) -> NewRecord {
         let merged = merge(r, row, over: nil)
-        return NewRecord(record: r, fields: Self.text(merged.fields), versions: Self.text(merged.versions),
-                         adopt: merged.mine ? nil : merged.fields)
+        return NewRecord(record: r, fields: Self.text(merged.fields), versions: Self.text(merged.versions), merged: merged.fields,
+                         adopt: !merged.mine)
     }
 
     /// The local row's changes put over the server's version (nil: it has none), the uuid left
@@ -557,19 +574,18 @@ public final class SyncWorker {
                                    + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
                                    + "AND change_tag = $3 RETURNING change_tag", [r.key.type, r.key.uuid, String(current.tag)])
             guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
-            return .written(t, adopt: nil)
+            return .written(t, fields: [:], adopt: false)
         }
         let merged = merge(r, row, over: current)
-        let adopt = merged.mine ? nil : merged.fields
         if current.fields == merged.fields, current.versions == merged.versions {
-            return .written(current.tag, adopt: adopt)
+            return .written(current.tag, fields: merged.fields, adopt: !merged.mine)
         }
         let fields = Self.text(merged.fields), versions = Self.text(merged.versions)
         let tag = try pg.query("UPDATE seam.records SET fields = $3::jsonb, versions = $4::jsonb, change_tag = nextval('seam.changes'), "
                                + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
                                + "AND change_tag = $5 RETURNING change_tag", [r.key.type, r.key.uuid, fields, versions, String(current.tag)])
         guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
-        return .written(t, adopt: adopt)
+        return .written(t, fields: merged.fields, adopt: !merged.mine)
     }
 
     /// Whether the fields written are exactly the local row's (then the server's version needs
@@ -597,28 +613,45 @@ public final class SyncWorker {
     /// Values kept for fields this store did not know, now that it does (it was migrated):
     /// written into their new columns, and no longer kept. A page of SyncRecords at a time, each
     /// page's fills in one save: memory and saves stay bounded however many records there are.
+    /// A field edited here since the last export is not filled: the edit is newer than the
+    /// store's migration, and the export merges it with the server's version (taking the
+    /// server's where that wins). The save holds only if no record it fills was edited after the
+    /// history was read; else the page is read and filled again.
     func fillKeptFields() throws {
         var filled = 0
         try forEachPage(of: "SyncRecord", fields: ["uuid", "recordType", "recordUUID", "unknownFields"]) { rows in
-            var fills: [(own: String, key: RecordKey, now: JSONObject, rest: JSONObject)] = []
-            for row in rows {
-                guard let kept = row["unknownFields"]?.objectValue, !kept.isEmpty, let type = row["recordType"]?.stringValue,
-                      let uuid = row["recordUUID"]?.stringValue, let own = row["uuid"]?.stringValue,
-                      let attributes = synced[type].map(Set.init) else { continue }
-                let now = kept.filter { attributes.contains($0.key) }
-                guard !now.isEmpty else { continue }
-                fills.append((own, RecordKey(type: type, uuid: uuid), JSONObject(uniqueKeysWithValues: now.map { ($0.key, $0.value) }),
-                              JSONObject(uniqueKeysWithValues: kept.filter { !attributes.contains($0.key) }.map { ($0.key, $0.value) })))
+            for attempt in 1...Self.raceAttempts {
+                let pending = try pendingChanges()
+                var fills: [(own: String, key: RecordKey, now: JSONObject, rest: JSONObject)] = []
+                for row in rows {
+                    guard let kept = row["unknownFields"]?.objectValue, !kept.isEmpty, let type = row["recordType"]?.stringValue,
+                          let uuid = row["recordUUID"]?.stringValue, let own = row["uuid"]?.stringValue,
+                          let attributes = synced[type].map(Set.init) else { continue }
+                    let key = RecordKey(type: type, uuid: uuid)
+                    guard kept.contains(where: { attributes.contains($0.key) }) else { continue }
+                    let edited = pending.changed[key] ?? []
+                    fills.append((own, key,
+                                  JSONObject(uniqueKeysWithValues: kept.filter { attributes.contains($0.key) && !edited.contains($0.key) }
+                                      .map { ($0.key, $0.value) }),
+                                  JSONObject(uniqueKeysWithValues: kept.filter { !attributes.contains($0.key) }.map { ($0.key, $0.value) })))
+                }
+                guard !fills.isEmpty else { return }
+                let existing = try existingRows(fills.map(\.key))
+                var save = SaveBuilder(unchangedSince: pending.through)
+                for fill in fills {
+                    if existing.contains(fill.key) && !fill.now.isEmpty { save.update(fill.key.type, fill.key.uuid, fill.now) }
+                    save.update("SyncRecord", fill.own, ["unknownFields": .object(fill.rest)])
+                }
+                let refusal: Error
+                do {
+                    try save.send(broker)
+                    filled += fills.count
+                    return
+                } catch {
+                    refusal = error
+                }
+                guard Self.isRace(refusal), attempt < Self.raceAttempts else { throw refusal }
             }
-            guard !fills.isEmpty else { return }
-            let existing = try existingRows(fills.map(\.key))
-            var save = SaveBuilder()
-            for fill in fills {
-                if existing.contains(fill.key) { save.update(fill.key.type, fill.key.uuid, fill.now) }
-                save.update("SyncRecord", fill.own, ["unknownFields": .object(fill.rest)])
-            }
-            try save.send(broker)
-            filled += fills.count
         }
         if filled > 0 { log("filled new fields of \(filled) record(s) with the values kept for them") }
     }
@@ -639,21 +672,22 @@ public final class SyncWorker {
 
     // MARK: - Import
 
-    /// The synced records with local changes not yet exported, and the sequence number the
-    /// history was read through: a save made from them holds only if no later history touches
-    /// its records (`unchangedSince`).
-    private func pendingKeys() throws -> (keys: Set<RecordKey>, through: Int64) {
+    /// The synced records with local changes not yet exported, each with the keys changed, and
+    /// the sequence number the history was read through: a save made from them holds only if no
+    /// later history touches its records (`unchangedSince`).
+    private func pendingChanges() throws -> (changed: [RecordKey: Set<String>], through: Int64) {
         let since = tokens["exported"]?.value ?? 0
-        var keys: Set<RecordKey> = []
+        var changed: [RecordKey: Set<String>] = [:]
         var from = since
         while true {
             let h = try broker.call("org.seam.Sync.History", ["since": .integer(from), "limit": .integer(10_000)])
             let changes = h["changes"]?.arrayValue ?? []
             for c in changes where c["author"]?.stringValue != "sync" {
-                if let e = c["entity"]?.stringValue, let u = c["uuid"]?.stringValue, synced[e] != nil { keys.insert(RecordKey(type: e, uuid: u)) }
+                guard let e = c["entity"]?.stringValue, let u = c["uuid"]?.stringValue, synced[e] != nil else { continue }
+                changed[RecordKey(type: e, uuid: u), default: []].formUnion((c["changedKeys"]?.arrayValue ?? []).compactMap(\.stringValue))
             }
             let last = h["last"]?.int64Value ?? from
-            if changes.isEmpty || last == from { return (keys, from) }
+            if changes.isEmpty || last == from { return (changed, from) }
             from = last
         }
     }
@@ -696,7 +730,10 @@ public final class SyncWorker {
                     let rows = try pg.query("FETCH \(Self.importBatch) FROM seam_import")
                     try finishBatch(&state)
                     guard !rows.isEmpty else { return read }
-                    try apply(rows, &state)
+                    for part in Self.parts(rows) {
+                        try finishBatch(&state)
+                        try apply(Array(part), &state)
+                    }
                     read += rows.count
                 }
             }
@@ -713,6 +750,26 @@ public final class SyncWorker {
         let own = fields.filter { $0.key != "uuid" }
         return (JSONObject(uniqueKeysWithValues: own.filter { attributes.contains($0.key) }.map { ($0.key, $0.value) }),
                 JSONObject(uniqueKeysWithValues: own.filter { !attributes.contains($0.key) }.map { ($0.key, $0.value) }))
+    }
+
+    /// A fetched batch cut where its records' fields pass `SaveBuilder.partBytes` (with a
+    /// record's own overhead), so that each part's save is a frame seamd takes: a batch of
+    /// timers with long notes could be tens of megabytes. Each part is a save of its own, with
+    /// the token of its last record.
+    static func parts(_ rows: [[String?]]) -> [ArraySlice<[String?]>] {
+        var parts: [ArraySlice<[String?]>] = []
+        var start = 0, bytes = 0
+        for (i, row) in rows.enumerated() {
+            let size = (row[2]?.utf8.count ?? 0) + 256
+            if i > start && bytes + size > SaveBuilder.partBytes {
+                parts.append(rows[start..<i])
+                start = i
+                bytes = 0
+            }
+            bytes += size
+        }
+        parts.append(rows[start...])
+        return parts
     }
 
     /// Where an import stands between batches.
@@ -736,14 +793,19 @@ public final class SyncWorker {
         var applied: Int
     }
 
-    /// Times a batch is applied again when local saves keep touching its records.
-    static let importAttempts = 8
+    /// Times a save refused because a local save raced it (a `Conflict` from `unchangedSince`)
+    /// is made again: an import's batch, an export's page.
+    static let raceAttempts = 8
+
+    /// Whether a save was refused because a local save raced it: seamd's `Conflict`, which
+    /// the worker's saves meet only through `unchangedSince`.
+    static func isRace(_ error: Error) -> Bool { (error as? ClientError)?.remoteName == "org.seam.Store.Conflict" }
 
     /// Waits for the last batch's save. One refused because a local save touched one of its
     /// records after the pending records were read (`Conflict`, from `unchangedSince`) is
     /// applied again: the record is pending now, so the server's version no longer goes over it.
     private func finishBatch(_ state: inout ImportState) throws {
-        for attempt in 1...Self.importAttempts {
+        for attempt in 1...Self.raceAttempts {
             guard let batch = state.saving else { return }
             state.saving = nil
             let refusal: ClientError
@@ -754,7 +816,7 @@ public final class SyncWorker {
             } catch {
                 refusal = error
             }
-            guard refusal.remoteName == "org.seam.Store.Conflict", attempt < Self.importAttempts else { throw refusal }
+            guard Self.isRace(refusal), attempt < Self.raceAttempts else { throw refusal }
             log("a local save touched records of the import's batch meanwhile; applying it again (\(refusal))")
             state.token = batch.token
             tokens["server"] = batch.tokenRow
@@ -781,14 +843,13 @@ public final class SyncWorker {
         // before this batch is applied): the server's version must not overwrite them, nor
         // bring a deleted one back. The next export merges them; the import after it brings
         // the merged record.
-        let (pending, historyRead) = try pendingKeys()
-        var save = SaveBuilder()
-        save.unchangedSince = historyRead
+        let pending = try pendingChanges()
+        var save = SaveBuilder(unchangedSince: pending.through)
         for r in incoming {
             let record = known[r.key]
             // Our own write coming back: nothing to apply.
             if record?.tag == r.tag { continue }
-            if pending.contains(r.key) { continue }
+            if pending.changed[r.key] != nil { continue }
             if r.deleted {
                 if existing.contains(r.key) { save.delete(r.key.type, r.key.uuid) }
                 if let record { save.delete("SyncRecord", record.uuid) }
@@ -855,9 +916,51 @@ struct SaveBuilder {
     }
 
     var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
+    var operations: Int { inserts.count + updates.count + deletes.count }
 
     func send(_ broker: SeamConnection) throws {
         if let id = try begin(broker) { try broker.finish(id) }
+    }
+
+    /// Operations and bytes of one save the worker sends: half of what seamd takes in a save
+    /// (`Limits.maxSaveOperations`) and a quarter of a frame (`Limits.maxFrameBytes`).
+    static let partOperations = Limits.maxSaveOperations / 2
+    static let partBytes = Limits.maxFrameBytes / 4
+
+    /// This save cut into saves seamd takes, in the order one save applies them (inserts, then
+    /// updates, then deletes), each with `unchangedSince`; `last` (a token) joins the final one.
+    /// For changes that may land in parts: each part must leave the store consistent, and
+    /// what `last` marks as done must be so only once every part is in.
+    func parts(then last: SaveBuilder = SaveBuilder()) -> [SaveBuilder] {
+        var parts: [SaveBuilder] = []
+        var part = SaveBuilder(unchangedSince: unchangedSince)
+        var bytes = 0
+        for (kind, items) in [(0, inserts), (1, updates), (2, deletes)] {
+            for item in items {
+                let size = item.encoded().count
+                if !part.isEmpty && (part.operations + last.operations >= Self.partOperations || bytes + size > Self.partBytes) {
+                    parts.append(part)
+                    part = SaveBuilder(unchangedSince: unchangedSince)
+                    bytes = 0
+                }
+                switch kind {
+                case 0: part.inserts.append(item)
+                case 1: part.updates.append(item)
+                default: part.deletes.append(item)
+                }
+                bytes += size
+            }
+        }
+        part.inserts += last.inserts
+        part.updates += last.updates
+        part.deletes += last.deletes
+        parts.append(part)
+        return parts
+    }
+
+    /// Sends `parts(then:)` one after the other.
+    func sendInParts(_ broker: SeamConnection, then last: SaveBuilder = SaveBuilder()) throws {
+        for part in parts(then: last) { try part.send(broker) }
     }
 
     /// Sends the save without waiting; its id for `SeamConnection.finish`, or nil when empty.

@@ -172,6 +172,57 @@ final class ConvergenceTests: XCTestCase {
         try eventually(10, "the worker says so (its log is relayed by seamd)") { old.broker.log.contains("filled new fields of \(count) record(s)") }
     }
 
+    /// An older machine's edit exported over a server version it had not imported yet keeps
+    /// that version's fields it does not know: the record's next tag is its own write, which
+    /// the import skips, so the export is where it learns them.
+    func testAnOlderMachinesExportKeepsTheFieldsItDoesNotKnow() throws {
+        let server = try pg()
+        try server.addUser("erin")
+        let old = try oldMachine(server: server, user: "erin")
+        let new = try SyncMachine("new", server: server, user: "erin")
+        let timer = try new.addTimer("Alarm")
+        try eventually(15, "the old machine has the timer") { try old.timer(timer) != nil }
+
+        try old.pauseSync()
+        try new.update("Timer", timer, ["sound": "bell"])
+        let admin = try PostgresConnection(server.adminConnection)
+        try eventually(10, "the server has the sound") {
+            try admin.query("SELECT fields->>'sound' FROM seam.records WHERE uuid = $1::uuid", [timer]).first?[0] == "bell"
+        }
+        try old.update("Timer", timer, ["name": "Alarm, renamed on the old machine"])
+        try old.resumeSync()
+        try eventually(15, "the rename reached the new machine") {
+            try new.timer(timer)?["name"]?.stringValue == "Alarm, renamed on the old machine"
+        }
+        let migrate = try Executables.run("seam", ["migrate", "--socket", old.broker.socketPath])
+        XCTAssertEqual(migrate.status, 0, migrate.stderr)
+        try eventually(20, "the old machine, migrated, has the sound") { try old.timer(timer)?["sound"]?.stringValue == "bell" }
+    }
+
+    /// A field edited on a machine after its migration, before its worker filled the value kept
+    /// for it, keeps the edit: here, on the server and on the other machine.
+    func testAnEditAfterTheMigrationIsNotOverwrittenByTheKeptValue() throws {
+        let server = try pg()
+        try server.addUser("frank")
+        let old = try oldMachine(server: server, user: "frank")
+        let new = try SyncMachine("new", server: server, user: "frank")
+        let timer = try new.insert("Timer", ["name": "Alarm", "sound": "bell", "steps": .array([.object(["label": "go", "seconds": 60])])])
+        try eventually(15, "the old machine keeps the sound") {
+            try old.connection.fetch("SyncRecord", where: "recordUUID == $u", parameters: ["u": .string(timer)])
+                .first?["unknownFields"]?["sound"]?.stringValue == "bell"
+        }
+        try old.pauseSync()
+        let migrate = try Executables.run("seam", ["migrate", "--socket", old.broker.socketPath])
+        XCTAssertEqual(migrate.status, 0, migrate.stderr)
+        try old.update("Timer", timer, ["sound": "chime"])
+        try old.resumeSync()
+        try eventually(20, "every machine has the edit") {
+            try new.timer(timer)?["sound"]?.stringValue == "chime" && old.timer(timer)?["sound"]?.stringValue == "chime"
+        }
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertEqual(try old.timer(timer)?["sound"]?.stringValue, "chime", "and keeps it")
+    }
+
     /// Three machines, many random operations (add, edit fields, move between groups, delete,
     /// add, rename and delete groups) on random machines, with random sync pauses, killed
     /// workers and server restarts. At the end every machine's Cloud data is equal, every

@@ -220,23 +220,51 @@ final class SyncTests: XCTestCase {
         XCTAssertFalse(text.contains("secret note"))
     }
 
-    /// A save of thousands of rows at once syncs whole, and sync goes on after it: the history
-    /// is read by rows, not by saves, and the worker's own saves are not in it.
+    /// A save as large as seamd takes (10,000 timers) syncs whole, and sync goes on after it:
+    /// the history is read by rows, not by saves; the worker's own saves are not in it; and the
+    /// export records the 10,000 new tags in saves seamd takes (one would hold 10,001 changes).
     func testALargeSaveSyncsAndSyncGoesOn() throws {
         let server = try pg()
         let a = try SyncMachine("a", server: server, user: "alice")
         let b = try SyncMachine("b", server: server, user: "alice")
         let tag = "bulk-\(UUID().uuidString.prefix(6))"
-        let inserts: [SeamConnection.Change] = (0..<3000).map {
+        let inserts: [SeamConnection.Change] = (0..<10_000).map {
             .insert(entity: "Timer", values: ["name": .string("\(tag) \($0)"), "steps": .array([.object(["label": "go", "seconds": 60])])])
         }
         let made = try a.connection.save(inserts).inserted
-        try eventually(60, "B has all 3,000") {
-            try b.connection.count("Timer", where: "name BEGINSWITH $t", parameters: ["t": .string(tag)]) == 3000
+        try eventually(90, "B has all 10,000") {
+            try b.connection.count("Timer", where: "name BEGINSWITH $t", parameters: ["t": .string(tag)]) == 10_000
         }
         try a.update("Timer", made[1234], ["name": "\(tag) renamed"])
         try eventually(10, "a later edit follows") { try b.timer(made[1234])?["name"]?.stringValue == "\(tag) renamed" }
         XCTAssertEqual(try a.syncStatus()["lastError"], .null)
+        XCTAssertEqual(try b.syncStatus()["lastError"], .null)
+    }
+
+    /// Records larger together than a frame seamd takes (300 timers with 20 KB names: 6 MB)
+    /// arrive: the import saves a batch in parts.
+    func testLargeRecordsArriveInSavesSeamdTakes() throws {
+        let server = try pg()
+        try server.addUser("grace")
+        let a = try SyncMachine("a", server: server, user: "grace")
+        let b = try SyncMachine("b", server: server, user: "grace")
+        let long = String(repeating: "tick tock ", count: 2_000)
+        // B imports them in one pass, after A has exported both saves.
+        try b.pauseSync()
+        for part in 0..<2 {
+            try a.connection.save((0..<150).map { i in
+                .insert(entity: "Timer", values: ["name": .string("\(part * 150 + i) \(long)"),
+                                                  "steps": .array([.object(["label": "go", "seconds": 60])])])
+            })
+        }
+        let admin = try PostgresConnection(server.adminConnection)
+        try eventually(30, "the server has all 300") {
+            try admin.query("SELECT count(*) FROM seam.records WHERE zone = 'grace'").first?[0] == "300"
+        }
+        try b.resumeSync()
+        try eventually(60, "B has all 300") { try b.connection.count("Timer") == 300 }
+        let one = try b.connection.fetch("Timer", where: "name BEGINSWITH '123 '", fields: ["name"])
+        XCTAssertTrue(one.first?["name"]?.stringValue == "123 \(long)", "timer 123 arrived whole")
         XCTAssertEqual(try b.syncStatus()["lastError"], .null)
     }
 
