@@ -35,6 +35,18 @@ public final class Ticker {
     /// AdvanceMany calls in flight: call id → their sessions.
     private var inFlight: [Int64: [String]] = [:]
     private var busy: Set<String> = []
+    /// Due sessions the broker did not advance — its call failed (the Local store is
+    /// migrating, the disk is full), or it left one as it was (a row that does not fit its
+    /// steps) — with the step end they had, when to try again, and the pause before the try
+    /// after: 1 s, doubling to 60 s for a session the broker leaves as it is. So a session that
+    /// cannot advance costs a call now and then and a line in the log, not a loop. A session
+    /// whose step end changes (a person stopped or reset it) or that leaves the result is let go.
+    private var held: [String: Hold] = [:]
+    private struct Hold {
+        var end: Double?
+        var until: Double
+        var pause: Double
+    }
     /// When to subscribe again after the broker said the Local store is not available (it is
     /// migrating): wall-clock seconds, or nil.
     private var resubscribeAt: Double?
@@ -55,13 +67,16 @@ public final class Ticker {
         defer { scratch.deallocate() }
         while true {
             let now = WallClock.now()
-            let due = TickerSchedule.due(live.rows, at: now, excluding: busy)
+            let waiting = holding(at: now)
+            let excluded = waiting.isEmpty ? busy : busy.union(waiting)
+            let due = TickerSchedule.due(live.rows, at: now, excluding: excluded)
             if !due.isEmpty { advance(due) }
             if let at = resubscribeAt, now >= at {
                 resubscribeAt = nil
                 subscribe()
             }
-            let wake = [TickerSchedule.nextWake(live.rows, excluding: busy), resubscribeAt].compactMap { $0 }.min()
+            let wake = [TickerSchedule.nextWake(live.rows, excluding: excluded), resubscribeAt, held.values.map(\.until).filter { $0 > now }.min()]
+                .compactMap { $0 }.min()
             do { try timer.arm(at: wake) } catch {
                 throw Failure(description: "cannot arm the timer: \(error)")
             }
@@ -95,6 +110,7 @@ public final class Ticker {
         live = LiveResult()
         inFlight = [:]
         busy = []
+        held = [:]
         resubscribeAt = nil
         let deadline = WallClock.monotonic() + options.reconnectTimeout
         var pause = 0.05
@@ -171,11 +187,15 @@ public final class Ticker {
         guard let sessions = inFlight.removeValue(forKey: id) else { return }
         busy.subtract(sessions)
         if let error = reply.error {
-            log("advancing \(sessions.count) session(s) failed: \(error)")
+            let message = reply.parameters["message"]?.stringValue.map { " (\($0))" } ?? ""
+            hold(sessions, doubling: false, why: "advancing them failed: \(error)\(message)")
             return
         }
+        var advancedNow: Set<String> = []
         for advanced in reply.parameters["advanced"]?.arrayValue ?? [] {
             let session = advanced["session"]?.stringValue ?? "?"
+            advancedNow.insert(session)
+            held[session] = nil
             for t in advanced["transitions"]?.arrayValue ?? [] {
                 options.onTransition?(t["lateness"]?.doubleValue ?? 0)
                 guard options.logsTransitions else { continue }
@@ -185,5 +205,46 @@ public final class Ticker {
                     + (advanced["state"]?.stringValue == "finished" ? "; finished" : ""))
             }
         }
+        let left = sessions.filter { !advancedNow.contains($0) }
+        if !left.isEmpty {
+            hold(left, doubling: true, why: "the broker left them as they were (a session whose position does not fit its steps "
+                 + "cannot advance; `seam stop` ends it)")
+        }
+    }
+
+    // MARK: - Sessions held back
+
+    /// Holds `sessions` back from the next calls; logs once per session until it advances.
+    private func hold(_ sessions: [String], doubling: Bool, why: String) {
+        let now = WallClock.now()
+        let ends = Dictionary(live.rows.compactMap { r in r["uuid"]?.stringValue.map { ($0, TickerSchedule.endsAt(r)) } },
+                              uniquingKeysWith: { a, _ in a })
+        var new: [String] = []
+        for session in sessions {
+            let pause = held[session].map { doubling ? min($0.pause * 2, 60) : 1 } ?? 1
+            if held[session] == nil { new.append(session) }
+            held[session] = Hold(end: ends[session] ?? nil, until: now + pause, pause: pause)
+        }
+        if !new.isEmpty {
+            log("\(new.count) due session(s) not advanced (\(new.prefix(3).map { String($0.prefix(8)) }.joined(separator: ", "))): \(why); "
+                + "trying again \(doubling ? "after 1 s, then less and less often" : "every second")")
+        }
+    }
+
+    /// The held sessions to leave out of calls now; lets go of those whose time has come back
+    /// round, whose step end changed, or that left the result.
+    private func holding(at now: Double) -> Set<String> {
+        guard !held.isEmpty else { return [] }
+        let ends = Dictionary(live.rows.compactMap { r in r["uuid"]?.stringValue.map { ($0, TickerSchedule.endsAt(r)) } },
+                              uniquingKeysWith: { a, _ in a })
+        var out: Set<String> = []
+        for (session, h) in held {
+            guard let end = ends[session], end == h.end else {
+                held[session] = nil
+                continue
+            }
+            if h.until > now { out.insert(session) }
+        }
+        return out
     }
 }

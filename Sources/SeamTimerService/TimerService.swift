@@ -25,7 +25,9 @@ public enum TimerService {
         # Starts a session with no timer: one step of the given length; `note` as in Start.
         method Flash(seconds: int, name: ?string, note: ?string) -> (session: string, sequence: int)
 
-        # The lifecycle of one session (by uuid).
+        # The lifecycle of one session (by uuid). Steps that have ended by now are past first (as
+        # Advance would), so a change applies to the step running now. Stop also ends a session whose
+        # position does not fit its steps; the others refuse it with InvalidTimer.
         method Pause(session: string) -> (session: string, state: string, sequence: int)
         method Resume(session: string) -> (session: string, state: string, sequence: int)
         method Reset(session: string) -> (session: string, state: string, sequence: int)
@@ -187,9 +189,22 @@ public enum TimerService {
     static func lifecycle(_ member: String, _ p: JSONObject, _ call: ServiceCall) throws(VarlinkError) -> JSONObject {
         let uuid = try uuidParameter(p, "session")
         guard let session = try row("Session", uuid, call) else { throw notFound("session", uuid) }
-        var clock: SessionClock
-        do { clock = try SessionClock(session: session) } catch { throw invalidTimer(error.description) }
         let now = call.now
+        var clock: SessionClock
+        do { clock = try SessionClock(session: session) } catch {
+            // A session that does not fit its steps (written so by a plugin, say) can still be
+            // stopped: its values are whatever it holds, its end is now.
+            guard member == "Stop", session["state"]?.stringValue != SessionClock.State.finished.rawValue else {
+                throw invalidTimer(error.description + "; `seam stop` ends it")
+            }
+            return try save(SessionClock.stopped(at: now), of: uuid, call)
+        }
+        // Steps that have ended by now (the ticker may be behind: restarting, or the machine
+        // just woke) are past before a person's change applies: a skip skips the step running
+        // now, a stop or pause comes after the steps that ended. A session that finished so is
+        // stopped as it finished.
+        let ended = clock.advance(to: now)
+        if member == "Stop" && clock.state == .finished && !ended.isEmpty { return try save(clock, of: uuid, call) }
         do {
             switch member {
             case "Pause": try clock.pause(at: now)
@@ -201,6 +216,11 @@ public enum TimerService {
         } catch {
             throw wrongState(clock.state.rawValue, error.description)
         }
+        return try save(clock, of: uuid, call)
+    }
+
+    /// Writes a session's clock; the reply of the lifecycle methods.
+    private static func save(_ clock: SessionClock, of uuid: String, _ call: ServiceCall) throws(VarlinkError) -> JSONObject {
         let set = try call.save(SaveRequest([.update(entity: "Session", uuid: uuid, values: clock.values)]))
         return ["session": .string(uuid), "state": .string(clock.state.rawValue), "sequence": .integer(set?.sequence ?? call.context.sequence)]
     }

@@ -107,7 +107,9 @@ public struct SessionClock: Sendable, Equatable {
             throw TimerInputError("the session is \(state.rawValue), not paused")
         }
         state = .running
-        stepEndsAt = end + max(0, now - paused)
+        // The time left when paused, from now: right however the wall clock moved meanwhile
+        // (set back, the difference is still the time left).
+        stepEndsAt = now + (end - paused)
         pausedAt = nil
     }
 
@@ -142,10 +144,13 @@ public struct SessionClock: Sendable, Equatable {
 
     public mutating func stop(at now: Double) throws(TimerInputError) {
         guard state != .finished else { throw TimerInputError("the session has already finished") }
-        state = .finished
-        finishedAt = now
-        stepEndsAt = nil
-        pausedAt = nil
+        self = Self.stopped(at: now)
+    }
+
+    /// The values of a session stopped at `now`: what Stop writes, also over a session whose
+    /// position does not fit its steps (which no other change can be made to).
+    public static func stopped(at now: Double) -> SessionClock {
+        SessionClock(steps: [], repeatCount: 1, state: .finished, stepIndex: 0, round: 0, stepEndsAt: nil, pausedAt: nil, finishedAt: now)
     }
 
     // MARK: - What the ticker does

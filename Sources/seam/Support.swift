@@ -35,6 +35,21 @@ func values(_ row: JSONObject, entity: String) -> [String: AttributeValue] {
 /// Finds one row by what a person types: a whole uuid, a uuid prefix (4 or more characters), a
 /// name, or a name in another case. More than one match lists them; none says where to look.
 func pick(_ kind: String, _ text: String, from rows: [JSONObject], listing: String) throws -> JSONObject {
+    switch find(text, in: rows) {
+    case .one(let row): return row
+    case .many(let rows): throw ambiguous(text, rows)
+    case .none: throw CLIError("no \(kind) named '\(text)' or with a uuid starting so; \(listing) lists them")
+    }
+}
+
+enum Found {
+    case one(JSONObject)
+    case many([JSONObject])
+    case none
+}
+
+/// The rows `text` names, at the first of the ways `pick` reads it that names any.
+func find(_ text: String, in rows: [JSONObject]) -> Found {
     let lower = text.lowercased()
     let stages: [(JSONObject) -> Bool] = [
         { $0["uuid"]?.stringValue == lower },
@@ -44,13 +59,15 @@ func pick(_ kind: String, _ text: String, from rows: [JSONObject], listing: Stri
     ]
     for matches in stages {
         let found = rows.filter(matches)
-        if found.count == 1 { return found[0] }
-        if found.count > 1 {
-            let names = found.map { "\($0["name"]?.stringValue ?? "?") (\(($0["uuid"]?.stringValue ?? "").prefix(8)))" }
-            throw CLIError("'\(text)' could be any of: \(names.joined(separator: ", ")); give more of the uuid")
-        }
+        if found.count == 1 { return .one(found[0]) }
+        if found.count > 1 { return .many(found) }
     }
-    throw CLIError("no \(kind) named '\(text)' or with a uuid starting so; \(listing) lists them")
+    return .none
+}
+
+func ambiguous(_ text: String, _ rows: [JSONObject]) -> CLIError {
+    let names = rows.map { "\($0["name"]?.stringValue ?? "?") (\(($0["uuid"]?.stringValue ?? "").prefix(8)))" }
+    return CLIError("'\(text)' could be any of: \(names.joined(separator: ", ")); give more of the uuid")
 }
 
 func timers(_ c: SeamConnection) throws -> [JSONObject] { try c.fetch("Timer", sort: "sortOrder, name[c]") }
@@ -67,7 +84,15 @@ func resolveGroup(_ c: SeamConnection, _ text: String) throws -> JSONObject {
 /// A session by its uuid (or prefix) or name, or the session of a timer named so.
 func resolveSession(_ c: SeamConnection, _ text: String) throws -> String {
     let sessions = try c.fetch("Session", sort: "-startedAt")
-    if let s = try? pick("session", text, from: sessions, listing: "seam ls") { return s["uuid"]!.stringValue! }
+    // Running and paused sessions first: a name a finished one had too (a flash started again
+    // under its name, before `seam clear`) means the one still going.
+    for pool in [sessions.filter { $0["state"]?.stringValue != "finished" }, sessions] {
+        switch find(text, in: pool) {
+        case .one(let s): return s["uuid"]!.stringValue!
+        case .many(let rows): throw ambiguous(text, rows)
+        case .none: continue
+        }
+    }
     let timer = try resolveTimer(c, text)
     let u = timer["uuid"]!.stringValue!
     guard let s = sessions.first(where: { $0["timerUUID"]?.stringValue == u }) else {
@@ -76,10 +101,19 @@ func resolveSession(_ c: SeamConnection, _ text: String) throws -> String {
     return s["uuid"]!.stringValue!
 }
 
-/// `--step LABEL=DURATION …` as the JSON the store keeps.
+/// `--step LABEL=DURATION …` as the JSON the store keeps; a step of the wrong form, or too
+/// many, is a usage error (exit 64), said before anything is saved.
 func stepsJSON(_ arguments: [String]) throws -> JSON {
-    let steps = try arguments.map { a throws(TimerInputError) in try Step.parse(a) }
+    guard arguments.count <= SessionClock.maxSteps else {
+        throw Arguments.UsageError("a timer has at most \(SessionClock.maxSteps) steps; \(arguments.count) given")
+    }
+    let steps = try arguments.map { a in try asUsage { () throws(TimerInputError) in try Step.parse(a) } }
     return .array(steps.map { ["label": .string($0.label), "seconds": .integer(Int64($0.seconds))] })
+}
+
+/// A value a person typed, read by `body`: its error is a usage error (a value of the wrong form).
+func asUsage<T>(_ body: () throws(TimerInputError) -> T) throws -> T {
+    do { return try body() } catch { throw Arguments.UsageError(error.description) }
 }
 
 func describeSteps(_ json: JSON?) -> String {

@@ -116,8 +116,8 @@ enum TimerCommands {
         },
         Command("flash", "DURATION [--name NAME] [--note TEXT]", "start a one-off timer with no definition", operands: 1...1,
                 options: ["name", "note"]) { operands, args in
+            var p: JSONObject = ["seconds": .integer(Int64(try asUsage { () throws(TimerInputError) in try DurationText.parse(operands[0]) }))]
             let c = try connect(args)
-            var p: JSONObject = ["seconds": .integer(Int64(try DurationText.parse(operands[0])))]
             if let n = args.value("name") { p["name"] = .string(n) }
             if let note = args.value("note") { p["note"] = .string(note) }
             let r = try c.call("org.seam.Timers.Flash", p)

@@ -7,6 +7,10 @@ import XCTest
 final class CLITests: BrokerTestCase {
     @discardableResult
     func seam(_ arguments: String..., status expected: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        try seam(arguments, status: expected, file: file, line: line)
+    }
+
+    func seam(_ arguments: [String], status expected: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> String {
         let r = try Executables.run("seam", arguments, environment: ["SEAM_SOCKET": broker.socketPath])
         XCTAssertEqual(r.status, expected, "seam \(arguments.joined(separator: " ")): \(r.stderr)", file: file, line: line)
         return expected == 0 ? r.stdout : r.stderr
@@ -143,16 +147,33 @@ final class CLITests: BrokerTestCase {
         XCTAssertEqual(try json(try seam("query", "Session", "--json")).arrayValue?.count, 1)
     }
 
+    /// A flash started again under the name of one that finished (the list keeps it until
+    /// `seam clear`) is the one a name means; two going at once under one name ask for more.
+    func testANameMeansTheSessionStillGoing() throws {
+        try seam("flash", "10m", "--name", "Pasta")
+        XCTAssertTrue(try seam("stop", "pasta").contains("finished"))
+        try seam("flash", "10m", "--name", "Pasta")
+        XCTAssertTrue(try seam("pause", "pasta").contains("paused"))
+        XCTAssertTrue(try seam("resume", "Pasta").contains("running"))
+        try seam("flash", "5m", "--name", "Pasta")
+        XCTAssertTrue(try seam("pause", "pasta", status: 1).contains("could be any of"))
+    }
+
     func testMistakesGetOneLineAndANonZeroExit() throws {
         try seam("timer", "add", "Tea one", "--step", "a=1m")
         try seam("timer", "add", "Tea two", "--step", "a=1m")
         let uuids = (try json(try seam("timer", "ls", "--json")).arrayValue ?? []).compactMap { $0["uuid"]?.stringValue }
         // Two timers share no uuid prefix longer than a few characters; by name they are distinct.
         XCTAssertTrue(try seam("start", "Tea three", status: 1).contains("seam timer ls lists them"))
-        XCTAssertTrue(try seam("timer", "add", "X", "--step", "a=soon", status: 1).contains("is not a duration"))
-        XCTAssertTrue(try seam("timer", "add", "X", "--step", "a=0s", status: 1).contains("at least one second"))
+        // A value of the wrong form is a usage error (64), said before anything is saved.
+        XCTAssertTrue(try seam("timer", "add", "X", "--step", "a=soon", status: 64).contains("is not a duration"))
+        XCTAssertTrue(try seam("timer", "add", "X", "--step", "a=0s", status: 64).contains("at least one second"))
         XCTAssertTrue(try seam("timer", "add", "X", status: 64).contains("--step"))
-        XCTAssertTrue(try seam("flash", "5 minutes", status: 1).contains("is not a duration"))
+        XCTAssertTrue(try seam("flash", "5 minutes", status: 64).contains("is not a duration"))
+        XCTAssertTrue(try seam("flash", "0", status: 64).contains("at least one second"))
+        let many = (0...100).flatMap { ["--step", "s\($0)=5s"] }
+        XCTAssertTrue(try seam(["timer", "add", "Many"] + many, status: 64).contains("at most 100 steps"))
+        XCTAssertFalse(try seam("timer", "ls").contains("Many"), "nothing was saved")
         XCTAssertTrue(try seam("flash", "5", "minutes", status: 64).contains("usage"))
         XCTAssertTrue(try seam("frobnicate", status: 64).contains("seam --help"))
         XCTAssertTrue(try seam("timer", "add", "X", "--step", "a=1m", "--bogus", "1", status: 64).contains("unknown option"))

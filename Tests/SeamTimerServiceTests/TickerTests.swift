@@ -74,6 +74,35 @@ final class TickerTests: BrokerTestCase {
         XCTAssertTrue(ticker.log.contains("ms late; finished"), ticker.log)
     }
 
+    /// A due session the broker leaves as it is (its position does not fit its steps) is
+    /// tried again less and less often, with one line in the log: not in a loop that keeps
+    /// the ticker and seamd busy. Stopped, it leaves the ticker's result.
+    func testASessionThatCannotAdvanceIsHeldBackNotSpunOn() throws {
+        let c = try client()
+        let ticker = try TickerProcess(socket: broker.socketPath, directory: broker.directory)
+        let s = try c.save([.insert(entity: "Session", values: ["name": "Broken", "state": "running", "steps": .array([]), "startedAt": .string(RFC3339.format(Date().timeIntervalSince1970 - 65)),
+                                                                "stepEndsAt": .string(RFC3339.format(Date().timeIntervalSince1970 - 5))])]).inserted[0]
+        try eventually(5, "the ticker said so") { ticker.log.contains("not advanced") }
+        let before = try cpuSeconds(ticker.process.processIdentifier)
+        Thread.sleep(forTimeInterval: 2)
+        let used = try cpuSeconds(ticker.process.processIdentifier) - before
+        XCTAssertLessThan(used, 0.2, "the ticker used \(used) s of CPU in 2 s\n\(ticker.log)")
+        XCTAssertEqual(ticker.log.components(separatedBy: "not advanced").count - 1, 1, ticker.log)
+        _ = try c.call("org.seam.Timers.Stop", ["session": .string(s)])
+        // A good session still ends on time beside it.
+        let flash = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
+        XCTAssertEqual(try waitUntilFinished(c, [flash], within: 5).first?["state"]?.stringValue, "finished", ticker.log)
+    }
+
+    /// User and system CPU time of a process so far (/proc/PID/stat), in seconds.
+    func cpuSeconds(_ pid: Int32) throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        let fields = stat[stat.index(after: try XCTUnwrap(stat.lastIndex(of: ")")))...].split(separator: " ")
+        // After "pid (comm)": state is field 3, utime 14, stime 15 (1-based), so 11 and 12 here.
+        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     func testTheTickerWaitsForABrokerThatIsNotThereYet() throws {
         let socket = broker.socketPath
         broker.stop()

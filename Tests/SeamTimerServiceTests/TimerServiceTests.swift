@@ -138,6 +138,53 @@ final class TimerServiceTests: BrokerTestCase {
         expectError("org.seam.Store.PermissionDenied") { _ = try readOnly.call("org.seam.Timers.Flash", ["seconds": 5]) }
     }
 
+    /// With no ticker (none runs beside this seamd), steps that ended are past before a
+    /// person's change applies: a skip skips the step running now, and a stop of a session
+    /// whose last step ended records when it was due.
+    func testAPersonsChangeComesAfterTheStepsThatEnded() throws {
+        let c = try client()
+        let timer = try addTimer(c, "Tea", steps: [("steep", 1), ("rest", 30)])
+        let tea = try XCTUnwrap(try c.call("org.seam.Timers.Start", ["timer": .string(timer)])["session"]?.stringValue)
+        let flash = try c.call("org.seam.Timers.Flash", ["seconds": 1])
+        let f = try XCTUnwrap(flash["session"]?.stringValue)
+        Thread.sleep(forTimeInterval: 1.3)
+        XCTAssertEqual(try c.call("org.seam.Timers.Skip", ["session": .string(tea)])["state"]?.stringValue, "finished",
+                       "the rest step was running; skipping it ends the last step")
+        XCTAssertEqual(try c.call("org.seam.Timers.Stop", ["session": .string(f)])["state"]?.stringValue, "finished")
+        let row = try XCTUnwrap(c.row("Session", uuid: f))
+        let started = try XCTUnwrap(row["startedAt"]?.stringValue.flatMap(RFC3339.parse))
+        let finished = try XCTUnwrap(row["finishedAt"]?.stringValue.flatMap(RFC3339.parse))
+        XCTAssertEqual(finished - started, 1, accuracy: 1e-3, "finished when due, not when stopped")
+    }
+
+    /// Resumed, a session has the time it had left when paused, though the wall clock was set
+    /// back meanwhile (the pause was taken on a clock an hour fast).
+    func testResumeKeepsTheTimeLeftWhenTheClockWentBack() throws {
+        let c = try client()
+        let s = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 60])["session"]?.stringValue)
+        _ = try c.call("org.seam.Timers.Pause", ["session": .string(s)])
+        let row = try XCTUnwrap(c.row("Session", uuid: s))
+        let paused = try XCTUnwrap(row["pausedAt"]?.stringValue.flatMap(RFC3339.parse))
+        let end = try XCTUnwrap(row["stepEndsAt"]?.stringValue.flatMap(RFC3339.parse))
+        try c.save([.update(entity: "Session", uuid: s, values: ["pausedAt": .string(RFC3339.format(paused + 3600)),
+                                                                 "stepEndsAt": .string(RFC3339.format(end + 3600))])])
+        _ = try c.call("org.seam.Timers.Resume", ["session": .string(s)])
+        let resumed = try XCTUnwrap(c.row("Session", uuid: s)?["stepEndsAt"]?.stringValue.flatMap(RFC3339.parse))
+        XCTAssertEqual(resumed - Date().timeIntervalSince1970, end - paused, accuracy: 1, "the minute it had left, not an hour more")
+    }
+
+    /// A running session whose position does not fit its steps (a plugin wrote it so) can be
+    /// stopped; every other change says so.
+    func testASessionThatDoesNotFitItsStepsCanBeStopped() throws {
+        let c = try client()
+        let s = try c.save([.insert(entity: "Session", values: ["name": "Broken", "state": "running", "steps": .array([]), "startedAt": .string(RFC3339.format(Date().timeIntervalSince1970 - 65)),
+                                                                "stepEndsAt": .string(RFC3339.format(Date().timeIntervalSince1970 - 5))])]).inserted[0]
+        expectError("org.seam.Timers.InvalidTimer") { _ = try c.call("org.seam.Timers.Pause", ["session": .string(s)]) }
+        XCTAssertEqual(try c.call("org.seam.Timers.Stop", ["session": .string(s)])["state"]?.stringValue, "finished")
+        XCTAssertEqual(try c.row("Session", uuid: s)?["state"]?.stringValue, "finished")
+        expectError("org.seam.Timers.WrongState") { _ = try c.call("org.seam.Timers.Stop", ["session": .string(s)]) }
+    }
+
     /// Advance moves a session along the wall clock; a one-second flash finishes on time and
     /// records when it was due.
     func testAdvanceFinishesOnTheWallClock() throws {
