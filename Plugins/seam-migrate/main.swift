@@ -37,6 +37,18 @@ do {
         guard !stores.isEmpty else { throw Arguments.UsageError("--worker needs --stores, the stores seamd closed") }
         Worker.run(directory: args.positional[0], stores: stores, options: options)
     }
+    // Offline, the tool must be alone with the files: a seamd serving them holds seamd.lock,
+    // and a swap under it would send every later save to a file no longer in the directory.
+    let lockPath = FileSystem.join(args.positional[0], "seamd.lock")
+    let lock: FileLock
+    do { lock = try FileLock(path: lockPath) } catch {
+        if error.errno == SystemError.wouldBlock {
+            Terminal.fail(tool, "a seamd serves \(args.positional[0]) (\(lockPath) is locked): migrate through it with `seam migrate`, "
+                          + "or stop it first")
+        }
+        Terminal.fail(tool, "cannot take \(lockPath): \(error.message)")
+    }
+    defer { withExtendedLifetime(lock) {} }
     let directory = StoreDirectory(path: args.positional[0], schema: TimerApp.schema)
     for line in try directory.recover() { print(line) }
     for c in try directory.inspect() { print(c.summary) }

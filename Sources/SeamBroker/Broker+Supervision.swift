@@ -187,12 +187,23 @@ extension Broker {
         for (pid, exit) in Processes.reap() {
             guard let p = supervised.first(where: { $0.pid == pid }) else { continue }
             while readOutput(of: p) {}
+            // What the role started and left behind (in its process group) ends with it. Its
+            // output pipe, which such a process may still hold, is let go: the next start makes
+            // another, and a stale one would wake the loop for ever once it closed.
+            _ = Processes.signal(-pid, Signals.terminate)
+            if p.output >= 0 {
+                loop.forget(p.output)
+                Descriptors.close(p.output)
+                p.output = -1
+            }
             let uptime = WallClock.monotonic() - p.startedAt
             p.pid = nil
             if let c = p.connection { close(c) }
             p.connection = nil
-            if stopping {
+            if stopping || p.retired {
+                // A retired role (sync, after its configuration was removed) is not started again.
                 p.state = .stopped
+                if p.retired { log.info("\(p.spec.name) (pid \(pid)) \(exit); stopped, as asked") }
                 continue
             }
             let how = "\(exit)" + (p.lastLine.map { ": \($0)" } ?? "")
@@ -219,7 +230,8 @@ extension Broker {
             if let t = p.restartTimer { loop.cancel(t) }
             p.restartTimer = nil
             p.restartAt = nil
-            if let pid = p.pid { Processes.signal(pid, Signals.terminate) }
+            // The whole process group: what a role started (a shell's children) stops with it.
+            if let pid = p.pid { _ = Processes.signal(-pid, Signals.terminate) }
         }
         let deadline = WallClock.monotonic() + grace
         for p in supervised {
@@ -229,7 +241,7 @@ extension Broker {
             }
             if Processes.wait(pid, timeout: max(0, deadline - WallClock.monotonic())) == nil {
                 log.warning("\(p.spec.name) (pid \(pid)) did not stop within \(grace) s; killing it")
-                Processes.signal(pid, Signals.kill)
+                _ = Processes.signal(-pid, Signals.kill)
                 _ = Processes.wait(pid)
             }
             while readOutput(of: p) {}

@@ -63,6 +63,8 @@ extension Broker {
         context.syncConfigured = configured
         switch (configured, existing) {
         case (true, nil):
+            // A worker retired before and ended is forgotten; one still ending is left to end.
+            supervised.removeAll { $0.retired && $0.pid == nil }
             let p = SupervisedProcess(spec: SupervisorConfiguration.syncWorker(configuration: path))
             supervised.append(p)
             start(p)

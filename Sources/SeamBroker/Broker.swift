@@ -98,11 +98,12 @@ public final class Broker {
 
     deinit { scratch.deallocate() }
 
-    /// Serves until SIGTERM or SIGINT, then shuts down cleanly.
+    /// Serves until SIGTERM, SIGINT or SIGHUP (the terminal it runs in closed), then shuts
+    /// down cleanly: roles stopped, socket removed.
     public func run() throws(BrokerError) {
         do {
             try loop.watch(listener, .read) { [unowned self] _ in self.acceptAll() }
-            try loop.onSignals([Signals.terminate, Signals.interrupt, Signals.child]) { [unowned self] signo in
+            try loop.onSignals([Signals.terminate, Signals.interrupt, Signals.hangup, Signals.child]) { [unowned self] signo in
                 if signo == Signals.child { return self.reapRoles() }
                 self.log.info("signal \(signo): shutting down")
                 self.shutdown()

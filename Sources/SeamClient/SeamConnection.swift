@@ -13,6 +13,8 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         case disconnected
         /// The broker sent something that is not a reply.
         case malformed(String)
+        /// No reply within `SeamConnection.replyTimeout` seconds (a broker stopped or stuck).
+        case timedOut(Double)
     }
 
     public var kind: Kind
@@ -28,6 +30,7 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         case .remote(let e): return e.description
         case .disconnected: return "the connection to seamd broke (did it stop?)"
         case .malformed(let why): return "seamd sent a malformed reply: \(why)"
+        case .timedOut(let seconds): return "seamd did not answer within \(seconds) s (is it stopped or stuck?)"
         }
     }
 }
@@ -172,9 +175,14 @@ public final class SeamConnection {
         return out
     }
 
+    /// How long a call waits for its reply before `ClientError.Kind.timedOut`; nil (the
+    /// default): as long as it takes.
+    public var replyTimeout: Double?
+
     /// The next reply; when `waiting` is false, nil as soon as the socket has nothing more.
     private func readReply(waiting: Bool) throws(ClientError) -> Reply? {
         var buffer: [UInt8] = []
+        let deadline = replyTimeout.map { WallClock.monotonic() + $0 }
         while true {
             do {
                 if let frame = try decoder.next() {
@@ -194,7 +202,8 @@ public final class SeamConnection {
             case .closed: throw ClientError(.disconnected)
             case .wouldBlock:
                 guard waiting else { return nil }
-                _ = UnixSocket.waitReadable(fd, timeoutMilliseconds: 1000)
+                if let deadline, WallClock.monotonic() >= deadline { throw ClientError(.timedOut(replyTimeout ?? 0)) }
+                _ = UnixSocket.waitReadable(fd, timeoutMilliseconds: 100)
             case .bytes: decoder.append(buffer)
             }
         }

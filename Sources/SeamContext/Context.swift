@@ -180,6 +180,17 @@ public final class Context {
         let storeDirectory = StoreDirectory(path: directory, schema: schema)
         do {
             let c = try storeDirectory.classify(name)
+            // As at open: a store with no file yet is not created while another is outdated
+            // (after a failed migration, say), or the next migration would find it current
+            // and leave the rows it should receive where they are.
+            if c.state == .new {
+                for other in schema.configurations where other != name {
+                    if (try? storeDirectory.classify(other))?.state == .older {
+                        closedStores[name] = Self.waitingForMigration
+                        return
+                    }
+                }
+            }
             try attach(name, db: try storeDirectory.openStore(c, durability: options.durability), versions: Self.versions(of: c, schema: schema))
         } catch let e as StoreError {
             closedStores[name] = e.description

@@ -29,6 +29,10 @@ public struct CustomStage: Sendable {
     public enum Body: Sendable {
         case sql([String: String])
         case swift(Transform)
+        /// One statement over the new file's tables, by their current names, run once every
+        /// row is copied and before the indexes and unique constraints are built: for what no
+        /// single row can decide (rows that a new unique constraint finds twice).
+        case afterCopy(String)
     }
 
     public var name: String
@@ -50,10 +54,19 @@ public struct CustomStage: Sendable {
         self.body = .sql(sql)
     }
 
+    /// A stage run once over the whole copied table (see `Body.afterCopy`).
+    public init(_ name: String, entity: String, afterCopy sql: String) {
+        self.name = name
+        self.entity = entity
+        self.body = .afterCopy(sql)
+    }
+
     /// The Swift closure, when this is a Swift stage.
     public var transform: Transform? { if case .swift(let t) = body { return t } else { return nil } }
     /// The SQL assignments, when this is an SQL stage.
     public var assignments: [String: String]? { if case .sql(let a) = body { return a } else { return nil } }
+    /// The statement, when this is a stage run after the copy.
+    public var afterCopySQL: String? { if case .afterCopy(let sql) = body { return sql } else { return nil } }
 }
 
 /// The error a custom stage throws to stop a migration with a reason.

@@ -186,6 +186,7 @@ enum MigrationExecutor {
             state.phase = .indexing
             state.entity = nil
             progress(state)
+            for copy in file.copies { for sql in copy.afterCopy { try db.execute(sql) } }
             for sql in file.createIndexes { try db.execute(sql) }
             try file.metadata.write(to: db)
             if attached.contains(file.configuration) {

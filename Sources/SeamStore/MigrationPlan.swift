@@ -33,6 +33,8 @@ public struct MigrationPlan: Sendable {
         var sqlStages: [CustomStage] { stages.filter { $0.assignments != nil } }
         /// The stages that run in Swift, row by row, after the SQL ones.
         public var swiftStages: [CustomStage] { stages.filter { $0.transform != nil } }
+        /// The statements run once every row is copied, before the indexes (oldest first).
+        public var afterCopy: [String] { stages.compactMap(\.afterCopySQL) }
 
         /// `SELECT` of one batch of mapped rows: the target columns (after SQL stages), then the
         /// source columns as `"old.NAME"`, for rows with uuid above `?1`, in uuid order.
@@ -136,6 +138,10 @@ public struct MigrationPlan: Sendable {
                 out += "       \(c.displaySQL);\n"
             }
             for d in f.dropped { out += "     - \(d)\n" }
+            for c in f.copies where !c.afterCopy.isEmpty {
+                out += "     then, over all of \(c.entity):\n"
+                for sql in c.afterCopy { out += "       \(sql);\n" }
+            }
             out += "  3. build indexes:\n"
             for sql in f.createIndexes { out += "       \(sql);\n" }
             out += "  4. record " + f.metadata.models.map { "\($0.model) v\($0.version)" }.joined(separator: ", ")

@@ -18,7 +18,35 @@ public enum MigrationPlanner {
         for c in classifications where c.state == .older || (c.state == .new && needsCopy(into: c.configuration, classifications)) {
             files.append(try plan(file: c, all: byConfiguration, schema: schema))
         }
+        try checkMovedRowsArrive(files, byConfiguration, schema: schema)
         return MigrationPlan(files: files)
+    }
+
+    /// An entity that moves to another file is dropped from the file it leaves; its rows must
+    /// then be copied into the other, which is so only when that file is built by this plan.
+    /// One that is current already (or newer, or unreadable) would not receive them: refused,
+    /// rather than the rows lost.
+    private static func checkMovedRowsArrive(
+        _ files: [MigrationPlan.FilePlan], _ all: [String: StoreClassification], schema: Schema
+    ) throws(StoreError) {
+        let built = Set(files.map(\.configuration))
+        for file in files {
+            guard let c = all[file.configuration] else { continue }
+            for (name, status) in c.models {
+                guard let source = status.source, let m = schema.model(name) else { continue }
+                for e in source.entities(in: file.configuration) {
+                    guard let forward = forwardEntityName(e.name, from: source, in: m),
+                          let destination = m.current.configuration(of: forward), destination != file.configuration,
+                          !built.contains(destination)
+                    else { continue }
+                    throw StoreError(.needsMigration(detail: """
+                        \(file.configuration).sqlite holds \(name).\(e.name), which now lives in \(destination).sqlite as \(forward); \
+                        \(destination).sqlite is \(all[destination]?.summary ?? "not readable") and would not receive those rows. \
+                        Move \(destination).sqlite aside (it is rebuilt from \(file.configuration).sqlite) and migrate again
+                        """), path: c.path)
+                }
+            }
+        }
     }
 
     /// A new file that receives an entity moved out of an existing file must be built by copy too.

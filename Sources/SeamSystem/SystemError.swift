@@ -24,4 +24,5 @@ public struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let accessDenied = EACCES
     public static let readOnlyFileSystem = EROFS
     public static let addressInUse = EADDRINUSE
+    public static let wouldBlock = EWOULDBLOCK
 }

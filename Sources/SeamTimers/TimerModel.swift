@@ -14,7 +14,8 @@ import SeamSchema
 /// 3. `Folder` → `UserGroup` with sort order; `folderUUID` → `groupUUID`; `colour` required;
 ///    runs move to `Local`, so they never sync.
 /// 4. `Run` → `Session`: copies of the timer's fields, pause and finish times, rounds, one
-///    session per timer (unique `timerUUID`, nil for a flash timer), indexed by state.
+///    session per timer (unique `timerUUID`, nil for a flash timer; a timer's other runs are
+///    kept unlinked), indexed by state.
 /// 5. A session gets a `note` (empty by default), given when it starts.
 /// 6. A timer gets a `sound` (empty by default); a session copies it when it starts.
 public enum TimerModel {
@@ -157,6 +158,14 @@ public enum TimerModel {
         try m.addStage(CustomStage("finishedRunsGetFinishTime", entity: "Session", sql: [
             "finishedAt": #"CASE WHEN "state" = 'finished' AND "finishedAt" IS NULL THEN "stepEndsAt" ELSE "finishedAt" END"#,
         ]))
+        // Release 3 kept every run of a timer; a session is now the one run of its timer. The
+        // one that is still going (else the latest) keeps the link; the others stay, unlinked,
+        // as a flash timer's sessions are, rather than stop the unique constraint being built.
+        try m.addStage(CustomStage("oneSessionPerTimer", entity: "Session", afterCopy: """
+            UPDATE "Session" SET "timerUUID" = NULL WHERE "uuid" IN (SELECT "uuid" FROM (SELECT "uuid", row_number() OVER (\
+            PARTITION BY "timerUUID" ORDER BY "state" != 'finished' DESC, "startedAt" DESC, "uuid" DESC) AS "n" \
+            FROM "Session" WHERE "timerUUID" IS NOT NULL) WHERE "n" > 1)
+            """))
         return m
     }
 

@@ -16,10 +16,20 @@ enum ServiceCommands {
     /// Seconds `up` and `down` wait for seamd.
     static let patience = 20.0
 
-    /// The pid of the seamd that answers on `socket`, if one does.
+    /// The pid of the seamd that answers on `socket`, if one does (within 2 s: a stopped or
+    /// stuck one does not).
     static func answeringPID(_ socket: String) -> Int32? {
-        guard let c = try? SeamConnection.connect(path: socket), let s = try? c.status(), let pid = s["pid"]?.int64Value else { return nil }
+        guard let c = try? SeamConnection.connect(path: socket) else { return nil }
+        c.replyTimeout = 2
+        guard let s = try? c.status(), let pid = s["pid"]?.int64Value else { return nil }
         return Int32(pid)
+    }
+
+    /// Whether something listens on `socket` (a connection is accepted), answering or not.
+    static func listens(_ socket: String) -> Bool {
+        guard let fd = try? UnixSocket.connect(path: socket) else { return false }
+        UnixSocket.closeDescriptor(fd)
+        return true
     }
 
     static func up(_ args: Arguments) throws {
@@ -27,6 +37,10 @@ enum ServiceCommands {
         if let pid = answeringPID(socket) {
             print("seamd already runs (pid \(pid)) on \(socket)")
             return
+        }
+        if listens(socket) {
+            throw CLIError("a process listens on \(socket) but does not answer (a seamd stopped or stuck?); "
+                           + "`ss -xlp` names the process; end it before starting another")
         }
         if FileSystem.exists(socket) {
             // Nobody answers on it: what a seamd that was killed leaves behind.
@@ -76,6 +90,10 @@ enum ServiceCommands {
     static func down(_ args: Arguments) throws {
         let socket = args.value("socket") ?? Environment.socketPath
         guard let pid = answeringPID(socket) else {
+            if listens(socket) {
+                throw CLIError("a process listens on \(socket) but does not answer within 2 s (a seamd stopped or stuck?); "
+                               + "`ss -xlp` names the process; end it with kill")
+            }
             print("seamd is not running (nothing answers on \(socket))")
             return
         }

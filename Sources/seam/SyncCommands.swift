@@ -32,11 +32,37 @@ enum SyncCommands {
                   + "pulled \(s["pulled"]?.int64Value ?? 0) record(s) since the worker started")
             if let e = s["lastError"]?.stringValue { print("last error: \(e)") }
         },
+        Command("sync off", "[--config-dir DIR]",
+                "stop syncing: remove sync.json and the password file, and stop the worker (the data stays, here and on the server)",
+                options: ["config-dir"]) { _, args in
+            try off(args)
+        },
         Command("sync now", "", "ask the sync worker to sync at once") { _, args in
             try connect(args).call("org.seam.Sync.Now")
             print("asked seam-sync to sync now; `seam sync status` shows how it went")
         },
     ]
+
+    /// Removes the sync configuration and its password file, and has seamd stop its worker.
+    /// The records stay, here and on the server; setting up again later syncs what changed.
+    static func off(_ args: Arguments) throws {
+        let directory = args.value("config-dir") ?? Environment.configDirectory
+        let path = FileSystem.join(directory, "sync.json")
+        guard FileSystem.exists(path) else {
+            print("sync is not configured (no \(path))")
+            return
+        }
+        for file in [path, FileSystem.join(directory, "sync.pgpass")] where FileSystem.exists(file) {
+            do { try FileSystem.remove(file) } catch { throw CLIError("cannot remove \(file): \(error.message)") }
+            print("removed \(file)")
+        }
+        do {
+            let reply = try connect(args).call("org.seam.Sync.Reload")
+            print(reply["action"]?.stringValue == "stopped" ? "seamd stopped seam-sync" : "no sync worker was running")
+        } catch {
+            print("seamd does not answer; it starts no sync worker when it next starts")
+        }
+    }
 
     /// Checks the URL, takes the password into a 0600 file (or leaves it to libpq's own files),
     /// proves the server answers, writes sync.json and has seamd start its worker.

@@ -141,6 +141,36 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
     }
 
+    /// A Cloud store of release 2 (its runs still in it) with no Local store beside it: the
+    /// migration builds Local from Cloud's runs. When that migration fails, Local is not created
+    /// empty meanwhile — the next migration would find it current and leave the runs behind —
+    /// and the retry brings every run.
+    func testAStoreWaitingToBeFilledIsNotCreatedWhenTheMigrationFails() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        let made = try Executables.run("seam-fixture", ["--version", "2", "--rows", "30", data])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        try FileManager.default.removeItem(atPath: data + "/Local.sqlite")
+        let before = try MigrationRoleSupport.uuids(in: data)
+        XCTAssertEqual(before["Session"]?.count, 30, "thirty runs in Cloud")
+        let fake = try MigrationRoleSupport.FakeWorker(in: tmp, mode: "crash")
+        let broker = try BrokerProcess(arguments: ["--config", fake.config], dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        try eventually(10, "the worker started") { try c.status()["migration"]?["running"]?.boolValue == true }
+        try fake.go()
+        try eventually(10, "the worker's death is handled") { try c.status()["migration"]?["running"]?.boolValue == false }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/Local.sqlite"), "Local waits, uncreated")
+        let local = try MigrationRoleSupport.store("Local", c)
+        XCTAssertTrue(local["reason"]?.stringValue?.contains("waiting") == true, "\(local)")
+
+        try fake.setMode("real")
+        let retry = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
+        XCTAssertEqual(retry.status, 0, retry.stderr)
+        XCTAssertEqual(try c.count("Session"), 30, "every run arrived")
+        XCTAssertEqual(try MigrationRoleSupport.uuids(in: data)["Session"], before["Session"])
+    }
+
     /// The ticker, started while Local is closed for a migration, is refused its subscription
     /// and tries again; once Local serves again (here at its old version: the worker died) it
     /// follows sessions, and a flash timer started then finishes on time. Start works on the old

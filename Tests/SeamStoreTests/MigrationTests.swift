@@ -92,6 +92,44 @@ final class MigrationTests: StoreTestCase {
         XCTAssertEqual(try local.scalar("SELECT count(*) FROM Session WHERE state != 'finished' AND finishedAt IS NULL"), .integer(4))
     }
 
+    /// Release 3 kept every run of a timer; from version 4 a timer has one session. Its run still
+    /// going (else its latest) keeps the link; its other runs arrive unlinked, none lost.
+    func testTheRunsOfATimerBecomeOneLinkedSessionAndOthersKept() throws {
+        let dir = try fixture(release: 3, rows: 6, in: "reruns")
+        let (timer, first): (String, String)
+        do {
+            let db = try Database(path: dir + "/Local.sqlite")
+            let row = try db.rows("SELECT timerUUID, uuid FROM Run ORDER BY uuid LIMIT 1", [], types: [.string, .string])[0]
+            (timer, first) = (try XCTUnwrap(row[0].stringValue), try XCTUnwrap(row[1].stringValue))
+            // Two earlier finished runs of the same timer, and one of another timer's.
+            for (n, offset) in [(1, -7200.0), (2, -3600.0)] {
+                try db.run("""
+                    INSERT INTO Run (uuid, timerUUID, state, startedAt, endsAt, stepIndex)
+                    SELECT '00000000-0000-4000-8000-00000000000\(n)', timerUUID, 'finished', startedAt + ?, endsAt + ?, stepIndex
+                    FROM Run WHERE uuid = ?
+                    """, [.double(offset), .double(offset), .string(first)])
+            }
+            try db.run("UPDATE Run SET state = 'running' WHERE uuid = ?", [.string(first)])
+        }
+        _ = try migrateAndCompare(dir)
+        let local = try open(dir + "/Local.sqlite")
+        XCTAssertEqual(try count(dir + "/Local.sqlite", "Session"), 8, "every run arrives")
+        XCTAssertEqual(try local.scalar("SELECT uuid FROM Session WHERE timerUUID = ?", [.string(timer)]), .string(first),
+                       "the run still going keeps the link")
+        XCTAssertEqual(try local.scalar("SELECT count(*) FROM Session WHERE timerUUID IS NULL AND uuid LIKE '00000000-%'"), .integer(2))
+    }
+
+    /// Rows of an entity that moved to the other file (release 2's runs, in Cloud) are never
+    /// left behind: beside a Local that is already current, which would not receive them, the
+    /// plan is refused, saying what to do.
+    func testMovedRowsAreNotDroppedWhenTheirNewFileIsCurrent() throws {
+        let dir = try mixedFixture(cloud: 2, local: TimerApp.releases.count, rows: 5, in: "moved")
+        XCTAssertThrowsError(try StoreDirectory(path: dir, schema: TimerApp.schema).plan()) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("Run") && text.contains("Session") && text.contains("Move Local.sqlite aside"), text)
+        }
+    }
+
     func testTheBackupKeepsOneGeneration() throws {
         let dir = try fixture(release: 1, rows: 5, in: "backup")
         let original = try bytes(dir + "/Cloud.sqlite")

@@ -47,6 +47,22 @@ final class OfflineToolTests: StoreTestCase {
         XCTAssertTrue(local.contains(#"CREATE TABLE "Session""#), dry.stdout)
     }
 
+    /// Offline means alone: while a seamd serves the directory (here it has migrated it itself),
+    /// the tool refuses and names the way that works (`seam migrate`); once seamd has stopped,
+    /// it runs.
+    func testTheToolRefusesADirectoryASeamdServes() throws {
+        let dir = temp.file("served")
+        XCTAssertEqual(try Executables.run("seam-fixture", ["--version", "5", "--rows", "3", dir]).status, 0)
+        let broker = try BrokerProcess(dataDirectory: dir)
+        let refused = try Executables.run("seam-migrate", [dir])
+        XCTAssertEqual(refused.status, 1, refused.stdout)
+        XCTAssertTrue(refused.stderr.contains("a seamd serves") && refused.stderr.contains("seam migrate"), refused.stderr)
+        XCTAssertEqual(try leftovers(dir), [], "no copy was begun")
+        broker.stop()
+        let run = try Executables.run("seam-migrate", [dir])
+        XCTAssertEqual(run.status, 0, run.stderr)
+    }
+
     func testErrorsAreOneLineWithAStatus() throws {
         let missing = try Executables.run("seam-migrate", [temp.file("nowhere")])
         XCTAssertEqual(missing.status, 1)

@@ -241,6 +241,39 @@ final class SyncTests: XCTestCase {
         XCTAssertEqual(try b.syncStatus()["lastError"], .null)
     }
 
+    /// `seam sync off` stops the worker for good (seamd does not start it again), and setting
+    /// up again runs one worker, which carries on.
+    func testSyncOffStopsTheWorkerAndSetupAgainRunsOne() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "alice")
+        let env = ["SEAM_SOCKET": a.broker.socketPath]
+        let off = try Executables.run("seam", ["sync", "off", "--config-dir", a.config], environment: env)
+        XCTAssertEqual(off.status, 0, off.stderr)
+        XCTAssertTrue(off.stdout.contains("seamd stopped seam-sync"), off.stdout)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: a.config + "/sync.json"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: a.config + "/sync.pgpass"))
+        func workers() throws -> [JSON] {
+            (try a.connection.status()["roles"]?.arrayValue ?? []).filter { $0["role"]?.stringValue == "sync" }
+        }
+        try eventually(10, "the worker stopped") { try workers().allSatisfy { $0["pid"] == .null || $0["pid"] == nil } }
+        Thread.sleep(forTimeInterval: 2.5)
+        let stopped = try workers()
+        XCTAssertTrue(stopped.allSatisfy { $0["state"]?.stringValue == "stopped" }, "\(stopped)\n\(a.broker.log)")
+        XCTAssertTrue(try Executables.run("seam", ["sync", "status"], environment: env).stdout.contains("not configured"))
+
+        let setup = try Executables.run("seam", ["sync", "setup", server.url("alice"), "--password-stdin", "--config-dir", a.config],
+                                        environment: env, input: (server.passwords["alice"] ?? "") + "\n")
+        XCTAssertEqual(setup.status, 0, setup.stderr)
+        try eventually(10, "one worker runs") { try workers().filter { $0["state"]?.stringValue == "running" }.count == 1 }
+        let timer = try a.addTimer("After setting up again")
+        let admin = try PostgresConnection(server.adminConnection)
+        try eventually(10, "the timer reached the server") {
+            try admin.query("SELECT 1 FROM seam.records WHERE uuid = $1::uuid", [timer]).count == 1
+        }
+        let after = try workers()
+        XCTAssertEqual(after.count, 1, "\(after)")
+    }
+
     /// Records larger together than a frame seamd takes (300 timers with 20 KB names: 6 MB)
     /// arrive: the import saves a batch in parts.
     func testLargeRecordsArriveInSavesSeamdTakes() throws {

@@ -101,6 +101,31 @@ final class ServiceTests: XCTestCase {
         XCTAssertTrue(broker.log.contains("plugin:crasher: cannot go on"), broker.log)
     }
 
+    /// A plugin that dies leaving a process of its own behind, holding its output (a shell's
+    /// background job): that process ends with it, and seamd does not spin on the pipe it held
+    /// once it closes. A plugin run by a shell stops with its children when seamd stops.
+    func testWhatARoleLeavesBehindEndsWithIt() throws {
+        let flag = directory.file("leaver-ran-\(UUID().uuidString.prefix(6))")
+        let tag = 300 + Int.random(in: 0..<600)
+        let broker = try supervisingBroker(config: """
+            {"plugins": [{"name": "leaver", "command": ["/bin/sh", "-c",
+              "if [ -e \(flag) ]; then sleep \(tag); true; else touch \(flag); sleep 2 & exit 1; fi"]}]}
+            """)
+        try eventually(10, "the leaver runs again") {
+            try roles(broker).first { $0["name"]?.stringValue == "plugin:leaver" }?["restarts"]?.int64Value == 1
+        }
+        Thread.sleep(forTimeInterval: 2)
+        let pid = broker.process.processIdentifier
+        let before = try cpuSeconds(pid)
+        Thread.sleep(forTimeInterval: 2)
+        let used = try cpuSeconds(pid) - before
+        XCTAssertLessThan(used, 0.3, "seamd used \(used) s of CPU in 2 s, idle\n\(broker.log)")
+        let sleeping = { processes(commandLine: ["sleep", "\(tag)"]) }
+        XCTAssertFalse(sleeping().isEmpty, "the plugin's child runs")
+        XCTAssertEqual(broker.stop(), 0)
+        try eventually(5, "the plugin's child stopped with seamd") { sleeping().isEmpty }
+    }
+
     /// A plugin in Python that says Hello on the socket it inherited (SEAM_FD), claiming to be a
     /// plain CLI, prints the reply, and stays.
     static let probe = #"import os, socket, sys, time; s = socket.socket(fileno=int(os.environ['SEAM_FD'])); s.sendall(b'{\"method\":\"org.seam.Store.Hello\",\"parameters\":{\"version\":1,\"role\":\"cli\"}}\\0'); print(s.recv(4096).rstrip(b'\\0').decode(), flush=True); time.sleep(60)"#
@@ -163,5 +188,14 @@ final class ServiceTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("exists and differs") && r.stderr.contains("--force"), r.stderr)
         XCTAssertEqual(try Executables.run("seam", ["install-units", "--dir", units, "--force"]).status, 0)
         XCTAssertEqual(try String(contentsOfFile: units + "/seamd.service", encoding: .utf8), service)
+    }
+}
+
+/// The pids of processes whose command line is exactly `arguments` (read from /proc).
+func processes(commandLine arguments: [String]) -> [Int32] {
+    let wanted = Array((arguments.joined(separator: "\0") + "\0").utf8)
+    return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry in
+        guard let pid = Int32(entry), let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { return nil }
+        return Array(data) == wanted ? pid : nil
     }
 }

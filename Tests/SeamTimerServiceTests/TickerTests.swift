@@ -94,15 +94,6 @@ final class TickerTests: BrokerTestCase {
         XCTAssertEqual(try waitUntilFinished(c, [flash], within: 5).first?["state"]?.stringValue, "finished", ticker.log)
     }
 
-    /// User and system CPU time of a process so far (/proc/PID/stat), in seconds.
-    func cpuSeconds(_ pid: Int32) throws -> Double {
-        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-        let fields = stat[stat.index(after: try XCTUnwrap(stat.lastIndex(of: ")")))...].split(separator: " ")
-        // After "pid (comm)": state is field 3, utime 14, stime 15 (1-based), so 11 and 12 here.
-        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
-        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
     func testTheTickerWaitsForABrokerThatIsNotThereYet() throws {
         let socket = broker.socketPath
         broker.stop()
@@ -114,4 +105,13 @@ final class TickerTests: BrokerTestCase {
         let s = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
         XCTAssertEqual(try waitUntilFinished(c, [s], within: 6).first?["state"]?.stringValue, "finished", ticker.log)
     }
+}
+
+/// User and system CPU time of a process so far (/proc/PID/stat), in seconds.
+func cpuSeconds(_ pid: Int32) throws -> Double {
+    let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+    let fields = stat[stat.index(after: try XCTUnwrap(stat.lastIndex(of: ")")))...].split(separator: " ")
+    // After "pid (comm)": state is field 3, utime 14, stime 15 (1-based), so 11 and 12 here.
+    let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+    return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
 }

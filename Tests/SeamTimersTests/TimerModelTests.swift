@@ -102,7 +102,7 @@ final class TimerModelTests: XCTestCase {
     /// (`MigrationTests` checks what they produce).
     func testStagesAreSQL() throws {
         let stages = TimerModel.history.versions.flatMap(\.customStages)
-        XCTAssertEqual(stages.map(\.name), ["durationToSteps", "finishedRunsGetFinishTime"])
-        XCTAssertTrue(stages.allSatisfy { $0.assignments != nil })
+        XCTAssertEqual(stages.map(\.name), ["durationToSteps", "finishedRunsGetFinishTime", "oneSessionPerTimer"])
+        XCTAssertTrue(stages.allSatisfy { $0.assignments != nil || $0.afterCopySQL != nil })
     }
 }
