@@ -15,7 +15,7 @@ _seam_subcommands() {
         timer) echo "add ls show edit rm" ;;
         group) echo "add ls rename rm" ;;
         store) echo "info" ;;
-        sync) echo "setup status now" ;;
+        sync) echo "setup status now off" ;;
     esac
 }
 
@@ -31,6 +31,7 @@ _seam_options() {
         migrate) echo "--dry-run --json" ;;
         "sync setup") echo "--password-stdin --no-password --config-dir" ;;
         "sync status") echo "--json" ;;
+        "sync off") echo "--config-dir" ;;
         install-units) echo "--dir --force" ;;
         query) echo "--where --sort --limit --fields --json" ;;
         subscribe) echo "--where --sort --limit --fields --json --pretty" ;;

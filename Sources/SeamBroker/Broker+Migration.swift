@@ -217,7 +217,22 @@ extension Broker {
         do {
             if let failure { throw failure }
             run.progress.phase = .swapping
-            let backups = try directory.swapVerified(run.plan)
+            let backups: [String]
+            do { backups = try directory.swapVerified(run.plan) } catch {
+                // The swap began (migration.intent names the copies) and stopped part way: some
+                // stores may be swapped, others not. Rolled forward once more, or else the stores
+                // stay closed, the copies kept, until the next start rolls it forward.
+                guard !directory.unfinishedSwap.isEmpty else { throw error }
+                log.error("the swap of \(run.stores.joined(separator: ", ")) stopped part way: \(error); rolling it forward again")
+                do { _ = try directory.recover() } catch let again {
+                    let message = "the swap stopped part way (\(again)); the stores stay closed with their copies kept, "
+                        + "and seamd finishes the swap when it next starts"
+                    end(run, error: message, unfinishedSwap: true)
+                    if queue(frame: Reply(.migrationFailed(message), id: id).frame(), to: c) { flush(c) }
+                    return
+                }
+                backups = run.plan.files.map { directory.layout.backup($0.configuration) }.filter(FileSystem.exists)
+            }
             run.progress.phase = .done
             end(run, error: nil, backups: backups)
             reply = Reply(parameters: ["backups": .array(backups.map(JSON.string))], id: id)
@@ -243,7 +258,7 @@ extension Broker {
 
     /// Ends a run: on failure removes the copies; reopens every store it closed (migrated, or at
     /// its old version); resumes the channels on them; tells the watchers.
-    private func end(_ run: MigrationRun, error: String?, backups: [String] = []) {
+    private func end(_ run: MigrationRun, error: String?, backups: [String] = [], unfinishedSwap: Bool = false) {
         migration = nil
         run.concluded = true
         let seconds = WallClock.monotonic() - run.startedAt
@@ -252,6 +267,11 @@ extension Broker {
             if !removed.isEmpty { log.info("removed \(removed.joined(separator: ", ")), left by the failed migration") }
         }
         for name in run.stores {
+            // Half swapped, a store is not served: its other half may be at another version.
+            if unfinishedSwap {
+                context.close(name, reason: "a migration swap stopped part way; seamd finishes it when it next starts")
+                continue
+            }
             do { try context.reopen(name) } catch { log.error("\(name) store stays closed: \(error)") }
         }
         // A new store that waited for the others (a migration might have filled it) is created now.
@@ -261,7 +281,10 @@ extension Broker {
             }
         }
         lastMigration = MigrationOutcome(stores: run.stores, error: error, backups: backups, seconds: seconds)
-        if let error {
+        if let error, unfinishedSwap {
+            log.error("migration of \(run.stores.joined(separator: ", ")) failed after \(Self.seconds(seconds)): \(error)")
+            tellWatchers(run, Reply(.migrationFailed(error), id: nil))
+        } else if let error {
             log.error("migration of \(run.stores.joined(separator: ", ")) failed after \(Self.seconds(seconds)): \(error); "
                       + "the originals serve at their old versions; `seam migrate` tries again")
             tellWatchers(run, Reply(.migrationFailed(error + "; the originals serve at their old versions"), id: nil))

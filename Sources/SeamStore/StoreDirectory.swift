@@ -211,16 +211,25 @@ public struct StoreDirectory: Sendable {
     }
 
     /// The swap of `swapIn`, alone, for copies `verifyCopies` passed.
+    /// The configurations a swap that began and did not end (`migration.intent`) names.
+    public var unfinishedSwap: Set<String> {
+        guard let bytes = try? FileSystem.read(layout.intent), let json = try? JSONText.parse(String(decoding: bytes, as: UTF8.self))
+        else { return [] }
+        return Set(json["swap"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+    }
+
     public func swapVerified(_ plan: MigrationPlan) throws(StoreError) -> [String] {
         try MigrationExecutor.swap(plan.files.map(\.configuration), layout: layout)
     }
 
     /// Removes what a failed or abandoned migration of `configurations` left: copies and their
-    /// companions. Returns the names removed.
+    /// companions. Returns the names removed. Copies that `migration.intent` names are kept:
+    /// their swap began, and only rolling it forward (`recover`) leaves the stores whole.
     @discardableResult
     public func removeCopies(_ configurations: [String]) -> [String] {
+        let swapping = unfinishedSwap
         var removed: [String] = []
-        for c in configurations {
+        for c in configurations where !swapping.contains(c) {
             for path in [layout.copy(c)] + StoreLayout.companions(layout.copy(c)) where FileSystem.exists(path) {
                 if (try? FileSystem.remove(path)) != nil { removed.append(String(path.split(separator: "/").last ?? "")) }
             }

@@ -171,6 +171,42 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertEqual(try MigrationRoleSupport.uuids(in: data)["Session"], before["Session"])
     }
 
+    /// A swap that stops part way (here the old backup of Local cannot be removed: something
+    /// made its journal a directory) keeps the copies the swap still needs and serves neither
+    /// half; the next start, the obstacle gone, finishes the swap, and every row is there.
+    func testASwapThatStopsPartWayKeepsItsCopiesAndIsFinishedAtTheNextStart() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        let made = try Executables.run("seam-fixture", ["--version", "2", "--rows", "30", data])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let before = try MigrationRoleSupport.uuids(in: data)
+        let obstacle = data + "/backups/Local.sqlite-journal"
+        try FileManager.default.createDirectory(atPath: obstacle, withIntermediateDirectories: true)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: obstacle + "/in-the-way"))
+        var broker = try BrokerProcess(dataDirectory: data)
+        var c = try SeamConnection.connect(path: broker.socketPath)
+        try eventually(20, "the migration ended") {
+            try c.status()["migration"]?["last"]?["error"]?.stringValue != nil
+        }
+        let error = try c.status()["migration"]?["last"]?["error"]?.stringValue ?? ""
+        XCTAssertTrue(error.contains("stopped part way"), error)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: data + "/migration.intent"), "the intent stays")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: data + "/.Local.sqlite.migrating"), "Local's copy is kept")
+        for name in ["Cloud", "Local"] {
+            XCTAssertNotEqual(try MigrationRoleSupport.store(name, c)["state"]?.stringValue, "open", "\(name) is not served half swapped")
+        }
+        XCTAssertEqual(broker.stop(), 0)
+
+        try FileManager.default.removeItem(atPath: obstacle)
+        broker = try BrokerProcess(dataDirectory: data)
+        c = try SeamConnection.connect(path: broker.socketPath)
+        for name in ["Cloud", "Local"] { XCTAssertEqual(try MigrationRoleSupport.store(name, c)["state"]?.stringValue, "open") }
+        XCTAssertEqual(try c.count("Session"), 30, "every run arrived")
+        XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before)
+        XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
+        XCTAssertEqual(broker.stop(), 0)
+    }
+
     /// The ticker, started while Local is closed for a migration, is refused its subscription
     /// and tries again; once Local serves again (here at its old version: the worker died) it
     /// follows sessions, and a flash timer started then finishes on time. Start works on the old
