@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -690,6 +691,36 @@ static int add(json_object *o, const char *key, json_object *value)
     return 0;
 }
 
+static size_t utf8_invalid_at(const unsigned char *s, size_t n);
+
+/* Whether a value holds a number JSON cannot write (json-c would write NaN or Infinity, which
+ * the broker refuses without the call's id, so the caller would wait for a reply that never
+ * comes). Containers are walked to a bounded depth, like the broker's. */
+static int has_non_finite(json_object *o, int depth)
+{
+    if (depth > 64)
+        return 0;
+    switch (json_object_get_type(o)) {
+    case json_type_double:
+        return !isfinite(json_object_get_double(o));
+    case json_type_array:
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+            if (has_non_finite(json_object_array_get_idx(o, i), depth + 1))
+                return 1;
+        return 0;
+    case json_type_object: {
+        json_object_object_foreach(o, key, value) {
+            (void)key;
+            if (has_non_finite(value, depth + 1))
+                return 1;
+        }
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
 int seam_send(seam_client *c, const char *method, json_object *parameters, unsigned flags,
               int64_t *call_id, seam_error *err)
 {
@@ -706,6 +737,9 @@ int seam_send(seam_client *c, const char *method, json_object *parameters, unsig
         return fail(err, SEAM_E_ARGUMENT, 0, "the parameters of %s are not an object", method);
     if (flags & ~(unsigned)(SEAM_CALL_MORE | SEAM_CALL_ONEWAY))
         return fail(err, SEAM_E_ARGUMENT, 0, "unknown flags %#x", flags);
+    if (parameters && has_non_finite(parameters, 0))
+        return fail(err, SEAM_E_ARGUMENT, 0, "the parameters of %s hold a number JSON cannot write (NaN or infinite)",
+                    method);
 
     int64_t id = c->next_id;
     json_object *call = json_object_new_object();
@@ -736,6 +770,12 @@ int seam_send(seam_client *c, const char *method, json_object *parameters, unsig
         return fail(err, SEAM_E_ARGUMENT, 0,
                     "a call to %s of %zu bytes exceeds the broker's frame limit of %zu bytes",
                     method, n, SEAM_BROKER_MAX_FRAME);
+    }
+    size_t invalid = utf8_invalid_at((const unsigned char *)text, n);
+    if (invalid < n) {
+        json_object_put(call);
+        return fail(err, SEAM_E_ARGUMENT, 0, "the call to %s holds text that is not UTF-8 (at byte %zu)", method,
+                    invalid);
     }
     /* json-c terminates the text with a NUL: that is the frame's end, sent with it. */
     int rc = send_all(c, text, n + 1, err);

@@ -60,9 +60,17 @@ public final class SeamConnection {
             return SeamConnection(fd: fd, path: "fd \(fd)", inherited: true)
         }
         let target = path ?? Environment.socketPath
-        do { return SeamConnection(fd: try UnixSocket.connect(path: target), path: target, inherited: false) } catch {
+        do { return SeamConnection(fd: try openSocket(target), path: target, inherited: false) } catch {
             throw ClientError(.cannotConnect(path: target, error))
         }
+    }
+
+    /// A connection to `path` whose reads never block: they wait in poll, so that
+    /// `replyTimeout` holds and `pending()` returns at once.
+    private static func openSocket(_ path: String) throws(SystemError) -> Int32 {
+        let fd = try UnixSocket.connect(path: path)
+        UnixSocket.setNonBlocking(fd, true)
+        return fd
     }
 
     private init(fd: Int32, path: String, inherited: Bool) {
@@ -71,7 +79,7 @@ public final class SeamConnection {
         self.inherited = inherited
     }
 
-    deinit { Descriptors.close(fd) }
+    deinit { if fd >= 0 { Descriptors.close(fd) } }
 
     /// Says hello: protocol version, role, name. Without it the connection is read-only.
     @discardableResult
@@ -84,7 +92,8 @@ public final class SeamConnection {
     }
 
     /// Calls `method` and returns its reply's parameters; a varlink error is thrown.
-    /// Reads are retried once on a fresh connection if the old one broke.
+    /// Reads (`readMethods`) are retried once on a fresh connection if the old one broke; a call
+    /// that may change something is not, since it may have been done before the break.
     @discardableResult
     public func call(_ method: String, _ parameters: JSONObject = [:]) throws(ClientError) -> JSONObject {
         do {
@@ -97,14 +106,24 @@ public final class SeamConnection {
 
     private static func isRetryable(_ method: String, _ e: ClientError) -> Bool {
         guard case .disconnected = e.kind else { return false }
-        return !method.hasSuffix(".Save")
+        return readMethods.contains(method)
     }
+
+    /// The methods that change nothing, and so may be sent again after a broken connection.
+    public static let readMethods: Set<String> = [
+        "org.seam.Store.Hello", "org.seam.Store.Schema", "org.seam.Store.Fetch", "org.seam.Store.Count",
+        "org.seam.Store.Status", "org.seam.Sync.Status", "org.seam.Sync.History", "org.seam.Sync.Served",
+        "org.seam.Migration.Plan", "org.varlink.service.GetInfo", "org.varlink.service.GetInterfaceDescription",
+    ]
 
     /// Opens a new connection to the same path and says hello again if we had.
     public func reconnect() throws(ClientError) {
         guard !inherited else { throw ClientError(.disconnected) }
-        Descriptors.close(fd)
-        do { fd = try UnixSocket.connect(path: path) } catch { throw ClientError(.cannotConnect(path: path, error)) }
+        // Forgotten at once: should the connect fail, no later call may use the number, which
+        // the process may by then have given to another file.
+        if fd >= 0 { Descriptors.close(fd) }
+        fd = -1
+        do { fd = try Self.openSocket(path) } catch { throw ClientError(.cannotConnect(path: path, error)) }
         decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
         if let p = helloParameters { _ = try roundTrip("org.seam.Store.Hello", p) }
     }

@@ -93,7 +93,9 @@ public final class SeamSubscriber: Sendable {
     }
 
     /// Subscribes to `query`. With `since`, the first update is the diff from the result at that
-    /// sequence number (or a resync). Ending the iteration unsubscribes.
+    /// sequence number (or a resync). Ending the iteration unsubscribes. Once the subscriber is
+    /// closed (`close`, or no broker answered within `reconnectTimeout`), the stream fails at
+    /// once with `disconnected`: connect a new subscriber.
     public func subscribe(_ query: LiveQuery, since: Int64? = nil) -> Updates {
         let (stream, continuation) = Updates.makeStream()
         let id: Int64? = state.withLock { s in
@@ -257,6 +259,9 @@ public final class SeamSubscriber: Sendable {
                 continue
             }
             if WallClock.monotonic() > deadline {
+                // Given up: closed, so that a later `subscribe` fails at once rather than wait on
+                // a connection no reader follows. A new subscriber connects again.
+                state.withLock { $0.closed = true }
                 finishAll(ClientError(.disconnected))
                 return false
             }

@@ -1,4 +1,5 @@
 import Foundation
+import SeamClient
 import SeamStore
 import SeamTestSupport
 import SeamTimers
@@ -54,6 +55,12 @@ final class OfflineToolTests: StoreTestCase {
         let dir = temp.file("served")
         XCTAssertEqual(try Executables.run("seam-fixture", ["--version", "5", "--rows", "3", dir]).status, 0)
         let broker = try BrokerProcess(dataDirectory: dir)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try eventually(20, "seamd has migrated the directory itself") {
+            let s = try c.status()
+            return s["migration"]?["running"]?.boolValue == false
+                && (s["stores"]?.arrayValue ?? []).allSatisfy { $0["state"]?.stringValue == "open" }
+        }
         let refused = try Executables.run("seam-migrate", [dir])
         XCTAssertEqual(refused.status, 1, refused.stdout)
         XCTAssertTrue(refused.stderr.contains("a seamd serves") && refused.stderr.contains("seam migrate"), refused.stderr)

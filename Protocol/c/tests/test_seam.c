@@ -10,6 +10,7 @@
 #include "seam.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -365,6 +366,23 @@ static int test_arguments(void)
     free(text);
     CHECK_RC(seam_call(c, "org.seam.Store.Fetch", params, NULL, &err), SEAM_E_ARGUMENT, &err);
     json_object_put(params);
+
+    /* Numbers JSON cannot write, and text that is not UTF-8: refused before they are sent
+     * (the broker would answer without the call's id, and the caller wait for ever). */
+    json_object *nan = json_object_new_object();
+    json_object_object_add(nan, "limit", json_object_new_double(NAN));
+    CHECK_RC(seam_call(c, "org.seam.Store.Fetch", nan, NULL, &err), SEAM_E_ARGUMENT, &err);
+    CHECK(strstr(err.message, "NaN") != NULL);
+    json_object_put(nan);
+    json_object *deep = parse("{\"values\":[{\"n\":1}]}");
+    json_object_array_put_idx(get(deep, "values"), 1, json_object_new_double(-INFINITY));
+    CHECK_RC(seam_call(c, "org.seam.Store.Fetch", deep, NULL, &err), SEAM_E_ARGUMENT, &err);
+    json_object_put(deep);
+    json_object *latin1 = json_object_new_object();
+    json_object_object_add(latin1, "entity", json_object_new_string("Tim\xe9r"));
+    CHECK_RC(seam_call(c, "org.seam.Store.Fetch", latin1, NULL, &err), SEAM_E_ARGUMENT, &err);
+    CHECK(strstr(err.message, "UTF-8") != NULL);
+    json_object_put(latin1);
 
     /* None of that reached the server, and the client still works. */
     CHECK(put(server, "{\"parameters\":{\"fine\":true},\"id\":1}", 1) == 0);

@@ -1,0 +1,93 @@
+import Foundation
+import SeamClient
+import SeamJSON
+import SeamSystem
+import SeamTestSupport
+import XCTest
+
+/// The Swift clients against brokers that stop, hang or vanish: real processes and sockets.
+final class ClientTests: XCTestCase {
+    /// A socket that accepts (the kernel's backlog does) but never answers: a call with a reply
+    /// timeout fails after it, and says so, instead of waiting for ever.
+    func testAReplyTimeoutHoldsOnABrokerThatNeverAnswers() throws {
+        let dir = TemporaryDirectory("seam-client")
+        let listener = try UnixSocket.listen(path: dir.file("silent.sock"))
+        defer { UnixSocket.closeDescriptor(listener) }
+        let c = try SeamConnection.connect(path: dir.file("silent.sock"))
+        c.replyTimeout = 0.5
+        let started = Date()
+        XCTAssertThrowsError(try c.call("org.seam.Store.Status")) { error in
+            guard case .timedOut? = (error as? ClientError)?.kind else { return XCTFail("\(error)") }
+            XCTAssertTrue("\(error)".contains("did not answer within 0.5 s"), "\(error)")
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 3)
+    }
+
+    /// `pending()` returns at once when nothing has arrived.
+    func testPendingDoesNotWait() throws {
+        let broker = try BrokerProcess()
+        defer { broker.stop() }
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        _ = try c.start("org.seam.Store.Subscribe", ["entity": "Session"])
+        try eventually(5, "the result arrives") { try !c.pending().isEmpty }
+        let started = Date()
+        XCTAssertEqual(try c.pending().count, 0)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 0.5)
+    }
+
+    /// A reconnect that fails leaves no descriptor number behind: the next call fails, and never
+    /// writes into the file the process gave that number to meanwhile.
+    func testAFailedReconnectWritesIntoNothingElse() throws {
+        let broker = try BrokerProcess()
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        XCTAssertNotNil(try c.status()["pid"])
+        broker.stop()
+        XCTAssertThrowsError(try c.status())
+        let (mine, peer) = try UnixSocket.pair()
+        defer {
+            UnixSocket.closeDescriptor(mine)
+            UnixSocket.closeDescriptor(peer)
+        }
+        XCTAssertThrowsError(try c.status())
+        UnixSocket.setNonBlocking(peer, true)
+        var scratch: [UInt8] = []
+        XCTAssertEqual(try UnixSocket.read(peer, into: &scratch), .wouldBlock, "nothing reached another socket")
+        XCTAssertEqual(fcntl(mine, F_GETFD) >= 0, true, "and it is still open")
+    }
+
+    /// Only reads are sent again after a broken connection: a call that may have changed
+    /// something (it may have been done before the break) is not.
+    func testOnlyReadsAreRetried() {
+        for method in ["org.seam.Store.Fetch", "org.seam.Store.Status", "org.seam.Store.Count"] {
+            XCTAssertTrue(SeamConnection.readMethods.contains(method), method)
+        }
+        for method in ["org.seam.Store.Save", "org.seam.Timers.Flash", "org.seam.Timers.Skip", "org.seam.Sync.Reload",
+                       "org.seam.Migration.Migrate", "org.seam.Sync.Acknowledge"] {
+            XCTAssertFalse(SeamConnection.readMethods.contains(method), method)
+        }
+    }
+
+    /// A subscriber that gave up reconnecting is closed: a later subscription fails at once,
+    /// rather than wait on a connection no reader follows.
+    func testASubscriberThatGaveUpFailsNewSubscriptionsAtOnce() async throws {
+        let broker = try BrokerProcess()
+        let subscriber = try SeamSubscriber.connect(path: broker.socketPath, reconnectTimeout: 0.5)
+        defer { subscriber.close() }
+        var first = subscriber.subscribe(LiveQuery("Session")).makeAsyncIterator()
+        _ = try await first.next()
+        broker.stop()
+        do {
+            while try await first.next() != nil {}
+            XCTFail("the stream ended without an error")
+        } catch {}
+        var second = subscriber.subscribe(LiveQuery("Session")).makeAsyncIterator()
+        let started = Date()
+        do {
+            _ = try await second.next()
+            XCTFail("a subscription on a closed subscriber delivered")
+        } catch {
+            XCTAssertEqual((error as? ClientError).map { "\($0)" }, ClientError(.disconnected).description)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2)
+    }
+}
