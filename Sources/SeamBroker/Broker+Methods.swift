@@ -256,7 +256,8 @@ extension Broker {
                 guard known?.attribute(s) != nil else {
                     return .failure(.invalidRequest("\(r.entity) has no attribute '\(s)'", field: "fields"))
                 }
-                fields.append(s)
+                // A name given twice is one field: a row object holds each key once.
+                if !fields.contains(s) { fields.append(s) }
             }
             r.attributes = fields
         default: return .failure(.invalidParameter("fields"))

@@ -136,7 +136,9 @@ public enum RFC3339 {
     /// written as the nearest end of it, never trapped on.
     public static func format(_ seconds: Double) -> String {
         let clamped = seconds.isNaN ? 0 : min(max(seconds, range.lowerBound), range.upperBound)
-        let micros = Int64((clamped * 1_000_000).rounded())
+        // The last microsecond of 9999 is no double: its nearest rounds up into year 10000, so
+        // the microseconds are held within the range too.
+        let micros = min(max(Int64((clamped * 1_000_000).rounded()), -62_135_596_800_000_000), 253_402_300_799_999_999)
         var secs = micros / 1_000_000
         var frac = micros % 1_000_000
         if frac < 0 { frac += 1_000_000; secs -= 1 }
@@ -179,7 +181,7 @@ public enum RFC3339 {
         }
         guard b.count >= 20, let y = num(0, 4), b[4] == 45, let mo = num(5, 2), b[7] == 45, let d = num(8, 2),
               b[10] == 84 || b[10] == 116, let h = num(11, 2), b[13] == 58, let mi = num(14, 2), b[16] == 58, let s = num(17, 2),
-              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61
+              (1...12).contains(mo), (1...daysIn(y, mo)).contains(d), h < 24, mi < 60, s < 60
         else { return nil }
         var i = 19
         var fraction = 0.0
@@ -198,7 +200,8 @@ public enum RFC3339 {
         guard i < b.count else { return nil }
         if b[i] == 90 || b[i] == 122 {
             i += 1
-        } else if b[i] == 43 || b[i] == 45, let oh = num(i + 1, 2), i + 3 < b.count, b[i + 3] == 58, let om = num(i + 4, 2) {
+        } else if b[i] == 43 || b[i] == 45, let oh = num(i + 1, 2), i + 3 < b.count, b[i + 3] == 58, let om = num(i + 4, 2),
+                  oh < 24, om < 60 {
             offset = (oh * 3600 + om * 60) * (b[i] == 45 ? -1 : 1)
             i += 6
         } else {
@@ -207,6 +210,16 @@ public enum RFC3339 {
         guard i == b.count else { return nil }
         let days = daysFromCivil(y, mo, d)
         return Double(days * 86400 + h * 3600 + mi * 60 + s - offset) + fraction
+    }
+
+    /// The days of month `m` of year `y` (proleptic Gregorian): a date past them is refused,
+    /// not carried into the next month.
+    static func daysIn(_ y: Int64, _ m: Int64) -> Int64 {
+        switch m {
+        case 2: return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).

@@ -53,10 +53,81 @@ struct LikePattern: Sendable, Hashable {
 
     // MARK: - In memory
 
-    /// Whether `text` matches. Linear in practice; O(text × pattern) at worst, never exponential
-    /// (only the last `*` is ever backtracked to).
+    /// Whether `text` matches. A pattern of literals and `*` only (the usual kind) is matched in
+    /// time linear in the text: the first literal where the text starts, the last where it ends,
+    /// each one between at its leftmost place after the one before (found with Knuth–Morris–Pratt,
+    /// so a long literal in a long text costs no more than their lengths). A pattern with `?` is
+    /// backtracked to its last `*`: never exponential, O(text × pattern) at worst.
     func matches(_ text: UnsafeBufferPointer<UInt8>, folded: Bool) -> Bool {
         if text.contains(0) { return false }
+        if let segments = literalSegments { return Self.matches(text, segments, folded: folded) }
+        return backtracking(text, folded: folded)
+    }
+
+    /// The literals between `*`s, with whether the pattern starts and ends with one; nil when a
+    /// `?` is in it.
+    private var literalSegments: (literals: [[UInt8]], leadingStar: Bool, trailingStar: Bool)? {
+        var literals: [[UInt8]] = []
+        var current: [UInt8] = []
+        for piece in pieces {
+            switch piece {
+            case .one: return nil
+            case .literal(let bytes): current += bytes
+            case .any:
+                literals.append(current)
+                current = []
+            }
+        }
+        literals.append(current)
+        return (literals, pieces.first == .any, pieces.last == .any)
+    }
+
+    private static func matches(
+        _ text: UnsafeBufferPointer<UInt8>, _ s: (literals: [[UInt8]], leadingStar: Bool, trailingStar: Bool), folded: Bool
+    ) -> Bool {
+        let literals = s.literals
+        if literals.count == 1 { return text.count == literals[0].count && hasPrefix(text, at: 0, literals[0], folded: folded) }
+        // Without a leading `*` the first literal is the text's start; without a trailing one
+        // the last is its end (and may not overlap what the others took).
+        var t = 0
+        guard hasPrefix(text, at: 0, literals[0], folded: folded) else { return false }
+        t = literals[0].count
+        let last = literals[literals.count - 1]
+        let end = text.count - last.count
+        guard end >= t, hasPrefix(text, at: end, last, folded: folded) else { return false }
+        for middle in literals[1..<(literals.count - 1)] where !middle.isEmpty {
+            guard let found = find(middle, in: text, from: t, before: end, folded: folded) else { return false }
+            t = found + middle.count
+        }
+        return true
+    }
+
+    /// The leftmost place at or after `from` where `needle` lies wholly before `limit`
+    /// (Knuth–Morris–Pratt).
+    private static func find(_ needle: [UInt8], in text: UnsafeBufferPointer<UInt8>, from: Int, before limit: Int, folded: Bool) -> Int? {
+        guard limit - from >= needle.count else { return nil }
+        var failure = [Int](repeating: 0, count: needle.count)
+        var k = 0
+        for i in 1..<max(1, needle.count) {
+            while k > 0 && needle[i] != needle[k] { k = failure[k - 1] }
+            if needle[i] == needle[k] { k += 1 }
+            failure[i] = k
+        }
+        var matched = 0
+        var i = from
+        while i < limit {
+            let c = folded ? ASCII.fold(text[i]) : text[i]
+            while matched > 0 && c != needle[matched] { matched = failure[matched - 1] }
+            if c == needle[matched] { matched += 1 }
+            if matched == needle.count { return i + 1 - needle.count }
+            i += 1
+        }
+        return nil
+    }
+
+    /// Matching by backtracking to the last `*` (for patterns with `?`, which may stand for a
+    /// character of more than one byte).
+    private func backtracking(_ text: UnsafeBufferPointer<UInt8>, folded: Bool) -> Bool {
         var t = 0
         var p = 0
         var star: (piece: Int, text: Int)? = nil

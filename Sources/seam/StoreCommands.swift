@@ -91,7 +91,11 @@ enum StoreCommands {
                 operands: 1...2) { operands, args in
             var parameters = JSONObject()
             if operands.count > 1 {
-                guard case .object(let o)? = try? JSON.decode(operands[1]) else {
+                let decoded: JSON
+                do { decoded = try JSON.decode(operands[1]) } catch {
+                    throw Arguments.UsageError("the parameters are not valid JSON: \(error)")
+                }
+                guard case .object(let o) = decoded else {
                     throw Arguments.UsageError("the parameters must be a JSON object, e.g. '{\"entity\":\"Timer\"}'")
                 }
                 parameters = o

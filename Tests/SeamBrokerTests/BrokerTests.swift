@@ -268,6 +268,19 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(try name(tea.uuid), "Green tea")
     }
 
+    /// A field named twice is one field: each row is a JSON object with each key once, by
+    /// query and by uuid.
+    func testAFieldNamedTwiceIsSentOnce() throws {
+        let c = try client()
+        try c.hello()
+        let uuid = try XCTUnwrap(try c.save([.insert(entity: "UserGroup", values: ["name": "Kitchen"])]).inserted.first)
+        let rows = try c.fetch("UserGroup", fields: ["name", "name"])
+        XCTAssertEqual(rows.first?["name"]?.stringValue, "Kitchen")
+        XCTAssertEqual(rows.first?.count, 2, "uuid and name: \(rows)")
+        let one = try c.call("org.seam.Store.Fetch", ["entity": "UserGroup", "uuid": .string(uuid), "fields": ["name", "name"]])
+        XCTAssertEqual(one["rows"]?[0]?["name"]?.stringValue, "Kitchen")
+    }
+
     func testAPluginIsTheAuthorOfItsSaves() throws {
         let c = try client()
         XCTAssertEqual(try c.hello(role: "plugin", name: "notifier")["author"]?.stringValue, "plugin:notifier")

@@ -76,9 +76,21 @@ final class ProtocolTests: XCTestCase {
         XCTAssertEqual(RFC3339.parse("2025-11-30T23:16:10+01:00"), 1_764_540_970)
         XCTAssertEqual(RFC3339.parse("2000-02-29T00:00:00Z"), 951_782_400)
         for bad in ["", "2025-11-30", "2025-13-01T00:00:00Z", "2025-11-30T22:16:10", "2025-11-30T22:16:10.Z", "2025-11-30T25:00:00Z",
-                    "2025-11-30T22:16:10Zjunk"] {
+                    "2025-11-30T22:16:10Zjunk",
+                    // Strict: a day past the month's end, a 60th second, an offset past a day are
+                    // refused, not carried into what follows.
+                    "2026-02-31T00:00:00Z", "2026-04-31T12:00:00Z", "2023-02-29T00:00:00Z", "2100-02-29T00:00:00Z",
+                    "2026-11-30T23:59:60Z", "2026-11-30T10:00:00+99:99", "2026-11-30T10:00:00+23:60"] {
             XCTAssertNil(RFC3339.parse(bad), bad)
         }
+        XCTAssertNotNil(RFC3339.parse("2024-02-29T00:00:00Z"))
+        XCTAssertNotNil(RFC3339.parse("2026-11-30T10:00:00-23:59"))
+        // The ends of the range write as themselves (the last microsecond of 9999 is no double:
+        // its nearest rounded up into year 10000, written "0000").
+        XCTAssertEqual(RFC3339.format(RFC3339.range.upperBound), "9999-12-31T23:59:59.999999Z")
+        XCTAssertEqual(RFC3339.format(253_402_300_800), "9999-12-31T23:59:59.999999Z")
+        XCTAssertEqual(RFC3339.format(RFC3339.range.lowerBound), "0001-01-01T00:00:00.000000Z")
+        XCTAssertNotNil(RFC3339.parse(RFC3339.format(RFC3339.range.upperBound)))
         var g = SystemRandomNumberGenerator()
         for _ in 0..<1000 {
             let t = Double(Int64.random(in: -2_000_000_000_000...4_000_000_000_000, using: &g)) / 1000

@@ -158,6 +158,24 @@ final class EvaluatorTests: XCTestCase {
         XCTAssertTrue(matches(#"name LIKE "\\?[x]""#, ["name": .string("?[x]")]))
         XCTAssertTrue(matches("name LIKE '%_'", ["name": .string("%_")]), "% and _ are ordinary characters")
         XCTAssertFalse(matches("name LIKE '*'", ["name": .string("a\u{0}b")]), "text with U+0000 never matches LIKE")
+        XCTAssertTrue(matches("name LIKE 'ab*ab*ab'", ["name": .string("abab")]) == false, "the literals may not overlap")
+        XCTAssertTrue(matches("name LIKE 'ab*ab'", ["name": .string("abab")]))
+        XCTAssertTrue(matches("name LIKE[c] '*AAB*'", ["name": .string("xaaaab")]), "a partial match does not hide the next")
+    }
+
+    /// A long literal against a long text costs their lengths, not their product: the literal
+    /// at the end is checked where the text ends, one between is found with KMP. (Matched by
+    /// backtracking, these took minutes on the broker's one thread.)
+    func testLongLikePatternsOnLongTextMatchInLinearTime() {
+        let long: [String: AttributeValue] = ["name": .string(String(repeating: "a", count: 200_000))]
+        let run = String(repeating: "a", count: 4000)
+        XCTAssertFalse(matches("name LIKE '*\(run)b'", long))
+        XCTAssertFalse(matches("name LIKE '*\(run)b*'", long))
+        XCTAssertTrue(matches("name LIKE '*\(run)*'", long))
+        let half = String(run.prefix(1500))
+        XCTAssertTrue(matches("name LIKE[c] '\(half)*\(half.uppercased())'", long))
+        let mixed: [String: AttributeValue] = ["name": .string(String(repeating: "a", count: 100_000) + "b" + String(repeating: "a", count: 10))]
+        XCTAssertTrue(matches("name LIKE '*\(run)b*'", mixed))
     }
 
     // MARK: - Other types
