@@ -93,7 +93,8 @@ public final class SeamSubscriber: Sendable {
     }
 
     /// Subscribes to `query`. With `since`, the first update is the diff from the result at that
-    /// sequence number (or a resync). Ending the iteration unsubscribes. Once the subscriber is
+    /// sequence number (or a resync; or, when the broker is behind that number, a fresh result).
+    /// Ending the iteration unsubscribes. Once the subscriber is
     /// closed (`close`, or no broker answered within `reconnectTimeout`), the stream fails at
     /// once with `disconnected`: connect a new subscriber.
     public func subscribe(_ query: LiveQuery, since: Int64? = nil) -> Updates {
@@ -207,6 +208,15 @@ public final class SeamSubscriber: Sendable {
                 // Its stream has ended: what the broker numbered, it unsubscribes now.
                 s.entries[id] = nil
                 if !last, case .success(let update) = parsed { Self.sendUnsubscribe(update.subscription, s: &s) }
+                return nil
+            }
+            if case .failure(let error) = parsed, error.remoteName == "org.seam.Store.SequenceAhead", e.sequence != nil {
+                // The store is older than what this stream has seen (restored from an older
+                // copy): nothing can be resumed, so it starts afresh, with a new result.
+                e.sequence = nil
+                e.subscription = nil
+                s.entries[id] = e
+                Self.sendSubscribe(id, e, fd: s.fd)
                 return nil
             }
             if case .success(let update) = parsed {

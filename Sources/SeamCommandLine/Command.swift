@@ -88,6 +88,8 @@ public struct CommandSet: Sendable {
                 break
             }
         }
+        // Before a `--`, which ends the options: what follows it is operands only.
+        if let end = rest.firstIndex(of: "--") { return Array(rest[..<end]) + leading + Array(rest[end...]) }
         return Array(rest) + leading
     }
 

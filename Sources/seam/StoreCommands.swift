@@ -78,7 +78,7 @@ enum StoreCommands {
             if let w = args.value("where") { p["predicate"] = .string(w) }
             if let s = args.value("sort") { p["sort"] = .string(s) }
             if let n = try args.integer("limit", in: 0...100_000) { p["limit"] = .integer(Int64(n)) }
-            if let f = args.value("fields") { p["fields"] = .array(f.split(separator: ",").map { .string(String($0)) }) }
+            if let f = args.value("fields") { p["fields"] = .array(fieldList(f).map(JSON.string)) }
             let rows = try connect(args, hello: false).call("org.seam.Store.Fetch", p)["rows"]?.arrayValue ?? []
             if args.flag("json") { output(.array(rows)) } else { rows.forEach(output) }
         },
@@ -165,7 +165,7 @@ enum StoreCommands {
 
     static func follow(_ entity: String, _ args: Arguments) async throws {
         let query = LiveQuery(entity, where: args.value("where"), sort: args.value("sort"), limit: try args.integer("limit", in: 0...100_000),
-                              fields: args.value("fields").map { $0.split(separator: ",").map(String.init) })
+                              fields: args.value("fields").map(fieldList))
         let subscriber = try SeamSubscriber.connect(path: args.value("socket"))
         var live = LiveResult()
         for try await update in subscriber.subscribe(query) {
@@ -194,4 +194,9 @@ enum StoreCommands {
             }
         }
     }
+}
+
+/// `--fields a,b` or `--fields "a, b"` (as `--sort` takes a list): the names, spaces trimmed.
+func fieldList(_ text: String) -> [String] {
+    text.split(separator: ",").map { $0.split(separator: " ").joined(separator: " ") }.filter { !$0.isEmpty }
 }

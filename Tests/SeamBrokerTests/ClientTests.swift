@@ -1,6 +1,7 @@
 import Foundation
 import SeamClient
 import SeamJSON
+import SeamProtocol
 import SeamSystem
 import SeamTestSupport
 import XCTest
@@ -65,6 +66,47 @@ final class ClientTests: XCTestCase {
                        "org.seam.Migration.Migrate", "org.seam.Sync.Acknowledge"] {
             XCTAssertFalse(SeamConnection.readMethods.contains(method), method)
         }
+    }
+
+    /// A subscriber whose broker comes back on a store restored from an older copy (its
+    /// sequence behind the stream's) cannot resume: the stream starts afresh with a result of
+    /// what the store holds, instead of failing.
+    func testAStreamStartsAfreshOnAStoreOlderThanItsSequence() async throws {
+        var broker = try BrokerProcess()
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        try c.save([.insert(entity: "UserGroup", values: ["name": "Kept"])])
+        broker.stop()
+        let copy = TemporaryDirectory("seam-older")
+        for file in try FileManager.default.contentsOfDirectory(atPath: broker.dataDirectory) where file.hasSuffix(".sqlite") {
+            try FileManager.default.copyItem(atPath: broker.dataDirectory + "/" + file, toPath: copy.file(file))
+        }
+        broker = try broker.restarted()
+        let subscriber = try SeamSubscriber.connect(path: broker.socketPath, reconnectTimeout: 20)
+        defer { subscriber.close() }
+        var updates = subscriber.subscribe(LiveQuery("UserGroup", sort: "name", fields: ["name"])).makeAsyncIterator()
+        var live = LiveResult()
+        try live.apply(try await XCTUnwrapAsync(try await updates.next()))
+        let writer = try SeamConnection.connect(path: broker.socketPath)
+        try writer.hello()
+        for name in ["Later 1", "Later 2", "Later 3"] {
+            try writer.save([.insert(entity: "UserGroup", values: ["name": .string(name)])])
+            try live.apply(try await XCTUnwrapAsync(try await updates.next()))
+        }
+        XCTAssertEqual(live.rows.count, 4)
+        // Back to the copy made before the later saves: sequence 1, where the stream saw 4.
+        broker.stop()
+        for file in try FileManager.default.contentsOfDirectory(atPath: broker.dataDirectory) where file.hasPrefix("Cloud") || file.hasPrefix("Local") {
+            try FileManager.default.removeItem(atPath: broker.dataDirectory + "/" + file)
+        }
+        for file in try FileManager.default.contentsOfDirectory(atPath: copy.path) {
+            try FileManager.default.copyItem(atPath: copy.file(file), toPath: broker.dataDirectory + "/" + file)
+        }
+        broker = try broker.restarted()
+        defer { broker.stop() }
+        let fresh = try await XCTUnwrapAsync(try await updates.next())
+        try live.apply(fresh)
+        XCTAssertEqual(live.rows.map { $0["name"]?.stringValue }, ["Kept"], "what the restored store holds")
     }
 
     /// A subscriber that gave up reconnecting is closed: a later subscription fails at once,

@@ -159,6 +159,18 @@ final class CLITests: BrokerTestCase {
         XCTAssertTrue(try seam("pause", "pasta", status: 1).contains("could be any of"))
     }
 
+    /// `--fields` takes a list as `--sort` does, spaces after commas too; a `--` after leading
+    /// common options still ends the options.
+    func testListsAndTheEndOfOptions() throws {
+        try seam("group", "add", "Kitchen")
+        let rows = try json(try seam("query", "UserGroup", "--fields", "name, sortOrder", "--json"))
+        XCTAssertEqual(rows[0]?["name"]?.stringValue, "Kitchen")
+        XCTAssertEqual(rows[0]?["sortOrder"]?.int64Value, 0)
+        let r = try Executables.run("seam", ["--socket", broker.socketPath, "query", "--json", "--", "UserGroup"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.contains("Kitchen"), r.stdout)
+    }
+
     func testMistakesGetOneLineAndANonZeroExit() throws {
         try seam("timer", "add", "Tea one", "--step", "a=1m")
         try seam("timer", "add", "Tea two", "--step", "a=1m")
