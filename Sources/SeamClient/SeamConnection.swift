@@ -221,8 +221,13 @@ public final class SeamConnection {
             case .closed: throw ClientError(.disconnected)
             case .wouldBlock:
                 guard waiting else { return nil }
-                if let deadline, WallClock.monotonic() >= deadline { throw ClientError(.timedOut(replyTimeout ?? 0)) }
-                _ = UnixSocket.waitReadable(fd, timeoutMilliseconds: 100)
+                var wait: Int32 = 1000
+                if let deadline {
+                    let left = deadline - WallClock.monotonic()
+                    if left <= 0 { throw ClientError(.timedOut(replyTimeout ?? 0)) }
+                    wait = Int32(min(1000, (left * 1000).rounded(.up)))
+                }
+                _ = UnixSocket.waitReadable(fd, timeoutMilliseconds: wait)
             case .bytes: decoder.append(buffer)
             }
         }

@@ -20,6 +20,27 @@ struct LikePattern: Sendable, Hashable {
     }
 
     let pieces: [Piece]
+    /// For a pattern of literals and `*` only: the literals between the `*`s (the first empty
+    /// when the pattern starts with one, the last when it ends with one), each with its
+    /// Knuth–Morris–Pratt table. Worked out once, here, not at every match. Nil when a `?` is in it.
+    private let literals: [Literal]?
+
+    struct Literal: Sendable, Hashable {
+        var bytes: [UInt8]
+        /// For each prefix, the length of its longest proper prefix that is also its suffix.
+        var failure: [Int]
+
+        init(_ bytes: [UInt8]) {
+            self.bytes = bytes
+            failure = [Int](repeating: 0, count: bytes.count)
+            var k = 0
+            for i in bytes.indices.dropFirst() {
+                while k > 0 && bytes[i] != bytes[k] { k = failure[k - 1] }
+                if bytes[i] == bytes[k] { k += 1 }
+                failure[i] = k
+            }
+        }
+    }
 
     /// Parses `pattern`; with `folded`, literal text is ASCII-folded (the matcher folds the text).
     init(_ pattern: String, folded: Bool) throws(Problem) {
@@ -49,6 +70,23 @@ struct LikePattern: Sendable, Hashable {
         }
         flush()
         self.pieces = pieces
+        literals = Self.literals(of: pieces)
+    }
+
+    private static func literals(of pieces: [Piece]) -> [Literal]? {
+        var literals: [Literal] = []
+        var current: [UInt8] = []
+        for piece in pieces {
+            switch piece {
+            case .one: return nil
+            case .literal(let bytes): current += bytes
+            case .any:
+                literals.append(Literal(current))
+                current = []
+            }
+        }
+        literals.append(Literal(current))
+        return literals
     }
 
     // MARK: - In memory
@@ -60,66 +98,39 @@ struct LikePattern: Sendable, Hashable {
     /// backtracked to its last `*`: never exponential, O(text × pattern) at worst.
     func matches(_ text: UnsafeBufferPointer<UInt8>, folded: Bool) -> Bool {
         if text.contains(0) { return false }
-        if let segments = literalSegments { return Self.matches(text, segments, folded: folded) }
+        if let literals { return Self.matches(text, literals, folded: folded) }
         return backtracking(text, folded: folded)
     }
 
-    /// The literals between `*`s, with whether the pattern starts and ends with one; nil when a
-    /// `?` is in it.
-    private var literalSegments: (literals: [[UInt8]], leadingStar: Bool, trailingStar: Bool)? {
-        var literals: [[UInt8]] = []
-        var current: [UInt8] = []
-        for piece in pieces {
-            switch piece {
-            case .one: return nil
-            case .literal(let bytes): current += bytes
-            case .any:
-                literals.append(current)
-                current = []
-            }
-        }
-        literals.append(current)
-        return (literals, pieces.first == .any, pieces.last == .any)
-    }
-
-    private static func matches(
-        _ text: UnsafeBufferPointer<UInt8>, _ s: (literals: [[UInt8]], leadingStar: Bool, trailingStar: Bool), folded: Bool
-    ) -> Bool {
-        let literals = s.literals
-        if literals.count == 1 { return text.count == literals[0].count && hasPrefix(text, at: 0, literals[0], folded: folded) }
-        // Without a leading `*` the first literal is the text's start; without a trailing one
-        // the last is its end (and may not overlap what the others took).
-        var t = 0
-        guard hasPrefix(text, at: 0, literals[0], folded: folded) else { return false }
-        t = literals[0].count
-        let last = literals[literals.count - 1]
+    private static func matches(_ text: UnsafeBufferPointer<UInt8>, _ literals: [Literal], folded: Bool) -> Bool {
+        let first = literals[0].bytes
+        if literals.count == 1 { return text.count == first.count && hasPrefix(text, at: 0, first, folded: folded) }
+        // The first literal is the text's start and the last its end (empty after a leading or
+        // before a trailing `*`), and they may not overlap what the others took.
+        guard hasPrefix(text, at: 0, first, folded: folded) else { return false }
+        var t = first.count
+        let last = literals[literals.count - 1].bytes
         let end = text.count - last.count
         guard end >= t, hasPrefix(text, at: end, last, folded: folded) else { return false }
-        for middle in literals[1..<(literals.count - 1)] where !middle.isEmpty {
+        for middle in literals[1..<(literals.count - 1)] where !middle.bytes.isEmpty {
             guard let found = find(middle, in: text, from: t, before: end, folded: folded) else { return false }
-            t = found + middle.count
+            t = found + middle.bytes.count
         }
         return true
     }
 
     /// The leftmost place at or after `from` where `needle` lies wholly before `limit`
     /// (Knuth–Morris–Pratt).
-    private static func find(_ needle: [UInt8], in text: UnsafeBufferPointer<UInt8>, from: Int, before limit: Int, folded: Bool) -> Int? {
-        guard limit - from >= needle.count else { return nil }
-        var failure = [Int](repeating: 0, count: needle.count)
-        var k = 0
-        for i in 1..<max(1, needle.count) {
-            while k > 0 && needle[i] != needle[k] { k = failure[k - 1] }
-            if needle[i] == needle[k] { k += 1 }
-            failure[i] = k
-        }
+    private static func find(_ needle: Literal, in text: UnsafeBufferPointer<UInt8>, from: Int, before limit: Int, folded: Bool) -> Int? {
+        let bytes = needle.bytes
+        guard limit - from >= bytes.count else { return nil }
         var matched = 0
         var i = from
         while i < limit {
             let c = folded ? ASCII.fold(text[i]) : text[i]
-            while matched > 0 && c != needle[matched] { matched = failure[matched - 1] }
-            if c == needle[matched] { matched += 1 }
-            if matched == needle.count { return i + 1 - needle.count }
+            while matched > 0 && c != bytes[matched] { matched = needle.failure[matched - 1] }
+            if c == bytes[matched] { matched += 1 }
+            if matched == bytes.count { return i + 1 - bytes.count }
             i += 1
         }
         return nil

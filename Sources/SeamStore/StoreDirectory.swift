@@ -44,12 +44,7 @@ public struct StoreDirectory: Sendable {
     /// then removes the intent. Idempotent: safe to repeat after a crash at any point.
     static func rollForward(layout: StoreLayout) throws(StoreError) -> [String] {
         let configurations: [String]
-        do {
-            let text = String(decoding: try FileSystem.read(layout.intent), as: UTF8.self)
-            configurations = (try? JSONText.parse(text))?["swap"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        } catch {
-            throw StoreError(.system(error), path: layout.intent)
-        }
+        do { configurations = try intentConfigurations(layout) } catch { throw StoreError(.system(error), path: layout.intent) }
         var backups: [String] = []
         do {
             try FileSystem.makeDirectory(layout.backups)
@@ -210,14 +205,16 @@ public struct StoreDirectory: Sendable {
         try MigrationExecutor.verifyBuilt(plan, layout: layout)
     }
 
-    /// The swap of `swapIn`, alone, for copies `verifyCopies` passed.
-    /// The configurations a swap that began and did not end (`migration.intent`) names.
-    public var unfinishedSwap: Set<String> {
-        guard let bytes = try? FileSystem.read(layout.intent), let json = try? JSONText.parse(String(decoding: bytes, as: UTF8.self))
-        else { return [] }
-        return Set(json["swap"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+    /// The configurations `migration.intent` names (a file that does not parse names none).
+    static func intentConfigurations(_ layout: StoreLayout) throws(SystemError) -> [String] {
+        let text = String(decoding: try FileSystem.read(layout.intent), as: UTF8.self)
+        return (try? JSONText.parse(text))?["swap"]?.arrayValue?.compactMap(\.stringValue) ?? []
     }
 
+    /// The configurations a swap that began and did not end (`migration.intent`) names.
+    public var unfinishedSwap: Set<String> { Set((try? Self.intentConfigurations(layout)) ?? []) }
+
+    /// The swap of `swapIn`, alone, for copies `verifyCopies` passed.
     public func swapVerified(_ plan: MigrationPlan) throws(StoreError) -> [String] {
         try MigrationExecutor.swap(plan.files.map(\.configuration), layout: layout)
     }

@@ -449,9 +449,9 @@ public final class SyncWorker {
     /// change_tag = seen`, or an insert that finds no row). A record another machine wrote in
     /// between is read and merged again, up to a few times. The writes of one round commit
     /// together, under the zone's lock only for that commit, so that tags are handed out in
-    /// commit order. Returns, per record written, the tag to remember (nil when the server's
-    /// fields now differ from the local row), and the records edited here that the server holds
-    /// deleted (the delete wins: they must go here too).
+    /// commit order. Returns, per record written, its tag, its fields on the server and whether
+    /// they differ from the local row (`Pushed`), and the records edited here that the server
+    /// holds deleted (the delete wins: they must go here too).
     func push(_ records: [Outgoing], on pg: PostgresConnection) throws -> (written: [Pushed], deletedThere: [RecordKey]) {
         var remaining = records
         var out: [Pushed] = []
@@ -620,26 +620,25 @@ public final class SyncWorker {
     func fillKeptFields() throws {
         var filled = 0
         try forEachPage(of: "SyncRecord", fields: ["uuid", "recordType", "recordUUID", "unknownFields"]) { rows in
+            // The records with a kept value that now has a column (their values, and what stays kept).
+            var fills: [(own: String, key: RecordKey, now: JSONObject, rest: JSONObject)] = []
+            for row in rows {
+                guard let kept = row["unknownFields"]?.objectValue, !kept.isEmpty, let type = row["recordType"]?.stringValue,
+                      let uuid = row["recordUUID"]?.stringValue, let own = row["uuid"]?.stringValue, synced[type] != nil else { continue }
+                let (now, rest) = localValues(kept, of: type)
+                if !now.isEmpty { fills.append((own, RecordKey(type: type, uuid: uuid), now, rest)) }
+            }
+            guard !fills.isEmpty else { return }
             for attempt in 1...Self.raceAttempts {
                 let pending = try pendingChanges()
-                var fills: [(own: String, key: RecordKey, now: JSONObject, rest: JSONObject)] = []
-                for row in rows {
-                    guard let kept = row["unknownFields"]?.objectValue, !kept.isEmpty, let type = row["recordType"]?.stringValue,
-                          let uuid = row["recordUUID"]?.stringValue, let own = row["uuid"]?.stringValue,
-                          let attributes = synced[type].map(Set.init) else { continue }
-                    let key = RecordKey(type: type, uuid: uuid)
-                    guard kept.contains(where: { attributes.contains($0.key) }) else { continue }
-                    let edited = pending.changed[key] ?? []
-                    fills.append((own, key,
-                                  JSONObject(uniqueKeysWithValues: kept.filter { attributes.contains($0.key) && !edited.contains($0.key) }
-                                      .map { ($0.key, $0.value) }),
-                                  JSONObject(uniqueKeysWithValues: kept.filter { !attributes.contains($0.key) }.map { ($0.key, $0.value) })))
-                }
-                guard !fills.isEmpty else { return }
                 let existing = try existingRows(fills.map(\.key))
                 var save = SaveBuilder(unchangedSince: pending.through)
                 for fill in fills {
-                    if existing.contains(fill.key) && !fill.now.isEmpty { save.update(fill.key.type, fill.key.uuid, fill.now) }
+                    let edited = pending.changed[fill.key] ?? []
+                    let now = fill.now.filter { !edited.contains($0.key) }
+                    if existing.contains(fill.key) && !now.isEmpty {
+                        save.update(fill.key.type, fill.key.uuid, JSONObject(uniqueKeysWithValues: now.map { ($0.key, $0.value) }))
+                    }
                     save.update("SyncRecord", fill.own, ["unknownFields": .object(fill.rest)])
                 }
                 let refusal: Error

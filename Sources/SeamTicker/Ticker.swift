@@ -217,8 +217,7 @@ public final class Ticker {
     /// Holds `sessions` back from the next calls; logs once per session until it advances.
     private func hold(_ sessions: [String], doubling: Bool, why: String) {
         let now = WallClock.now()
-        let ends = Dictionary(live.rows.compactMap { r in r["uuid"]?.stringValue.map { ($0, TickerSchedule.endsAt(r)) } },
-                              uniquingKeysWith: { a, _ in a })
+        let ends = stepEnds
         var new: [String] = []
         for session in sessions {
             let pause = held[session].map { doubling ? min($0.pause * 2, 60) : 1 } ?? 1
@@ -231,12 +230,16 @@ public final class Ticker {
         }
     }
 
+    /// Each followed session's step end, by uuid.
+    private var stepEnds: [String: Double?] {
+        Dictionary(live.rows.compactMap { r in r["uuid"]?.stringValue.map { ($0, TickerSchedule.endsAt(r)) } }, uniquingKeysWith: { a, _ in a })
+    }
+
     /// The held sessions to leave out of calls now; lets go of those whose time has come back
     /// round, whose step end changed, or that left the result.
     private func holding(at now: Double) -> Set<String> {
         guard !held.isEmpty else { return [] }
-        let ends = Dictionary(live.rows.compactMap { r in r["uuid"]?.stringValue.map { ($0, TickerSchedule.endsAt(r)) } },
-                              uniquingKeysWith: { a, _ in a })
+        let ends = stepEnds
         var out: Set<String> = []
         for (session, h) in held {
             guard let end = ends[session], end == h.end else {
