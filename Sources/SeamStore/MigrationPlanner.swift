@@ -5,7 +5,9 @@ import SeamSchema
 /// Mapping rules (the lightweight migration of Core Data, made explicit):
 /// - entities and attributes follow their renaming identifiers version by version, so a rename
 ///   two versions back is still found; a model read from a store's embedded JSON maps by name;
-/// - added attributes get their default (or nil); optional → required fills nils with the default;
+/// - added attributes get the value a step-by-step migration would have given them: the default
+///   of the version that added them (or nil), filled by a later optional → required;
+///   optional → required fills nils with the default;
 /// - an entity moved to another configuration is copied from the other file;
 /// - custom stages of every version crossed run on each row of their entity, oldest first;
 /// - something that vanishes without a declared removal while something of the same type
@@ -125,8 +127,12 @@ public enum MigrationPlanner {
                 else { return nil }
                 if t.name != s.name { renames.append("ALTER TABLE \(q(copy.entity)) RENAME COLUMN \(q(s.name)) TO \(q(t.name))") }
             }
-            for t in target[source.count...] {
-                guard t.isOptional || !(t.defaultValue ?? .null).isNull else { return nil }
+            for (i, t) in target.enumerated().dropFirst(source.count) {
+                // ADD COLUMN gives existing rows today's default; one added on the way with
+                // another default needs the copy.
+                guard t.isOptional || !(t.defaultValue ?? .null).isNull,
+                      copy.expressions[i] == SchemaSQL.literal(t.defaultValue ?? .null)
+                else { return nil }
                 adds.append("ALTER TABLE \(q(copy.entity)) ADD COLUMN \(SchemaSQL.column(t))")
             }
             let old = SchemaSQL.indexes(copy.sourceEntity)
@@ -230,6 +236,32 @@ public enum MigrationPlanner {
         return .kept(attr)
     }
 
+    /// The value rows of `source` hold for `t`, an attribute they lack, once migrated one version
+    /// at a time: the default of the version that added it (nil if it had none), then the default
+    /// of a version that made it required while it was still nil. A v1 timer gets v2's icon
+    /// `timer`, as it would have on the way through v2, not the `clock` that v3 made the default
+    /// for timers created later. An unlisted source has no history: today's default.
+    static func valueOnArrival(of t: Attribute, in target: Entity, from source: ModelVersion, model: VersionedModel) -> AttributeValue? {
+        guard isListed(source, in: model) else { return t.defaultValue }
+        var arrived = false
+        var value: AttributeValue?
+        for v in model.versions where v.version > source.version {
+            guard let e = v.entities.first(where: { forwardEntityName($0.name, from: v, in: model) == target.name }),
+                  let a = e.attributes.first(where: {
+                      if case .kept(let name) = forwardAttribute($0.name, entity: e.name, from: v, in: model) { return name == t.name }
+                      return false
+                  })
+            else { continue }
+            if !arrived {
+                arrived = true
+                value = a.defaultValue
+            } else if value == nil || value?.isNull == true, !a.isOptional {
+                value = a.defaultValue
+            }
+        }
+        return arrived ? value : t.defaultValue
+    }
+
     private static func copy(
         from sourceEntity: Entity, in sourceConfiguration: String, source: ModelVersion, to target: Entity,
         model: VersionedModel, path: String
@@ -266,8 +298,9 @@ public enum MigrationPlanner {
                     expressions.append(SchemaSQL.quote(s.name))
                 }
             } else {
-                expressions.append(SchemaSQL.literal(t.defaultValue ?? .null))
-                notes.append("add \(t.name)" + (t.defaultValue.map { " = \($0)" } ?? ""))
+                let value = valueOnArrival(of: t, in: target, from: source, model: model)
+                expressions.append(SchemaSQL.literal(value ?? .null))
+                notes.append("add \(t.name)" + (value.map { " = \($0)" } ?? ""))
             }
         }
         if sourceEntity.name != target.name { notes.insert("\(sourceEntity.name) → \(target.name)", at: 0) }

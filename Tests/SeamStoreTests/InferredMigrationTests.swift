@@ -63,6 +63,33 @@ final class InferredMigrationTests: StoreTestCase {
         XCTAssertEqual(try open(dir + "/Cloud.sqlite").scalar("SELECT count(*) FROM Note WHERE words = 0"), .integer(20))
     }
 
+    /// v2 adds `tone` = "soft" and an optional `mood`; v3 makes "loud" the default for new notes
+    /// and `mood` required, "calm"; v4 changes that default to "grim". A v1 store migrated in
+    /// one step holds what three steps would have given it: soft and calm.
+    func testAnAttributeAddedOnTheWayGetsTheDefaultOfTheVersionThatAddedIt() throws {
+        var v2 = try v1().next()
+        try v2.modify("Note") { e throws(SchemaError) in
+            try e.add(Attribute("tone", .string, default: .string("soft")))
+            try e.add(Attribute("mood", .string, optional: true))
+        }
+        var v3 = v2.next()
+        try v3.modify("Note") { e throws(SchemaError) in
+            try e.setDefault("tone", .string("loud"))
+            try e.setOptional("mood", false, default: .string("calm"))
+        }
+        var v4 = v3.next()
+        try v4.modify("Note") { e throws(SchemaError) in try e.setDefault("mood", .string("grim")) }
+        // ALTER TABLE … ADD COLUMN would give the rows today's defaults, so both take the copy.
+        for (label, versions) in [("to v3", [try v1(), v2, v3]), ("to v4", [try v1(), v2, v3, v4])] {
+            let history = try VersionedModel(versions)
+            let dir = try store(history)
+            let report = try StoreDirectory(path: dir, schema: try Schema([history])).migrate()
+            let db = try open(dir + "/Cloud.sqlite")
+            XCTAssertEqual(try db.scalar("SELECT count(*) FROM Note WHERE tone = 'soft' AND mood = 'calm'"), .integer(20),
+                           "\(label): \(report)")
+        }
+    }
+
     func testAnEntityMovedBetweenFilesMovesItsRowsAndBothFilesSwapTogether() throws {
         var v2 = try v1().next()
         try v2.moveEntity("Draft", to: "Cloud")

@@ -22,12 +22,13 @@ final class MigrationTests: StoreTestCase {
         XCTAssertEqual(report.configurations.sorted(), ["Cloud", "Local"], "the Run entity moved, so both files changed")
         XCTAssertEqual(report.rowsCopied, 40 * 5, "Timer, Folder, Run, SyncToken, SyncRecord; not the removed Setting")
         try withBackup(dir, "Cloud") { db in
-            // title → name, folderUUID → groupUUID, nil colour → "blue", duration → one step.
+            // title → name, folderUUID → groupUUID, nil colour → "blue", duration → one step; the
+            // icon v2 gave timers it added it to ("timer"), not the "clock" v3 gave new ones.
             let mismatches = try db.scalar("""
                 SELECT count(*) FROM old.Timer o LEFT JOIN main.Timer n ON n.uuid = o.uuid
                 WHERE n.uuid IS NULL OR n.name IS NOT o.title OR n.groupUUID IS NOT o.folderUUID
                    OR n.colour IS NOT coalesce(o.colour, 'blue') OR n.createdAt IS NOT o.createdAt
-                   OR n.icon != 'clock' OR n.repeatCount != 1 OR n.sortOrder != 0
+                   OR n.icon != 'timer' OR n.repeatCount != 1 OR n.sortOrder != 0
                    OR n.steps != json_array(json_object('label', o.title, 'seconds', o.duration))
                 """)
             XCTAssertEqual(mismatches, .integer(0))
