@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -255,6 +256,19 @@ static seam_client *connect_path(const char *path, seam_error *err)
     return c;
 }
 
+/* The $SEAM_FD number a client of this process took: it has one client, since two would
+ * read each other's replies, and the first seam_close would close it under the other. */
+static atomic_long inherited_taken = -1;
+
+/* Whether $SEAM_FD names the descriptor a client of this process has taken already. */
+static int inherited_is_taken(const char *value)
+{
+    char *end = NULL;
+    errno = 0;
+    long fd = strtol(value, &end, 10);
+    return errno == 0 && end != value && *end == '\0' && fd == atomic_load(&inherited_taken);
+}
+
 /* $SEAM_FD: a decimal descriptor number. */
 static seam_client *connect_inherited(const char *value, seam_error *err)
 {
@@ -282,6 +296,7 @@ static seam_client *connect_inherited(const char *value, seam_error *err)
     }
     /* Commands the client runs must not inherit the broker connection. */
     (void)fcntl((int)fd, F_SETFD, flags | FD_CLOEXEC);
+    atomic_store(&inherited_taken, fd);
     return c;
 }
 
@@ -297,7 +312,7 @@ seam_client *seam_connect(const char *socket_path, seam_error *err)
         return connect_path(socket_path, err);
 
     const char *v = env("SEAM_FD");
-    if (v)
+    if (v && !inherited_is_taken(v))
         return connect_inherited(v, err);
     v = env("SEAM_SOCKET");
     if (v)

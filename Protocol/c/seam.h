@@ -130,7 +130,8 @@ enum {
  *
  * socket_path: the socket to connect to, or NULL for the broker of this session, found as
  * PROTOCOL.md says: the descriptor in $SEAM_FD when set (a socket seamd handed to a process
- * it started; it is marked close-on-exec, and cannot be reopened once closed), else
+ * it started; it is marked close-on-exec, and cannot be reopened once closed; the first client
+ * of the process takes it, and later ones go on to the next place), else
  * $SEAM_SOCKET, else $XDG_RUNTIME_DIR/seam/seamd.sock, else /tmp/seam-$UID/seamd.sock. Empty
  * variables count as unset.
  *

@@ -38,7 +38,8 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
 /// A connection to seamd: blocking calls, one at a time, with typed errors and reconnection.
 ///
 /// Where it connects: a socket inherited on the descriptor `$SEAM_FD` (what seamd hands the
-/// processes it starts), else `$SEAM_SOCKET`, else the default path.
+/// processes it starts; the first client of a process takes it), else `$SEAM_SOCKET`, else the
+/// default path.
 public final class SeamConnection {
     public let path: String
     private var fd: Int32
@@ -54,9 +55,7 @@ public final class SeamConnection {
 
     /// Connects as `design.md` says: `SEAM_FD`, then `SEAM_SOCKET`, then the default path.
     public static func connect(path: String? = nil) throws(ClientError) -> SeamConnection {
-        if path == nil, let text = Environment.value("SEAM_FD"), let fd = Int32(text), fd >= 0 {
-            // Reads never block here (they wait in poll), as on a socket this process opens.
-            UnixSocket.setNonBlocking(fd, true)
+        if path == nil, let fd = InheritedSocket.take() {
             return SeamConnection(fd: fd, path: "fd \(fd)", inherited: true)
         }
         let target = path ?? Environment.socketPath

@@ -69,25 +69,35 @@ public final class SeamSubscriber: Sendable {
     }
 
     public let path: String
+    /// Whether the connection is the one seamd handed over (`$SEAM_FD`), which is never reopened.
+    private let inherited: Bool
     /// Seconds the reader keeps trying to reconnect before it fails every subscription.
     public let reconnectTimeout: Double
     private let state: Mutex<State>
 
-    /// Connects to `path`, else `$SEAM_SOCKET`, else the default path.
+    /// Connects to `path`, else takes the socket inherited on `$SEAM_FD` (as `SeamConnection`
+    /// does; that connection holds the process's role and cannot be opened again, so when it
+    /// breaks every stream fails with `disconnected`), else `$SEAM_SOCKET`, else the default path.
     public static func connect(path: String? = nil, reconnectTimeout: Double = 30) throws(ClientError) -> SeamSubscriber {
-        let target = path ?? Environment.socketPath
-        let fd: Int32
-        do { fd = try UnixSocket.connect(path: target) } catch { throw ClientError(.cannotConnect(path: target, error)) }
-        let subscriber = SeamSubscriber(fd: fd, path: target, reconnectTimeout: reconnectTimeout)
+        let subscriber: SeamSubscriber
+        if path == nil, let fd = InheritedSocket.take() {
+            subscriber = SeamSubscriber(fd: fd, path: "fd \(fd)", inherited: true, reconnectTimeout: reconnectTimeout)
+        } else {
+            let target = path ?? Environment.socketPath
+            let fd: Int32
+            do { fd = try UnixSocket.connect(path: target) } catch { throw ClientError(.cannotConnect(path: target, error)) }
+            subscriber = SeamSubscriber(fd: fd, path: target, inherited: false, reconnectTimeout: reconnectTimeout)
+        }
         do { try Threads.detach { [subscriber] in subscriber.readLoop() } } catch {
-            Descriptors.close(fd)
+            subscriber.close()  // deinit closes the descriptor
             throw ClientError(.malformed("cannot start the reader thread: \(error)"))
         }
         return subscriber
     }
 
-    private init(fd: Int32, path: String, reconnectTimeout: Double) {
+    private init(fd: Int32, path: String, inherited: Bool, reconnectTimeout: Double) {
         self.path = path
+        self.inherited = inherited
         self.reconnectTimeout = reconnectTimeout
         state = Mutex(State(fd: fd))
     }
@@ -242,6 +252,11 @@ public final class SeamSubscriber: Sendable {
         let deadline = WallClock.monotonic() + reconnectTimeout
         var pause = 0.05
         while true {
+            if inherited {
+                state.withLock { $0.closed = true }
+                finishAll(ClientError(.disconnected))
+                return false
+            }
             if state.withLock({ $0.closed }) {
                 finishAll(nil)
                 return false

@@ -293,12 +293,48 @@ final class BrokerTests: XCTestCase {
         setenv("SEAM_SOCKET", broker.socketPath, 1)
         defer { unsetenv("SEAM_SOCKET") }
         XCTAssertEqual(try SeamConnection.connect().call("org.varlink.service.GetInfo")["product"]?.stringValue, "seamd")
-        let fd = try RawClient.connectFD(broker.socketPath)
+        let fd = try inheritable(at: 700)
         setenv("SEAM_FD", String(fd), 1)
         defer { unsetenv("SEAM_FD") }
         let inherited = try SeamConnection.connect()
         XCTAssertEqual(inherited.path, "fd \(fd)")
         XCTAssertEqual(try inherited.call("org.seam.Store.Status")["product"]?.stringValue, "seamd")
+        // The inherited socket has one client; a second would take the first one's replies.
+        XCTAssertEqual(try SeamConnection.connect().path, broker.socketPath)
+    }
+
+    /// A connection to the broker on a descriptor numbered `base` or above. A process's clients
+    /// take `$SEAM_FD` once per number, so each test uses numbers of its own.
+    private func inheritable(at base: Int32) throws -> Int32 {
+        let fd = try RawClient.connectFD(broker.socketPath)
+        defer { close(fd) }
+        let high = fcntl(fd, F_DUPFD, base)
+        guard high >= base else { throw XCTSkip("no descriptor at \(base) or above") }
+        return high
+    }
+
+    /// `seam subscribe` and `seam watch` subscribe on the socket a plugin inherited, as every
+    /// other client does; when it closes, the streams end (it cannot be opened again).
+    func testASubscriberTakesTheInheritedSocket() async throws {
+        let fd = try inheritable(at: 800)
+        setenv("SEAM_FD", String(fd), 1)
+        setenv("SEAM_SOCKET", "/nonexistent/seamd.sock", 1)
+        defer { unsetenv("SEAM_FD"); unsetenv("SEAM_SOCKET") }
+        let subscriber = try SeamSubscriber.connect(reconnectTimeout: 60)
+        XCTAssertEqual(subscriber.path, "fd \(fd)")
+        var updates = subscriber.subscribe(LiveQuery("UserGroup")).makeAsyncIterator()
+        let first = try await updates.next()
+        XCTAssertEqual(first?.kind, .result)
+        XCTAssertThrowsError(try SeamSubscriber.connect(), "the second client does not share it") { e in
+            XCTAssertTrue("\(e)".contains("/nonexistent/seamd.sock"), "\(e)")
+        }
+        shutdown(fd, Int32(SHUT_RDWR))
+        do {
+            _ = try await updates.next()
+            XCTFail("the stream goes on after its inherited socket closed")
+        } catch {
+            XCTAssertEqual((error as? ClientError).map { "\($0.kind)" }, "disconnected", "\(error)")
+        }
     }
 
     func testNoBrokerIsAClearError() {

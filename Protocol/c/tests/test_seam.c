@@ -834,15 +834,21 @@ static int test_seam_fd_fake(void)
     CHECK(fcntl(sv[0], F_GETFD) < 0);
     close(sv[1]);
 
-    /* The same number again: closed now. */
+    /* The same number again: taken by the first client, so SEAM_SOCKET is next. */
     CHECK(seam_connect(NULL, &err) == NULL);
     CHECK(err.code == SEAM_E_CONNECT);
-    CHECK(strstr(err.message, "SEAM_FD") != NULL);
+    CHECK(strstr(err.message, "/nonexistent/ignored.sock") != NULL);
 
     setenv("SEAM_FD", "3x", 1);
     CHECK(seam_connect(NULL, &err) == NULL && err.code == SEAM_E_CONNECT);
+    CHECK(strstr(err.message, "SEAM_FD") != NULL);
+    /* Not a socket, on a number no client took (pipe() could reuse sv[0]'s). */
     int p[2];
     CHECK(pipe(p) == 0);
+    int high = fcntl(p[0], F_DUPFD, 500);
+    CHECK(high >= 500);
+    close(p[0]);
+    p[0] = high;
     snprintf(number, sizeof number, "%d", p[0]);
     setenv("SEAM_FD", number, 1);
     CHECK(seam_connect(NULL, &err) == NULL && err.code == SEAM_E_CONNECT);
@@ -1200,6 +1206,11 @@ static int test_broker_environment(void)
     CHECK(strlen(broker_socket) < sizeof addr.sun_path);
     memcpy(addr.sun_path, broker_socket, strlen(broker_socket));
     CHECK(connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0);
+    /* A number no earlier client of this process took (each is taken once). */
+    int high = fcntl(fd, F_DUPFD, 600);
+    CHECK(high >= 600);
+    close(fd);
+    fd = high;
     char number[16];
     snprintf(number, sizeof number, "%d", fd);
     setenv("SEAM_FD", number, 1);
