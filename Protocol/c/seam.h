@@ -54,8 +54,9 @@ extern "C" {
 #define SEAM_LIBRARY_VERSION "0.1.0"
 #define SEAM_PROTOCOL_VERSION 1
 
-/* The largest reply frame accepted by default (see seam_set_max_frame). */
-#define SEAM_DEFAULT_MAX_FRAME ((size_t)16 * 1024 * 1024)
+/* The largest reply frame accepted by default: what PROTOCOL.md says clients should accept
+ * (see seam_set_max_frame). */
+#define SEAM_DEFAULT_MAX_FRAME ((size_t)512 * 1024 * 1024)
 
 /* The largest request frame the broker accepts; bigger requests fail with SEAM_E_ARGUMENT
  * before anything is sent. */
@@ -164,10 +165,10 @@ int seam_fd(const seam_client *c);
 
 /*
  * Sets the largest reply frame this client accepts, in bytes without the NUL (default
- * SEAM_DEFAULT_MAX_FRAME, 16 MiB). A bigger frame finishes the connection with
- * SEAM_E_TOO_LARGE, since the stream cannot be resynchronised. The broker may send replies
- * up to 512 MiB: raise the limit for large Fetch results. The read buffer grows only as
- * frames need it. Returns SEAM_OK, or SEAM_E_ARGUMENT for a NULL client or 0 bytes.
+ * SEAM_DEFAULT_MAX_FRAME, 512 MiB, the most the broker sends). A bigger frame finishes the
+ * connection with SEAM_E_TOO_LARGE, since the stream cannot be resynchronised. Lower it to
+ * bound what one reply may make this process hold. The read buffer grows only as frames
+ * need it. Returns SEAM_OK, or SEAM_E_ARGUMENT for a NULL client or 0 bytes.
  */
 int seam_set_max_frame(seam_client *c, size_t bytes);
 

@@ -657,6 +657,34 @@ static int test_frame_limit(void)
     return r;
 }
 
+/* By default a reply as large as PROTOCOL.md says clients should accept is taken: one of
+ * 17 MiB (the old default limit was 16 MiB) arrives whole. */
+static int test_default_limit(void)
+{
+    int server = -1;
+    seam_client *c = pair_client(&server);
+    CHECK(c);
+    size_t n = (size_t)17 * 1024 * 1024;
+    char *frame = malloc(n + 1);
+    CHECK(frame);
+    int head = sprintf(frame, "{\"id\":1,\"parameters\":{\"pad\":\"");
+    memset(frame + head, 'p', n - (size_t)head - 3);
+    memcpy(frame + n - 3, "\"}}", 4);  /* and the NUL */
+    pid_t child = serve_in_child(server, frame, n + 1, 1 << 20, 0);
+    free(frame);
+    seam_error err;
+    json_object *reply = NULL;
+    int rc = seam_call(c, "a.B", NULL, &reply, &err);
+    if (rc != SEAM_OK)
+        kill(child, SIGKILL);  /* it would wait for ever to write the rest */
+    CHECK_RC(rc, SEAM_OK, &err);
+    CHECK(json_object_get_string_len(get(reply, "pad")) == (int)(n - (size_t)head - 3));
+    json_object_put(reply);
+    CHECK(child_ok(child));
+    seam_close(c);
+    return PASS;
+}
+
 /* A frame larger than the limit, never terminated: detected without waiting for its end. */
 static int test_frame_too_large(void)
 {
@@ -1287,6 +1315,7 @@ int main(void)
     run("frames in pieces, several per read, 3 MiB in one", test_partial_reads);
     run("frame limit: exactly the limit passes, one byte more fails", test_frame_limit);
     run("frame larger than the limit without its NUL: TOO_LARGE", test_frame_too_large);
+    run("a 17 MiB reply is taken by default (PROTOCOL.md: up to 512 MiB)", test_default_limit);
     run("invalid UTF-8 in a string: MALFORMED", test_invalid_utf8);
     run("malformed JSON: MALFORMED", test_malformed_json);
     run("a JSON array or scalar instead of an object: MALFORMED", test_not_an_object);
