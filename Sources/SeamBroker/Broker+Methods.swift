@@ -238,13 +238,16 @@ extension Broker {
         case .string(let s)?: r.sort = s
         default: return .failure(.invalidParameter("sort"))
         }
-        for key in allowsOffset ? ["limit", "offset"] : ["limit"] {
-            switch p[key] {
-            case nil, .null?: break
-            case .integer(let n)? where n >= 0 && n <= Int64(Limits.maxFetchRows):
-                if key == "limit" { r.limit = Int(n) } else { r.offset = Int(n) }
-            default: return .failure(.invalidParameter(key))
-            }
+        switch p["limit"] {
+        case nil, .null?: break
+        case .integer(let n)? where n >= 0 && n <= Int64(Limits.maxFetchRows): r.limit = Int(n)
+        default: return .failure(.invalidParameter("limit"))
+        }
+        // Any offset: a result is paged through with it, so rows past 100,000 must be reachable.
+        switch allowsOffset ? p["offset"] : nil {
+        case nil, .null?: break
+        case .integer(let n)? where n >= 0: r.offset = Int(n)
+        default: return .failure(.invalidParameter("offset"))
         }
         switch p["fields"] {
         case nil, .null?: break
@@ -268,7 +271,7 @@ extension Broker {
 
     /// `Fetch`: the rows are written from the store straight into the reply's bytes.
     func fetch(_ p: JSONObject, id: JSON?) -> [UInt8] {
-        if let uuid = p["uuid"] { return fetchOne(p, uuid, id: id) }
+        if let uuid = p["uuid"], !uuid.isNull { return fetchOne(p, uuid, id: id) }
         let r: FetchRequest
         switch request(p) {
         case .success(let x): r = x
@@ -368,6 +371,10 @@ extension Broker {
 
     func count(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
         var r: FetchRequest
+        // Count takes no limit or offset; like any parameter a method does not know, they are ignored.
+        var p = p
+        p["limit"] = nil
+        p["offset"] = nil
         switch request(p) {
         case .success(let x): r = x
         case .failure(let e): return .failure(e)

@@ -1,11 +1,12 @@
 /// Splits a byte stream into varlink frames: JSON objects each followed by a NUL byte.
 ///
 /// A frame longer than `maxFrameBytes` without its NUL cannot be recovered from (there is no way
-/// to find the next frame's start), so the connection must be closed: `next()` throws.
+/// to find the next frame's start), so the connection must be closed: `next()` throws. A whole
+/// frame longer than that throws too, so that the limit does not depend on how reads split.
 public struct FrameDecoder: Sendable {
     public struct FrameTooLarge: Error, Sendable, CustomStringConvertible {
         public var limit: Int
-        public var description: String { "a frame exceeded \(limit) bytes without its NUL terminator" }
+        public var description: String { "a frame is longer than \(limit) bytes" }
     }
 
     public let maxFrameBytes: Int
@@ -41,6 +42,8 @@ public struct FrameDecoder: Sendable {
         var i = max(start, scanned)
         while i < buffer.count {
             if buffer[i] == 0 {
+                // Whole but too long: refused as one still open would be, wherever reads split it.
+                if i - start > maxFrameBytes { throw FrameTooLarge(limit: maxFrameBytes) }
                 let frame = buffer[start..<i]
                 start = i + 1
                 scanned = start

@@ -37,7 +37,7 @@ public struct Call: Sendable {
 
     /// Reads a call from a decoded frame; the error is the reply to send.
     public init(_ json: JSON) throws(VarlinkError) {
-        guard case .object(let o) = json else { throw .invalidParameter("the message is not a JSON object") }
+        guard case .object(let o) = json else { throw .invalidRequest("the message is not a JSON object") }
         guard let method = o["method"]?.stringValue, !method.isEmpty else { throw .invalidParameter("method") }
         self.method = method
         (interface, member) = Self.split(method)

@@ -132,14 +132,19 @@ public struct QuickSave: Sendable, Equatable {
         return s.take(UInt8(ascii: "]")) ? items : nil
     }
 
+    /// The most values one row may have here: the check for a repeated name is a linear scan,
+    /// which a row of 400,000 names (a 4 MiB frame) would make quadratic, on the broker's
+    /// thread, before anything knows who sent it. More go the general path.
+    public static let maxValuesPerRow = 64
+
     /// `{"name":value,…}`, each name once.
     private static func parseValues(_ s: inout FrameScanner) -> [Value]? {
         guard s.take(UInt8(ascii: "{")) else { return nil }
         var values: [Value] = []
         if s.take(UInt8(ascii: "}")) { return values }
         repeat {
-            guard let name = s.plainString(), s.take(UInt8(ascii: ":")), let value = s.plainScalar(),
-                  !values.contains(where: { $0.name == name }) else { return nil }
+            guard values.count < maxValuesPerRow, let name = s.plainString(), s.take(UInt8(ascii: ":")),
+                  let value = s.plainScalar(), !values.contains(where: { $0.name == name }) else { return nil }
             values.append(Value(name, value))
         } while s.take(UInt8(ascii: ","))
         return s.take(UInt8(ascii: "}")) ? values : nil

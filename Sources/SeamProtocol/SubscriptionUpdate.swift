@@ -143,7 +143,7 @@ public struct LiveResult: Sendable, Equatable {
             let removals = (u.deleted.map { (index: $0.index, uuid: $0.uuid, moved: false) }
                 + u.moved.map { (index: $0.from, uuid: $0.uuid, moved: true) }).sorted { $0.index > $1.index }
             for r in removals {
-                guard r.index < next.count, next[r.index]["uuid"]?.stringValue == r.uuid else {
+                guard r.index >= 0, r.index < next.count, next[r.index]["uuid"]?.stringValue == r.uuid else {
                     throw Mismatch(description: "row \(r.uuid) is not at index \(r.index)")
                 }
                 let row = next.remove(at: r.index)
@@ -152,11 +152,11 @@ public struct LiveResult: Sendable, Equatable {
             var arrivals = u.inserted.map { (index: $0.index, row: $0.row) }
             arrivals += u.moved.map { (index: $0.to, row: carried[$0.uuid]!) }
             for a in arrivals.sorted(by: { $0.index < $1.index }) {
-                guard a.index <= next.count else { throw Mismatch(description: "an insertion index is past the end") }
+                guard a.index >= 0, a.index <= next.count else { throw Mismatch(description: "an insertion index is outside the rows") }
                 next.insert(a.row, at: a.index)
             }
             for up in u.updated {
-                guard up.index < next.count, next[up.index]["uuid"]?.stringValue == up.uuid else {
+                guard up.index >= 0, up.index < next.count, next[up.index]["uuid"]?.stringValue == up.uuid else {
                     throw Mismatch(description: "an updated row is not where the diff says")
                 }
                 next[up.index] = up.row

@@ -36,7 +36,9 @@ final class BrokerBadInputTests: XCTestCase {
         raw.send([UInt8](#"{"method":"org.seam.Store.Status","parameters":{"x":""#.utf8) + [0xc3, 0x28] + Array("\"}}".utf8) + [0])
         XCTAssertEqual(errorName(raw.readFrame()), "org.seam.Store.InvalidRequest", "invalid UTF-8 inside a string")
         raw.send("[1, 2, 3]")
-        XCTAssertEqual(errorName(raw.readFrame()), "org.varlink.service.InvalidParameter", "valid JSON of the wrong shape")
+        let notAnObject = raw.readFrame()
+        XCTAssertEqual(errorName(notAnObject), "org.seam.Store.InvalidRequest", "valid JSON of the wrong shape")
+        XCTAssertTrue(notAnObject?.contains("not a JSON object") == true, notAnObject ?? "")
         raw.send(#"{"parameters": {}}"#)
         XCTAssertEqual(errorName(raw.readFrame()), "org.varlink.service.InvalidParameter")
         raw.send(#"{"method": "org.seam.Store.Fetch", "parameters": [1]}"#)
@@ -55,6 +57,19 @@ final class BrokerBadInputTests: XCTestCase {
         let chunk = [UInt8](repeating: UInt8(ascii: " "), count: 1 << 20)
         for _ in 0..<5 { raw.send(chunk) }
         XCTAssertTrue(raw.isClosed(timeout: 10), "a frame past 4 MiB cannot be resynchronised")
+        assertServing()
+    }
+
+    /// Past the limit is past the limit, even when the frame's NUL comes in the same read (the
+    /// broker reads 64 KiB at a time: 4 MiB and 100 bytes used to be served).
+    func testAWholeFramePastTheLimitClosesTheConnection() throws {
+        let raw = try RawClient(broker.socketPath)
+        let head = #"{"method": "org.seam.Store.Status", "parameters": {"padding": ""#
+        let padding = String(repeating: "x", count: (4 << 20) + 100 - head.utf8.count - 3)
+        raw.send(head + padding + #""}}"#)
+        let reply = raw.readFrame(timeout: 10)
+        XCTAssertEqual(errorName(reply), "org.seam.Store.InvalidRequest", reply ?? "no reply")
+        XCTAssertTrue(raw.isClosed(timeout: 10))
         assertServing()
     }
 

@@ -281,6 +281,21 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(one["rows"]?[0]?["name"]?.stringValue, "Kitchen")
     }
 
+    /// Optional parameters as the interface types them: a null uuid is no uuid; an offset has no
+    /// upper bound (rows past 100,000 are reached by paging); Count, which takes no limit or
+    /// offset, ignores them as it ignores any parameter it does not know.
+    func testFetchAndCountTakeTheirParametersAsTheInterfaceTypesThem() throws {
+        let c = try client()
+        try c.hello()
+        try c.save([.insert(entity: "UserGroup", values: ["name": "Kitchen"])])
+        let all = try c.call("org.seam.Store.Fetch", ["entity": "UserGroup", "uuid": .null])
+        XCTAssertEqual(all["rows"]?.arrayValue?.count, 1)
+        let past = try c.call("org.seam.Store.Fetch", ["entity": "UserGroup", "limit": 10, "offset": 1_000_000_000])
+        XCTAssertEqual(past["rows"]?.arrayValue?.count, 0)
+        XCTAssertThrowsError(try c.call("org.seam.Store.Fetch", ["entity": "UserGroup", "offset": -1]))
+        XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "UserGroup", "limit": -5, "offset": "x"])["count"]?.int64Value, 1)
+    }
+
     func testAPluginIsTheAuthorOfItsSaves() throws {
         let c = try client()
         XCTAssertEqual(try c.hello(role: "plugin", name: "notifier")["author"]?.stringValue, "plugin:notifier")

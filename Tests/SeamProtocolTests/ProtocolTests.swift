@@ -32,6 +32,15 @@ final class ProtocolTests: XCTestCase {
         XCTAssertThrowsError(try decoder.next())
     }
 
+    /// Whole when it arrives (its NUL in the same read) makes no difference: too long is too long.
+    func testAWholeFramePastTheLimitIsAnError() {
+        var decoder = FrameDecoder(maxFrameBytes: 10)
+        decoder.append(Array("0123456789".utf8) + [0])
+        XCTAssertEqual(try decoder.next().map { Array($0) }, Array("0123456789".utf8))
+        decoder.append(Array("0123456789x".utf8) + [0])
+        XCTAssertThrowsError(try decoder.next())
+    }
+
     /// A reply streamed straight to bytes is the reply built as a value, byte for byte.
     func testStreamedRepliesMatchBuiltOnes() {
         for (id, continues) in [(JSON?.none, false), (.integer(7), true), (.string("x\u{E9}"), false)] {

@@ -66,6 +66,19 @@ final class QuickSaveTests: XCTestCase {
         for text in refused { XCTAssertNil(QuickSave(ArraySlice(text.utf8)), text) }
     }
 
+    /// Its check for a repeated name is a scan of the names so far: past 64 (more than a row of
+    /// any entity has), the general path takes the frame, so 400,000 names cannot make it
+    /// quadratic on the broker's thread.
+    func testARowOfManyValuesTakesTheGeneralPath() {
+        func frame(_ n: Int) -> String {
+            let values = (0..<n).map { "\"a\($0)\":0" }.joined(separator: ",")
+            return #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"T","values":{"# + values + "}}]}}"
+        }
+        XCTAssertEqual(QuickSave(ArraySlice(frame(QuickSave.maxValuesPerRow).utf8))?.inserts.first?.values.count,
+                       QuickSave.maxValuesPerRow)
+        XCTAssertNil(QuickSave(ArraySlice(frame(QuickSave.maxValuesPerRow + 1).utf8)))
+    }
+
     /// Seeded mutations of recognised frames: whatever is still recognised reads the same on
     /// the general path.
     func testMutatedFramesNeverMeanSomethingElse() throws {
