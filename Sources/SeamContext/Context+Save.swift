@@ -176,7 +176,8 @@ extension Context {
             if author == "sync", configuration(of: source.name) == configuration(of: entity) { continue }
             for linking in try linkingRows(source, link, to: uuid, in: work) {
                 var rule = link.deleteRule
-                if author == "sync" { rule = .nullify }
+                // Kept, cleared where nil is a value for it (a required link stays, dangling).
+                if author == "sync" { rule = source.attribute(link.attribute)?.isOptional == true ? .nullify : .none }
                 switch rule {
                 case .cascade:
                     try stageDelete(source.name, linking, author: author, into: &work)

@@ -136,7 +136,11 @@ public final class Context {
         do { try directory.recover() } catch { throw ContextError(.store(error)) }
         var classifications: [String: StoreClassification] = [:]
         for name in schema.configurations {
-            do { classifications[name] = try directory.classify(name) } catch { closedStores[name] = error.description }
+            do { classifications[name] = try directory.classify(name) } catch {
+                closedStores[name] = error.description
+                // Its numbers stay used: saves to the other store must not repeat them.
+                sequence = max(sequence, Self.storedSequence(directory.layout.store(name)))
+            }
         }
         let anyOlder = classifications.values.contains { $0.state == .older }
         for name in schema.configurations.sorted() {

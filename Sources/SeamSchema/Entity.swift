@@ -45,3 +45,11 @@ public struct Entity: Sendable, Hashable {
     /// The attribute every entity is addressed by.
     public static let identity = "uuid"
 }
+
+extension Entity {
+    /// The name a store gives the index of `attributes` (a unique constraint's when `unique`).
+    /// Validation checks that no two of a version's indexes, nor an index and an entity, share one.
+    public static func indexName(_ entity: String, _ attributes: [String], unique: Bool) -> String {
+        "\(entity)_\(unique ? "unique" : "idx")_\(attributes.joined(separator: "_"))"
+    }
+}

@@ -14,11 +14,12 @@ public struct Schema: Sendable {
     public init(_ models: [VersionedModel]) throws(SchemaError) {
         self.models = models
         var entities: [String: (model: Int, entity: Entity, configuration: String)] = [:]
+        var owners: [String: Int] = [:]  // by lowercased name: SQLite's table names ignore case
         for (i, m) in models.enumerated() {
             let current = m.current
             for e in current.entities {
-                if let other = entities[e.name] {
-                    throw SchemaError(.entityNameClash(otherModel: models[other.model].name), model: m.name, version: current.version,
+                if let other = owners.updateValue(i, forKey: e.name.lowercased()) {
+                    throw SchemaError(.entityNameClash(otherModel: models[other].name), model: m.name, version: current.version,
                                       entity: e.name)
                 }
                 if let c = current.configuration(of: e.name) { entities[e.name] = (i, e, c) }

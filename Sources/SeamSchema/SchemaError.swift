@@ -31,6 +31,10 @@ public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
         case duplicateStageName(String)
         case entityNameClash(otherModel: String)
         case configurationNotDeclared(String)
+        case namesDifferOnlyInCase(String)
+        case duplicateConstraint([String])
+        case indexNameClash(String)
+        case nullifyRequired
     }
 
     public var kind: Kind
@@ -91,6 +95,13 @@ public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
         case .duplicateStageName(let name): return "the custom stage '\(name)' is declared twice"
         case .entityNameClash(let other): return "the entity name is also used by model \(other) in the same store"
         case .configurationNotDeclared(let name): return "no configuration named '\(name)' in this version"
+        case .namesDifferOnlyInCase(let other):
+            return "the name differs from '\(other)' only in case; SQLite takes the two for one name"
+        case .duplicateConstraint(let attrs): return "the unique constraint (\(attrs.joined(separator: ", "))) is declared twice"
+        case .indexNameClash(let name):
+            return "two indexes, or an index and an entity, would share the name '\(name)' in the store; rename an attribute"
+        case .nullifyRequired:
+            return "a nullify link needs an optional attribute: deleting the target sets it to nil"
         }
     }
 

@@ -5,24 +5,44 @@ enum Validation {
             draft.error(kind, entity: entity, attribute: attribute)
         }
         guard Names.isValid(draft.model) else { throw fail(.invalidName(draft.model)) }
-        var seen = Set<String>()
+        var seen: [String: String] = [:]  // lowercased → as written
         for entity in draft.entities {
             guard Names.isValid(entity.name) else { throw fail(.invalidName(entity.name), entity.name) }
-            guard seen.insert(entity.name).inserted else { throw fail(.duplicateEntity, entity.name) }
+            if let other = seen.updateValue(entity.name, forKey: entity.name.lowercased()) {
+                throw fail(other == entity.name ? .duplicateEntity : .namesDifferOnlyInCase(other), entity.name)
+            }
             try checkAttributes(entity, fail)
             try checkIndexes(entity, fail)
             try checkLinks(entity, in: draft, fail)
         }
+        try checkIndexNames(draft, fail)
         try checkConfigurations(draft, fail)
+    }
+
+    /// SQLite compares table and index names without regard to case, in one namespace: the
+    /// indexes of a version may share a name neither with each other nor with an entity.
+    private static func checkIndexNames(
+        _ draft: ModelDraft, _ fail: (SchemaError.Kind, String?, String?) -> SchemaError
+    ) throws(SchemaError) {
+        var taken = Set(draft.entities.map { $0.name.lowercased() })
+        for entity in draft.entities {
+            let names = entity.uniqueConstraints.map { Entity.indexName(entity.name, $0.attributes, unique: true) }
+                + entity.indexes.map { Entity.indexName(entity.name, $0.attributes, unique: false) }
+            for name in names where !taken.insert(name.lowercased()).inserted {
+                throw fail(.indexNameClash(name), entity.name, nil)
+            }
+        }
     }
 
     private static func checkAttributes(
         _ entity: Entity, _ fail: (SchemaError.Kind, String?, String?) -> SchemaError
     ) throws(SchemaError) {
-        var names = Set<String>()
+        var names: [String: String] = [:]  // lowercased → as written
         for a in entity.attributes {
             guard Names.isValid(a.name) else { throw fail(.invalidName(a.name), entity.name, a.name) }
-            guard names.insert(a.name).inserted else { throw fail(.duplicateAttribute, entity.name, a.name) }
+            if let other = names.updateValue(a.name, forKey: a.name.lowercased()) {
+                throw fail(other == a.name ? .duplicateAttribute : .namesDifferOnlyInCase(other), entity.name, a.name)
+            }
             if let d = a.defaultValue { try checkDefault(d, of: a, entity: entity.name, fail) }
         }
         guard let id = entity.attribute(Entity.identity), id.type == .uuid, !id.isOptional else {
@@ -61,6 +81,10 @@ enum Validation {
             throw fail(.duplicateIndex(entity.indexes.first { i in entity.indexes.filter { $0 == i }.count > 1 }!.attributes),
                        entity.name, nil)
         }
+        let unique = entity.uniqueConstraints
+        if Set(unique).count != unique.count {
+            throw fail(.duplicateConstraint(unique.first { u in unique.filter { $0 == u }.count > 1 }!.attributes), entity.name, nil)
+        }
     }
 
     private static func checkLinks(
@@ -71,6 +95,7 @@ enum Validation {
             guard let a = entity.attribute(link.attribute) else { throw fail(.unknownAttribute, entity.name, link.attribute) }
             guard a.type == .uuid else { throw fail(.linkAttributeNotUUID(a.type), entity.name, link.attribute) }
             guard linked.insert(link.attribute).inserted else { throw fail(.duplicateLink, entity.name, link.attribute) }
+            if link.deleteRule == .nullify, !a.isOptional { throw fail(.nullifyRequired, entity.name, link.attribute) }
             guard draft.entities.contains(where: { $0.name == link.target }) else {
                 throw fail(.linkToUnknownEntity(link.target), entity.name, link.attribute)
             }

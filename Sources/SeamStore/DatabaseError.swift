@@ -33,6 +33,9 @@ public struct DatabaseError: Error, Sendable, Hashable, CustomStringConvertible 
     public static let constraint: Int32 = SQLITE_CONSTRAINT
     public static let notADatabase: Int32 = SQLITE_NOTADB
     public static let interrupt: Int32 = SQLITE_INTERRUPT
+    public static let noMemory: Int32 = SQLITE_NOMEM
+    public static let permission: Int32 = SQLITE_PERM
+    public static let locked: Int32 = SQLITE_LOCKED
 
     public var description: String {
         var s = "SQLite error \(code) (\(String(cString: sqlite3_errstr(code)))): \(message)"

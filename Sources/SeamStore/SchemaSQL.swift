@@ -49,7 +49,7 @@ public enum SchemaSQL {
 
     /// The name of an index or unique constraint's index, derived from what it covers.
     public static func indexName(_ entity: String, _ attributes: [String], unique: Bool) -> String {
-        "\(entity)_\(unique ? "unique" : "idx")_\(attributes.joined(separator: "_"))"
+        Entity.indexName(entity, attributes, unique: unique)
     }
 
     /// Every index and unique constraint of `entity`, by name, with its `CREATE [UNIQUE] INDEX`.

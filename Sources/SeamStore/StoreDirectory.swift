@@ -97,14 +97,29 @@ public struct StoreDirectory: Sendable {
             if let metadata, metadata.configuration != configuration {
                 throw StoreError(.unknown(detail: "it says it holds configuration '\(metadata.configuration)'"), path: path)
             }
+            if let metadata, metadata.format != StoreMetadata.currentFormat {
+                // Another layout (a later build's): its tables may not mean what this build reads.
+                throw StoreError(.unknown(detail: "its layout is format \(metadata.format); this build reads format "
+                                          + "\(StoreMetadata.currentFormat) (a newer Seam may have written it)"), path: path)
+            }
             return result(metadata, empty: tables == 0)
-        } catch let e as DatabaseError {
+        } catch let e as DatabaseError where Self.saysNotAStore(e) {
             throw StoreError(.notAStore(detail: e.message), path: path)
+        } catch let e as DatabaseError {
+            // Busy, unreadable, out of memory: a reason to try again, not to move the file aside.
+            throw StoreError(.database(e), path: path)
         } catch let e as StoreError {
             throw e
         } catch {
             throw StoreError(.notAStore(detail: "\(error)"), path: path)
         }
+    }
+
+    /// Whether SQLite's error says the file is not (or no longer) a database it can read, as
+    /// opposed to one it could not read just now.
+    static func saysNotAStore(_ e: DatabaseError) -> Bool {
+        ![DatabaseError.busy, DatabaseError.ioError, DatabaseError.cantOpen, DatabaseError.full, DatabaseError.interrupt,
+          DatabaseError.noMemory, DatabaseError.permission, DatabaseError.locked].contains(e.primaryCode)
     }
 
     /// Opens a store read-only. A WAL store on a read-only file system cannot get its `-shm`

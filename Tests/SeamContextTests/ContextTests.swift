@@ -23,6 +23,7 @@ final class ContextTests: ContextTestCase {
     func testHistoryKeepsCloudChangesAndCanBePurged() throws { try onFilesAndInMemory(checkHistoryKeepsCloudChangesAndCanBePurged) }
     func testSnapshotsPinReads() throws { try onFilesAndInMemory(checkSnapshotsPinReads) }
     func testTheSequenceSurvivesReopening() throws { try onFilesAndInMemory(checkTheSequenceSurvivesReopening) }
+    func testAStoreRefusedAtOpenStillHoldsItsSequenceNumbers() throws { try onFilesAndInMemory(checkAStoreRefusedAtOpenStillHoldsItsSequenceNumbers) }
     func testAnUpdateToCanonicallyEquivalentTextIsSaved() throws { try onFilesAndInMemory(checkAnUpdateToCanonicallyEquivalentTextIsSaved) }
 
     func checkInsertsAreRoutedByConfiguration() throws {
@@ -318,5 +319,39 @@ final class ContextTests: ContextTestCase {
         XCTAssertEqual(context.sequence, seq)
         try addTimer("B")
         XCTAssertEqual(context.sequence, seq + 1)
+    }
+
+    /// Cloud's last saves came after Local's; when Cloud is refused at the next open (here: it
+    /// says it holds another configuration, then: it is of another layout format), a save to
+    /// Local still gets a number above them all, never one Cloud has used.
+    func checkAStoreRefusedAtOpenStillHoldsItsSequenceNumbers() throws {
+        if inMemory { return }
+        for (key, value, reason) in [("configuration", "Elsewhere", "it says it holds configuration 'Elsewhere'"),
+                                     ("format", "2", "its layout is format 2")] {
+            try addSession(timer: nil)
+            for name in ["A", "B", "C"] { try addTimer(name) }
+            let used = context.sequence
+            let original = try XCTUnwrap(context.database("Cloud")).scalar("SELECT value FROM seam_store WHERE key = ?", [.string(key)])
+            context = nil
+            try setStoreKey(key, .string(value))
+            var options = Context.Options()
+            options.servesOutdated = true  // the broker's: the stores that can serve do
+            context = try Context(directory: temp.path, schema: TimerApp.schema, options: options)
+            XCTAssertTrue(context.closedStores["Cloud"]?.contains(reason) == true, "\(context.closedStores)")
+            XCTAssertEqual(context.sequence, used, "the numbers Cloud used")
+            try addSession(timer: nil)
+            XCTAssertEqual(context.sequence, used + 1)
+            context = nil
+            try setStoreKey(key, original)
+            context = try Context(directory: temp.path, schema: TimerApp.schema)
+            XCTAssertNil(context.closedStores["Cloud"])
+            XCTAssertEqual(context.sequence, used + 1)
+        }
+    }
+
+    private func setStoreKey(_ key: String, _ value: AttributeValue) throws {
+        let cloud = try Database(path: temp.path + "/Cloud.sqlite")
+        try cloud.run("UPDATE seam_store SET value = ? WHERE key = ?", [value, .string(key)])
+        cloud.close()
     }
 }

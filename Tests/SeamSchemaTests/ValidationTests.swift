@@ -59,6 +59,57 @@ final class ValidationTests: XCTestCase {
         expect(.duplicateAttribute, entity: "Twice", attribute: "a") { _ = try ModelVersion(m2) }
     }
 
+    /// What SQLite would refuse when the store is built is refused when the model is: names that
+    /// differ only in case, two indexes (or an index and a table) of one name, a unique
+    /// constraint twice, and a nullify link on a required attribute.
+    func testWhatSQLiteWouldRefuseIsRefusedAtConstruction() throws {
+        var m = try base()
+        try m.addEntity(Entity("item", attributes: [Attribute("uuid", .uuid)]), in: "Cloud")
+        expect(.namesDifferOnlyInCase("Item"), entity: "item") { _ = try ModelVersion(m) }
+
+        m = try base()
+        try m.modify("Item") { e throws(SchemaError) in try e.add(Attribute("Title", .string, optional: true)) }
+        expect(.namesDifferOnlyInCase("title"), entity: "Item", attribute: "Title") { _ = try ModelVersion(m) }
+
+        m = try base()
+        try m.modify("Item") { e throws(SchemaError) in
+            try e.add(Attribute("b_c", .string, optional: true))
+            try e.add(Attribute("b", .string, optional: true))
+            try e.add(Attribute("c", .string, optional: true))
+            try e.addIndex(Index("b_c"))
+            try e.addIndex(Index(["b", "c"]))
+        }
+        expect(.indexNameClash("Item_idx_b_c"), entity: "Item") { _ = try ModelVersion(m) }
+
+        m = try base()
+        try m.addEntity(Entity("Item_idx_title", attributes: [Attribute("uuid", .uuid)]), in: "Cloud")
+        try m.modify("Item") { e throws(SchemaError) in try e.addIndex(Index("title")) }
+        expect(.indexNameClash("Item_idx_title"), entity: "Item") { _ = try ModelVersion(m) }
+
+        m = try base()
+        try m.removeEntity("Item")
+        try m.removeEntity("Cart")
+        try m.addEntity(Entity("Item", attributes: [Attribute("uuid", .uuid), Attribute("title", .string)],
+                               unique: [UniqueConstraint("title"), UniqueConstraint("title")]), in: "Cloud")
+        expect(.duplicateConstraint(["title"]), entity: "Item") { _ = try ModelVersion(m) }
+
+        m = try base()
+        try m.removeEntity("Cart")
+        try m.addEntity(Entity("Cart", attributes: [Attribute("uuid", .uuid), Attribute("itemUUID", .uuid)],
+                               links: [Link("itemUUID", to: "Item", onDelete: .nullify)]), in: "Local")
+        expect(.nullifyRequired, entity: "Cart", attribute: "itemUUID") { _ = try ModelVersion(m) }
+    }
+
+    func testTwoModelsMayNotNameEntitiesAlikeButForCase() throws {
+        let shop = try VersionedModel([try base()])
+        var other = ModelDraft(model: "Other")
+        try other.addConfiguration("Cloud")
+        try other.addEntity(Entity("ITEM", attributes: [Attribute("uuid", .uuid)]), in: "Cloud")
+        XCTAssertThrowsError(try Schema([shop, try VersionedModel([other])])) { e in
+            XCTAssertEqual((e as? SchemaError)?.kind, .entityNameClash(otherModel: "Shop"))
+        }
+    }
+
     func testLinkToMissingEntity() throws {
         var m = try base()
         try m.modify("Cart") { e throws(SchemaError) in
