@@ -14,7 +14,10 @@ extension Context {
         // Most saves touch one store: no grouping pass for them.
         let oneStore = set.changes.allSatisfy { $0.store == set.changes[0].store }
         let byStore = oneStore ? [set.changes[0].store: set.changes] : Dictionary(grouping: set.changes, by: \.store)
-        let names = oneStore ? [set.changes[0].store] : byStore.keys.sorted()
+        // The history's store commits first, with the intent: a crash between the two commits
+        // then leaves the history whole (the intent replays rows, not history).
+        let history = historyStore?.name
+        let names = oneStore ? [set.changes[0].store] : byStore.keys.sorted { a, b in (a == history) != (b == history) ? a == history : a < b }
         var begun: [StoreHandle] = []
         do {
             for name in names {
