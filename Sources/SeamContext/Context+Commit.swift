@@ -19,6 +19,7 @@ extension Context {
         let history = historyStore?.name
         let names = oneStore ? [set.changes[0].store] : byStore.keys.sorted { a, b in (a == history) != (b == history) ? a == history : a < b }
         var begun: [StoreHandle] = []
+        var applying: RowChange?  // the change SQLite is given, so that an error names its row
         do {
             for name in names {
                 let handle = stores[name]!
@@ -26,7 +27,11 @@ extension Context {
                 begun.append(handle)
             }
             for handle in begun {
-                for change in byStore[handle.name]! { try apply(change, in: handle) }
+                for change in byStore[handle.name]! {
+                    applying = change
+                    try apply(change, in: handle)
+                }
+                applying = nil
                 let s = try handle.saveStatements().setSequence
                 try s.bind(SaveJournal.setSequenceArguments(set.sequence))
                 try handle.runOnce(s)
@@ -42,7 +47,7 @@ extension Context {
             }
         } catch {
             for h in begun where !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }
-            throw Self.mapped(error, set: set)
+            throw Self.mapped(error, set: set, failing: applying)
         }
         do {
             // One store: its commit may reach the disk while the owner works out what to tell
@@ -135,16 +140,16 @@ extension Context {
         if let first = stores[u.intentIn] { try? SaveJournal.clear(u.sequence, in: first.db) }
     }
 
-    private static func mapped(_ error: any Error, set: ChangeSet) -> ContextError {
+    /// The error of a save, naming the row of `failing` (the change SQLite refused) when known.
+    private static func mapped(_ error: any Error, set: ChangeSet, failing: RowChange?) -> ContextError {
         if let e = error as? ContextError { return e }
         if let e = error as? DatabaseError {
-            if e.primaryCode == DatabaseError.constraint, e.message.hasSuffix(".uuid"),
-               let change = set.changes.first(where: { $0.kind == .insert && e.message.hasSuffix("\($0.entity).uuid") }) {
+            if e.primaryCode == DatabaseError.constraint, let change = failing, change.kind == .insert,
+               e.message.hasSuffix(" \(change.entity).uuid") {
                 return ContextError(.duplicate(entity: change.entity, uuid: change.uuid))
             }
             if e.primaryCode == DatabaseError.constraint {
-                let entity = set.changes.first { e.message.contains($0.entity + ".") }?.entity ?? set.changes.first?.entity ?? "?"
-                return ContextError(.constraint(entity: entity, detail: e.message))
+                return ContextError(.constraint(entity: failing?.entity ?? set.changes.first?.entity ?? "?", detail: e.message))
             }
             return ContextError(.database(e))
         }

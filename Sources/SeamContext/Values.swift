@@ -36,6 +36,11 @@ enum Values {
             do { try JSONText.validate(s) } catch {
                 throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: error.description))
             }
+            // JSON null is no value, as `null` is on the wire; the history could not tell the two apart.
+            if s.utf8.count < 32, (try? JSONText.minify(s)) == "null" {
+                guard a.isOptional else { throw ContextError(.missingValue(entity: entity, attribute: a.name)) }
+                return .null
+            }
             // Nor in JSON, where only an escape (`\u0000`) can spell it.
             if s.utf8.contains(UInt8(ascii: "\\")), let value = try? JSONText.parse(s), holdsNUL(value) {
                 throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: "JSON text cannot hold U+0000 (NUL)"))

@@ -75,22 +75,32 @@ public enum SaveJournal {
         [.string(sequenceKey), .string(String(sequence))]
     }
 
-    /// Finishes every save a crash interrupted in the directory's stores; returns how many.
-    public static func replay(layout: StoreLayout, configurations: [String]) throws(StoreError) -> Int {
+    /// Finishes every save a crash interrupted in the directory's stores; returns how many. A save
+    /// whose other file is not one `replayable` accepts (a newer build's, unknown, damaged) is
+    /// left for a later open: that file is refused untouched, and its rows wait with the intent.
+    public static func replay(
+        layout: StoreLayout, configurations: [String], replayable: (String) -> Bool = { _ in true }
+    ) throws(StoreError) -> Int {
         var replayed = 0
         for configuration in configurations {
             let path = layout.store(configuration)
             guard FileSystem.exists(path), hasIntents(path) else { continue }
+            var unreadable: (sequence: Int64, target: String)?
             do {
                 let db = try Database(path: path, options: { var o = Database.Options(); o.create = false; return o }())
                 let intents = try db.rows("SELECT sequence, target, ops FROM seam_intent ORDER BY sequence",
                                           types: [.integer, .string, .string])
                 for intent in intents {
-                    guard let sequence = intent[0].integerValue, let target = intent[1].stringValue else { continue }
+                    guard let sequence = intent[0].integerValue, let target = intent[1].stringValue, replayable(target) else { continue }
+                    guard let operations = decode(intent[2].stringValue ?? "") else {
+                        // Kept, and nothing opens: replaying less than the save would lose its rows.
+                        unreadable = (sequence, target)
+                        break
+                    }
                     let targetDB = try Database(path: layout.store(target), options: { var o = Database.Options(); o.create = false; return o }())
                     if try Self.sequence(in: targetDB) < sequence {
                         try targetDB.execute("BEGIN IMMEDIATE")
-                        try apply(decode(intent[2].stringValue ?? "[]"), sequence: sequence, to: targetDB)
+                        try apply(operations, sequence: sequence, to: targetDB)
                         try targetDB.execute("COMMIT")
                         targetDB.flushWAL()  // on the disk before the intent goes, whatever the durability
                         replayed += 1
@@ -99,6 +109,12 @@ public enum SaveJournal {
                 }
             } catch {
                 throw StoreError(.database(error), path: path)
+            }
+            if let (sequence, target) = unreadable {
+                throw StoreError(.unknown(detail: """
+                    its record of save \(sequence), to finish in \(target).sqlite after a crash, cannot be read; \
+                    both files are left as they are. Restore them from a backup, or move both aside to start afresh
+                    """), path: path)
             }
         }
         return replayed
@@ -129,15 +145,25 @@ public enum SaveJournal {
         }).minified
     }
 
-    static func decode(_ text: String) -> [Operation] {
-        guard let items = (try? JSONText.parse(text))?.arrayValue else { return [] }
-        return items.compactMap { item in
+    /// The operations `encode` wrote, or nil when the text is not such a list (damaged): every
+    /// operation and value is read exactly, or nothing is.
+    static func decode(_ text: String) -> [Operation]? {
+        guard let items = (try? JSONText.parse(text))?.arrayValue else { return nil }
+        var operations: [Operation] = []
+        for item in items {
             guard let table = item["table"]?.stringValue, let uuid = item["uuid"]?.stringValue else { return nil }
-            let values = item["values"]?.objectValue.map { members in
-                Dictionary(uniqueKeysWithValues: members.map { ($0.0, decodeValue($0.1)) })
+            var values: [String: AttributeValue]?
+            if let v = item["values"] {
+                guard let members = v.objectValue else { return nil }
+                var row: [String: AttributeValue] = [:]
+                for (name, encoded) in members {
+                    guard let value = decodeValue(encoded), row.updateValue(value, forKey: name) == nil else { return nil }
+                }
+                values = row
             }
-            return Operation(table: table, uuid: uuid, values: values)
+            operations.append(Operation(table: table, uuid: uuid, values: values))
         }
+        return operations
     }
 
     private static func encodeValue(_ v: AttributeValue) -> JSONValue {
@@ -151,16 +177,17 @@ public enum SaveJournal {
         }
     }
 
-    private static func decodeValue(_ j: JSONValue) -> AttributeValue {
+    private static func decodeValue(_ j: JSONValue) -> AttributeValue? {
+        if case .null = j { return .null }
         guard let pair = j.arrayValue, pair.count == 2, let tag = pair[0].stringValue, let text = pair[1].stringValue else {
-            return .null
+            return nil
         }
         switch tag {
         case "s": return .string(text)
-        case "i": return Int64(text).map(AttributeValue.integer) ?? .null
-        case "r": return UInt64(text, radix: 16).map { .double(Double(bitPattern: $0)) } ?? .null
-        case "b": return Base64.decode(text).map(AttributeValue.binary) ?? .null
-        default: return .null
+        case "i": return Int64(text).map(AttributeValue.integer)
+        case "r": return UInt64(text, radix: 16).map { .double(Double(bitPattern: $0)) }
+        case "b": return Base64.decode(text).map(AttributeValue.binary)
+        default: return nil
         }
     }
 }

@@ -27,7 +27,11 @@ public struct StoreDirectory: Sendable {
             let swapped = try Self.rollForward(layout: layout)
             done.append("finished an interrupted migration swap (\(swapped.count) backups kept)")
         }
-        let replayed = try SaveJournal.replay(layout: layout, configurations: schema.configurations)
+        let replayed = try SaveJournal.replay(layout: layout, configurations: schema.configurations) { target in
+            // An older store is served (and saved to) at its version until it is migrated.
+            let state = (try? classify(target))?.state
+            return state == .current || state == .older
+        }
         if replayed > 0 { done.append("finished \(replayed) save(s) interrupted between the two store files") }
         let names: [String]
         do { names = try FileSystem.contents(of: layout.directory) } catch { throw StoreError(.system(error), path: layout.directory) }

@@ -210,6 +210,9 @@ final class ContextTests: ContextTestCase {
         expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["steps": .json("[1,")])])) }) {
             if case .invalidValue("Timer", "steps", _) = $0 { return true } else { return false }
         }
+        expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["steps": .json(" null ")])])) }) {
+            if case .missingValue("Timer", "steps") = $0 { return true } else { return false }  // JSON null is no value
+        }
         expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["groupUUID": .string("NOT-A-UUID")])])) }) {
             if case .invalidValue("Timer", "groupUUID", _) = $0 { return true } else { return false }
         }
@@ -221,6 +224,11 @@ final class ContextTests: ContextTestCase {
             if case .notFound("Session", missing) = $0 { return true } else { return false }
         }
         expectError({ try self.context.save(SaveRequest([.insert(entity: "Timer", values: ["uuid": .uuid(timer), "name": .string("x")])])) }) {
+            if case .duplicate("Timer", timer) = $0 { return true } else { return false }
+        }
+        // The row that collided is named, not the first insert of its entity.
+        expectError({ try self.context.save(SaveRequest([.insert(entity: "Timer", values: ["name": .string("new")]),
+                                                         .insert(entity: "Timer", values: ["uuid": .uuid(timer), "name": .string("x")])])) }) {
             if case .duplicate("Timer", timer) = $0 { return true } else { return false }
         }
         expectError({ _ = try self.context.fetch(FetchRequest("Timer", where: "name ==")) }) {

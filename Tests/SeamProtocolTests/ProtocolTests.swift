@@ -69,11 +69,14 @@ final class ProtocolTests: XCTestCase {
         let back = try Reply(try JSON.decode(Array(reply.frame().dropLast())))
         XCTAssertEqual(back.error, "org.seam.Store.NotFound")
         XCTAssertEqual(back.id, .string("a"))
-        for bad in [#"[]"#, #"{}"#, #"{"method":""}"#, #"{"method":"a.B","parameters":3}"#, #"{"method":"a.B","oneway":1}"#,
+        for bad in [#"{}"#, #"{"method":""}"#, #"{"method":"a.B","parameters":3}"#, #"{"method":"a.B","oneway":1}"#,
                     #"{"method":"a.B","id":[1]}"#] {
             XCTAssertThrowsError(try Call(try JSON.decode(bad)), bad) { e in
                 XCTAssertEqual((e as? VarlinkError)?.name, "org.varlink.service.InvalidParameter")
             }
+        }
+        XCTAssertThrowsError(try Call(try JSON.decode("[]")), "not an object: not a call at all") { e in
+            XCTAssertEqual((e as? VarlinkError)?.name, "org.seam.Store.InvalidRequest")
         }
     }
 
