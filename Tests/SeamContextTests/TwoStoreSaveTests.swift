@@ -37,16 +37,8 @@ final class TwoStoreSaveTests: XCTestCase {
     /// An intent that cannot be read whole is kept, and nothing opens: replaying less than the
     /// save (it used to replay nothing, and drop the intent) would lose its rows for good.
     func testADamagedIntentIsKeptAndRefused() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("intent-\(UUID().uuidString)").path
+        let directory = try storesWithIntent(#"[{"table":"Session","uuid":"u","values":{"state":["?","x"]}}]"#)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var context: Context? = try Context(directory: directory, schema: TimerApp.schema)
-        try context?.save(SaveRequest([.insert(entity: "UserGroup", values: ["name": .string("G")])]))
-        context = nil
-        let cloud = try Database(path: directory + "/Cloud.sqlite")
-        try cloud.execute("CREATE TABLE IF NOT EXISTS seam_intent (sequence INTEGER NOT NULL PRIMARY KEY, target TEXT NOT NULL, ops TEXT NOT NULL) STRICT")
-        try cloud.run("INSERT INTO seam_intent VALUES (99, 'Local', ?)",
-                      [.string(#"[{"table":"Session","uuid":"u","values":{"state":["?","x"]}}]"#)])
-        cloud.close()
         XCTAssertThrowsError(try Context(directory: directory, schema: TimerApp.schema)) { error in
             XCTAssertTrue("\(error)".contains("save 99, to finish in Local.sqlite after a crash, cannot be read"), "\(error)")
         }
@@ -59,15 +51,9 @@ final class TwoStoreSaveTests: XCTestCase {
     /// not replayed into it: that file stays untouched, the intent waits, and the store that
     /// holds the intent still serves.
     func testAnIntentForARefusedFileWaits() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("intent-\(UUID().uuidString)").path
+        let directory = try storesWithIntent(#"[{"table":"Session","uuid":"u"}]"#)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var context: Context? = try Context(directory: directory, schema: TimerApp.schema)
-        try context?.save(SaveRequest([.insert(entity: "UserGroup", values: ["name": .string("G")])]))
-        context = nil
-        let cloud = try Database(path: directory + "/Cloud.sqlite")
-        try cloud.execute("CREATE TABLE IF NOT EXISTS seam_intent (sequence INTEGER NOT NULL PRIMARY KEY, target TEXT NOT NULL, ops TEXT NOT NULL) STRICT")
-        try cloud.run("INSERT INTO seam_intent VALUES (99, 'Local', ?)", [.string(#"[{"table":"Session","uuid":"u"}]"#)])
-        cloud.close()
+        var context: Context?
         let local = try Database(path: directory + "/Local.sqlite")
         try local.run("UPDATE seam_store SET value = 'Elsewhere' WHERE key = 'configuration'")
         local.close()
@@ -82,5 +68,17 @@ final class TwoStoreSaveTests: XCTestCase {
         let after = try Database(path: directory + "/Cloud.sqlite")
         XCTAssertEqual(try after.scalar("SELECT count(*) FROM seam_intent"), .integer(1), "the intent waits")
         after.close()
+    }
+
+    /// A directory of the timer app's stores whose Cloud holds an intent, save 99, to finish in
+    /// Local with `operations`: what a crash between the two commits leaves (here made by hand).
+    private func storesWithIntent(_ operations: String) throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("intent-\(UUID().uuidString)").path
+        try Context(directory: directory, schema: TimerApp.schema).save(SaveRequest([.insert(entity: "UserGroup", values: ["name": .string("G")])]))
+        let cloud = try Database(path: directory + "/Cloud.sqlite")
+        defer { cloud.close() }
+        try cloud.execute("CREATE TABLE IF NOT EXISTS seam_intent (sequence INTEGER NOT NULL PRIMARY KEY, target TEXT NOT NULL, ops TEXT NOT NULL) STRICT")
+        try cloud.run("INSERT INTO seam_intent VALUES (99, 'Local', ?)", [.string(operations)])
+        return directory
     }
 }
