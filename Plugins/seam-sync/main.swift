@@ -21,6 +21,8 @@ do {
     guard Environment.value("SEAM_FD") != nil else {
         Terminal.fail(tool, "seamd starts this worker once sync is configured: run `seam sync setup URL`", status: Terminal.usageError)
     }
+    // It ends with seamd, even a seamd killed with SIGKILL.
+    guard Processes.dieWithParent() else { Terminal.fail(tool, "seamd, which started this worker, is gone") }
     let path = args.positional[0]
     let configuration: SyncConfiguration
     do { configuration = try SyncConfiguration.parse(try FileSystem.read(path), path: path) } catch {

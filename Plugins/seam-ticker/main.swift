@@ -1,5 +1,6 @@
 // seam-ticker: moves running sessions through their steps on time, through the broker.
 import SeamCommandLine
+import SeamSystem
 import SeamTicker
 
 let usage = """
@@ -14,6 +15,11 @@ do {
     let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["socket"])
     if args.wantsHelp { print(usage); Terminal.exit(0) }
     guard args.positional.isEmpty else { throw Arguments.UsageError(usage) }
+    // Started by seamd (its connection on $SEAM_FD): it ends with seamd, even a seamd killed
+    // with SIGKILL, rather than tick on alone.
+    if Environment.value("SEAM_FD") != nil, !Processes.dieWithParent() {
+        Terminal.fail("seam-ticker", "seamd, which started this ticker, is gone")
+    }
     let ticker = try Ticker(options: Ticker.Options(socketPath: args.value("socket"))) { Terminal.error("seam-ticker: " + $0) }
     try ticker.run()
 } catch let e as Arguments.UsageError {

@@ -15,6 +15,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
@@ -220,6 +221,15 @@ int seam_open_pty(char *name, size_t size) {
         return -1;
     }
     return master;
+}
+
+int seam_ended_child(void) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    while (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+        if (errno != EINTR) return -1;
+    }
+    return info.si_pid;
 }
 
 int seam_die_with_parent(int expected_parent) {

@@ -184,13 +184,16 @@ extension Broker {
 
     /// Collects every child that ended (SIGCHLD) and schedules its restart.
     func reapRoles() {
-        for (pid, exit) in Processes.reap() {
+        let ended = Processes.reap { pid in
+            // What the role started and left behind (in its process group) ends with it, told
+            // while the role is a zombie and the group's number still its own.
+            if supervised.contains(where: { $0.pid == pid }) { _ = Processes.signal(-pid, Signals.terminate) }
+        }
+        for (pid, exit) in ended {
             guard let p = supervised.first(where: { $0.pid == pid }) else { continue }
             while readOutput(of: p) {}
-            // What the role started and left behind (in its process group) ends with it. Its
-            // output pipe, which such a process may still hold, is let go: the next start makes
-            // another, and a stale one would wake the loop for ever once it closed.
-            _ = Processes.signal(-pid, Signals.terminate)
+            // Its output pipe, which a process it left may still hold, is let go: the next start
+            // makes another, and a stale one would wake the loop for ever once it closed.
             if p.output >= 0 {
                 loop.forget(p.output)
                 Descriptors.close(p.output)

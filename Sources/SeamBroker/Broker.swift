@@ -58,13 +58,16 @@ public final class Broker {
         self.configuration = configuration
         self.log = log
         startedAt = WallClock.monotonic()
+        Signals.ignoreBrokenPipes()
         do { try FileSystem.makeDirectory(configuration.dataDirectory, mode: 0o700) } catch {
             throw BrokerError("cannot create the store directory \(configuration.dataDirectory): \(error.message)")
         }
         let lockPath = FileSystem.join(configuration.dataDirectory, "seamd.lock")
-        do { lock = try FileLock(path: lockPath) } catch {
+        do { lock = try FileLock(path: lockPath) } catch where error.errno == SystemError.wouldBlock {
             throw BrokerError("another seamd already serves \(configuration.dataDirectory) (\(lockPath) is locked); "
                               + "stop it first, or give this one another --data-dir")
+        } catch {
+            throw BrokerError("cannot lock \(lockPath): \(error)")
         }
         var options = Context.Options()
         options.durability = configuration.durability

@@ -36,6 +36,11 @@ public enum Signals {
     public static let stop = SIGSTOP
     public static let resume = SIGCONT
 
+    /// A daemon's first call: a write to a closed pipe (a stderr whose reader went away) is then
+    /// the error `EPIPE`, not SIGPIPE ending the process before it can stop cleanly. Programs
+    /// it starts get the default back (`Processes.spawn` resets every signal).
+    public static func ignoreBrokenPipes() { signal(SIGPIPE, SIG_IGN) }
+
     /// Routes `signals` to a pipe, whichever thread they land on: read one byte per signal
     /// (its number) from the descriptor returned. Once per process.
     public static func pipe(_ signals: [Int32]) throws(SystemError) -> Int32 {

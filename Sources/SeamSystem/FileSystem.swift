@@ -21,6 +21,23 @@ public enum FileSystem {
         return lstat(path, &st) == 0
     }
 
+    /// Whether `path` is a Unix socket (not followed if it is a link).
+    public static func isSocket(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFSOCK
+    }
+
+    /// Why directory `path` may not hold this process's socket, or nil when it may: it must be
+    /// ours or root's, and writable by others only with the sticky bit (as `/tmp` is), so that
+    /// nobody else can remove the socket and put theirs in its place.
+    public static func untrustedDirectory(_ path: String) -> String? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        if st.st_uid != geteuid() && st.st_uid != 0 { return "it belongs to another user (uid \(st.st_uid))" }
+        if st.st_mode & 0o022 != 0 && st.st_mode & 0o1000 == 0 { return "others may write to it and it has no sticky bit" }
+        return nil
+    }
+
     public static func isDirectory(_ path: String) -> Bool {
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR

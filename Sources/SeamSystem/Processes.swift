@@ -63,13 +63,19 @@ public enum Processes {
         return pid
     }
 
-    /// Every child that has ended since the last call (never blocks).
-    public static func reap() -> [(pid: Int32, exit: Exit)] {
+    /// Every child that has ended since the last call (never blocks). `beforeReaping` runs for
+    /// each while it is still a zombie: a signal to its process group (`-pid`) then reaches what
+    /// it left running, and never a group that took the number once it was free.
+    public static func reap(beforeReaping: (Int32) -> Void = { _ in }) -> [(pid: Int32, exit: Exit)] {
         var ended: [(Int32, Exit)] = []
         while true {
-            var status: Int32 = 0
-            let pid = waitpid(-1, &status, WNOHANG)
+            let pid = seam_ended_child()
             if pid <= 0 { return ended }
+            beforeReaping(pid)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 {
+                if errno != EINTR { return ended }
+            }
             ended.append((pid, Exit(waitStatus: status)))
         }
     }

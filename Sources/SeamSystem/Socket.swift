@@ -21,10 +21,18 @@ public enum UnixSocket {
         guard path.utf8.count <= maxPathLength else { throw SystemError("bind", path: path, errno: ENAMETOOLONG) }
         let directory = FileSystem.parentDirectory(path)
         try FileSystem.makeDirectory(directory, mode: 0o700)
+        if let why = FileSystem.untrustedDirectory(directory) {
+            throw SystemError("listen", path: path, errno: EPERM,
+                              detail: "\(directory) is not safe for a socket, since \(why); give a --socket in a directory of yours")
+        }
         if FileSystem.exists(path) {
             if let fd = try? connect(path: path) {
                 close(fd)
                 throw SystemError("bind", path: path, errno: EADDRINUSE)
+            }
+            // Only a socket is a leftover to clear: any other file there is someone's, and kept.
+            guard FileSystem.isSocket(path) else {
+                throw SystemError("bind", path: path, errno: EEXIST, detail: "it is a file, not a socket; give another --socket, or move the file aside")
             }
             try FileSystem.remove(path)
         }
@@ -37,11 +45,14 @@ public enum UnixSocket {
             close(fd)
             throw SystemError("bind", path: path, errno: bindErrno)
         }
-        if chmod(path, 0o600) != 0 || Glibc.listen(fd, backlog) != 0 {
+        func failed(_ operation: String) -> SystemError {
             let e = errno
             close(fd)
-            throw SystemError("listen", path: path, errno: e)
+            unlink(path)  // bound by us a moment ago: not left behind
+            return SystemError(operation, path: path, errno: e)
         }
+        if chmod(path, 0o600) != 0 { throw failed("chmod") }
+        if Glibc.listen(fd, backlog) != 0 { throw failed("listen") }
         return fd
     }
 

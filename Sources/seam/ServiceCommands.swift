@@ -43,6 +43,9 @@ enum ServiceCommands {
                            + "`ss -xlp` names the process; end it before starting another")
         }
         if FileSystem.exists(socket) {
+            guard FileSystem.isSocket(socket) else {
+                throw CLIError("\(socket) is a file, not a socket: give another --socket, or move the file aside")
+            }
             // Nobody answers on it: what a seamd that was killed leaves behind.
             do { try FileSystem.remove(socket) } catch { throw CLIError("cannot remove the stale socket \(socket): \(error.message)") }
             print("removed a stale socket that no seamd answers on: \(socket)")

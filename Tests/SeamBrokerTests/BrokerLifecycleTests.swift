@@ -47,6 +47,71 @@ final class BrokerLifecycleTests: XCTestCase {
         XCTAssertTrue(answered)
     }
 
+    /// Runs seamd on `socket` until it exits or 10 s pass; its stderr.
+    private func seamdRefusing(socket: String) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Executables.path("seamd"))
+        let data = TemporaryDirectory("refused")
+        p.arguments = ["--data-dir", data.file("data"), "--socket", socket, "--no-roles"]
+        let err = Pipe()
+        p.standardError = err
+        try p.run()
+        let deadline = Date().addingTimeInterval(10)
+        while p.isRunning && Date() < deadline { usleep(20_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 1, "seamd refused to start")
+        return String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+
+    /// A file at the socket's path that is not a socket is someone's: kept, and seamd says so.
+    /// Only a socket nobody answers on is a leftover to replace.
+    func testAFileThatIsNotASocketIsNotReplaced() throws {
+        let directory = TemporaryDirectory("not-a-socket")
+        let path = directory.file("notes.txt")
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: path))
+        let log = try seamdRefusing(socket: path)
+        XCTAssertTrue(log.contains("not a socket"), log)
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), "keep me")
+    }
+
+    /// A socket directory that another user owns (here: made and handed over before seamd came,
+    /// as one could squat /tmp/seam-$UID) could have our socket replaced with theirs: refused.
+    func testASocketDirectoryOfAnotherUserIsRefused() throws {
+        let directory = "/tmp/seam-squat-\(getpid())-\(UUID().uuidString.prefix(4))"
+        XCTAssertEqual(mkdir(directory, 0o777), 0)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        chmod(directory, 0o777)
+        guard chown(directory, 4242, 4242) == 0 else { throw XCTSkip("cannot give a directory to another user here") }
+        let log = try seamdRefusing(socket: directory + "/seamd.sock")
+        XCTAssertTrue(log.contains("not safe for a socket") && log.contains("uid 4242"), log)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/seamd.sock"))
+    }
+
+    /// A write to a stderr nobody reads any more is an error to seamd, not SIGPIPE ending it.
+    func testSeamdOutlivesTheReaderOfItsLog() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Executables.path("seamd"))
+        let data = TemporaryDirectory("sigpipe")
+        let socket = "/tmp/seamd-test-\(getpid())-\(UUID().uuidString.prefix(6))/seamd.sock"
+        defer { try? FileManager.default.removeItem(atPath: (socket as NSString).deletingLastPathComponent) }
+        p.arguments = ["--data-dir", data.file("data"), "--socket", socket, "--no-roles", "--log-level", "debug"]
+        let err = Pipe()
+        p.standardError = err
+        try p.run()
+        defer {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+        }
+        XCTAssertNotNil(status(on: socket))
+        try err.fileHandleForReading.close()
+        // Each connection is logged (debug): the first write after the close gets EPIPE.
+        for _ in 0..<5 { _ = try? SeamConnection.connect(path: socket).call("org.seam.Store.Status") }
+        usleep(200_000)
+        XCTAssertTrue(p.isRunning, "seamd ended (status \(p.isRunning ? 0 : p.terminationStatus))")
+        XCTAssertEqual(try SeamConnection.connect(path: socket).call("org.seam.Store.Status")["product"]?.stringValue, "seamd")
+    }
+
     func testTheClientReconnectsForReads() throws {
         let broker = try BrokerProcess()
         let c = try SeamConnection.connect(path: broker.socketPath)
@@ -103,12 +168,8 @@ final class BrokerActivationTests: XCTestCase {
             kill(p.processIdentifier, SIGTERM)
             p.waitUntilExit()
         }
-        var status: JSONObject?
-        for _ in 0..<200 where status == nil {
-            usleep(25_000)
-            status = try? SeamConnection.connect(path: socket).status()
-        }
-        XCTAssertEqual(status?["product"]?.stringValue, "seamd")
+        let answered = status(on: socket)
+        XCTAssertEqual(answered?["product"]?.stringValue, "seamd")
         XCTAssertFalse(FileManager.default.fileExists(atPath: "/nonexistent/ignored.sock"))
     }
 
@@ -142,4 +203,13 @@ final class BrokerActivationTests: XCTestCase {
         try c.save([.update(entity: "Timer", uuid: inserted[1], values: ["name": "Rye"]), .delete(entity: "Timer", uuid: inserted[0])])
         XCTAssertEqual(try c.fetch("Timer").compactMap { $0["name"]?.stringValue }, ["Rye"])
     }
+}
+
+/// The Status of the seamd on `socket`, once it answers (nil after 10 s).
+private func status(on socket: String) -> JSONObject? {
+    for _ in 0..<400 {
+        if let s = try? SeamConnection.connect(path: socket).status() { return s }
+        usleep(25_000)
+    }
+    return nil
 }

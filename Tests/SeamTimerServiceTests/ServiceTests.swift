@@ -64,6 +64,22 @@ final class ServiceTests: XCTestCase {
 
     /// A file that is not JSON: reported, and the defaults run. A missing program and a plugin that
     /// crashes at once, forever: reported, retried with backoff (no busy loop), the ticker unharmed.
+    /// A seamd killed with SIGKILL cannot stop its roles: the ticker asked the kernel to end it
+    /// with seamd (`PR_SET_PDEATHSIG`), so it does not tick on alone.
+    func testTheTickerEndsWithASeamdKilledOutright() throws {
+        let broker = try supervisingBroker()
+        defer { broker.stop() }
+        var pid: Int64?
+        try eventually(10, "the ticker runs") {
+            pid = try roles(broker).first { $0["name"]?.stringValue == "ticker" && $0["state"]?.stringValue == "running" }?["pid"]?.int64Value
+            return pid != nil
+        }
+        let ticker = Int32(try XCTUnwrap(pid))
+        kill(broker.process.processIdentifier, SIGKILL)
+        broker.process.waitUntilExit()
+        try eventually(5, "the ticker ended with seamd") { !Processes.isAlive(ticker) }
+    }
+
     func testBadConfigurationAndCrashingRolesAreVisibleAndContained() throws {
         var broker = try supervisingBroker(config: "{ this is not json")
         var status = try SeamConnection.connect(path: broker.socketPath).status()
