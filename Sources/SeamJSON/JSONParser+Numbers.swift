@@ -90,8 +90,10 @@ extension JSONParser {
             return strtod(buffer.baseAddress!, nil)
         }
         guard value.isFinite else {
-            let text = String(decoding: UnsafeBufferPointer(start: base + start, count: length), as: UTF8.self)
-            throw JSONError(.numberOutOfRange, at: start, "\(text) is too large for a 64-bit floating-point number")
+            // At most 40 bytes of it: a 4 MB number must not make a 4 MB error reply.
+            let shown = String(decoding: UnsafeBufferPointer(start: base + start, count: min(length, 40)), as: UTF8.self)
+                + (length > 40 ? "… (\(length) bytes)" : "")
+            throw JSONError(.numberOutOfRange, at: start, "\(shown) is too large for a 64-bit floating-point number")
         }
         return value
     }

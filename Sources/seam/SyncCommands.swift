@@ -71,6 +71,9 @@ enum SyncCommands {
         let directory = args.value("config-dir") ?? Environment.configDirectory
         try FileSystem.makeDirectory(directory, mode: 0o700)
         let passwordFile = FileSystem.join(directory, "sync.pgpass")
+        // Tried from a file of its own: a wrong password must not replace the one a working
+        // setup uses. It takes the real name only once the server has accepted it.
+        let trying = passwordFile + ".trying"
         var configuration = SyncConfiguration(url: text, passwordFile: nil)
         if url.service != nil, !args.flag("no-password") {
             throw Arguments.UsageError("a service URL takes its password from libpq's files: add --no-password")
@@ -81,9 +84,9 @@ enum SyncCommands {
                 throw Arguments.UsageError("no password given; type it, pipe it with --password-stdin, or use --no-password to rely on "
                                            + "libpq's ~/.pgpass or service file")
             }
-            try FileSystem.writeAtomically(Array(url.passwordFileLine(password: password).utf8), to: passwordFile, mode: 0o600)
+            try FileSystem.writeAtomically(Array(url.passwordFileLine(password: password).utf8), to: trying, mode: 0o600)
             configuration.passwordFile = passwordFile
-            Environment.set("PGPASSFILE", passwordFile)
+            Environment.set("PGPASSFILE", trying)
         }
         do {
             let pg = try PostgresConnection(text)
@@ -91,7 +94,12 @@ enum SyncCommands {
             print("connected to " + (url.service.map { "service \($0)" } ?? "\(url.host):\(url.port)/\(url.database) as \(url.user)")
                   + (version == 0 ? "; created the sync tables" : ""))
         } catch {
+            try? FileSystem.remove(trying)
             throw SyncSetupError("cannot sync with \(text): \(error); nothing was changed")
+        }
+        if configuration.passwordFile != nil {
+            try FileSystem.rename(trying, to: passwordFile)
+            try FileSystem.syncDirectory(directory)
         }
         let path = FileSystem.join(directory, "sync.json")
         try FileSystem.writeAtomically(configuration.encoded, to: path, mode: 0o600)

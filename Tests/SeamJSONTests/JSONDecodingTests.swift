@@ -292,6 +292,12 @@ final class JSONDecodingTests: XCTestCase {
         assertRefused("[1,1.8e308]", .numberOutOfRange, at: 3)
         assertRefused("1e99999999999999999999", .numberOutOfRange, at: 0)
         assertRefused(String(repeating: "9", count: 400), .numberOutOfRange, at: 0)
+        // The error quotes the start of the number, not all of it: a 4 MB number in a frame made
+        // a 4 MB error reply.
+        XCTAssertThrowsError(try JSON.decode(Array(String(repeating: "9", count: 100_000).utf8))) { e in
+            XCTAssertLessThan("\(e)".utf8.count, 300, "\(e)".prefix(300).description)
+            XCTAssertTrue("\(e)".contains("(100000 bytes)"), "\(e)".prefix(300).description)
+        }
     }
 
     func testInvalidNumbers() {

@@ -243,6 +243,20 @@ final class SyncTests: XCTestCase {
 
     /// `seam sync off` stops the worker for good (seamd does not start it again), and setting
     /// up again runs one worker, which carries on.
+    /// A setup with a wrong password changes nothing, as it says: the password file of the
+    /// setup that works stays as it was (it used to be overwritten before the server was asked).
+    func testAFailedSetupLeavesTheWorkingOneAsItWas() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "alice")
+        let before = try Data(contentsOf: URL(fileURLWithPath: a.config + "/sync.pgpass"))
+        let setup = try Executables.run("seam", ["sync", "setup", server.url("alice"), "--password-stdin", "--config-dir", a.config],
+                                        environment: ["SEAM_SOCKET": a.broker.socketPath], input: "not-the-password\n")
+        XCTAssertNotEqual(setup.status, 0)
+        XCTAssertTrue(setup.stderr.contains("nothing was changed"), setup.stderr)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: a.config + "/sync.pgpass")), before)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: a.config + "/sync.pgpass.trying"))
+    }
+
     func testSyncOffStopsTheWorkerAndSetupAgainRunsOne() throws {
         let server = try pg()
         let a = try SyncMachine("a", server: server, user: "alice")
