@@ -52,7 +52,8 @@ _seam_entities="Timer UserGroup Session SyncToken SyncRecord"
 _seam_methods="org.seam.Store.Hello org.seam.Store.Schema org.seam.Store.Fetch org.seam.Store.Count org.seam.Store.Save
 org.seam.Store.Status org.seam.Store.Subscribe org.seam.Store.Unsubscribe org.seam.Timers.Start org.seam.Timers.Flash
 org.seam.Timers.Pause org.seam.Timers.Resume org.seam.Timers.Reset org.seam.Timers.Skip org.seam.Timers.Stop
-org.seam.Timers.Clear org.seam.Timers.Advance org.seam.Timers.AdvanceMany org.varlink.service.GetInfo
+org.seam.Timers.Clear org.seam.Timers.Advance org.seam.Timers.AdvanceMany org.seam.Sync.Status org.seam.Sync.Now
+org.seam.Sync.Reload org.seam.Migration.Plan org.seam.Migration.Migrate org.varlink.service.GetInfo
 org.varlink.service.GetInterfaceDescription"
 
 # _seam_reassemble: puts back together the words that readline split at "=" or ":" (which are in

@@ -37,6 +37,9 @@ public struct CommandSet: Sendable {
     public let commonOptions: Set<String>
     public let commonFlags: Set<String>
 
+    /// What `--version` prints after the tool's name, when set.
+    public var version: String?
+
     public init(tool: String, about: String, commonOptions: Set<String> = [], commonFlags: Set<String> = [], commands: [Command]) {
         self.tool = tool
         self.about = about
@@ -98,9 +101,24 @@ public struct CommandSet: Sendable {
         let arguments = commonOptionsLast(given)
         let words = arguments.prefix { !$0.hasPrefix("-") }
         guard let command = find(Array(words)) else {
-            if arguments.isEmpty || arguments.contains("--help") || arguments.contains("-h") || arguments == ["help"] {
+            if arguments.isEmpty {  // a usage error: the help goes where errors go
+                Terminal.error(help)
+                Terminal.exit(Terminal.usageError)
+            }
+            if arguments.contains("--help") || arguments.contains("-h") || arguments == ["help"] {
                 print(help)
-                Terminal.exit(arguments.isEmpty ? Terminal.usageError : 0)
+                Terminal.exit(0)
+            }
+            if arguments == ["--version"], let version {
+                print("\(tool) \(version)")
+                Terminal.exit(0)
+            }
+            // The first word of a group (`seam timer`): what may follow it.
+            let following = commands.filter { Array($0.words.prefix(words.count)) == Array(words) && $0.words.count > words.count }
+            if !words.isEmpty, !following.isEmpty {
+                Terminal.fail(tool, "\(tool) \(words.joined(separator: " ")) takes one of: "
+                              + following.map { $0.words[words.count...].joined(separator: " ") }.joined(separator: ", ")
+                              + "; \(tool) --help says what each does", status: Terminal.usageError)
             }
             Terminal.fail(tool, "unknown command '\(words.joined(separator: " "))'; \(tool) --help lists them", status: Terminal.usageError)
         }
@@ -118,7 +136,8 @@ public struct CommandSet: Sendable {
             Terminal.flushOutput()
             Terminal.exit(0)
         } catch let e as Arguments.UsageError {
-            Terminal.fail(tool, e.message, status: Terminal.usageError)
+            let hint = e.message.contains("--help") || e.message.hasPrefix("usage:") ? "" : "; \(tool) \(command.name) --help lists its options"
+            Terminal.fail(tool, e.message + hint, status: Terminal.usageError)
         } catch {
             Terminal.flushOutput()
             Terminal.fail(tool, "\(error)")

@@ -13,7 +13,13 @@ public enum Environment {
         return s.isEmpty ? nil : s
     }
 
-    public static var home: String { value("HOME") ?? "/" }
+    /// `$HOME`, else the home directory the user database gives this user (a process started
+    /// with an empty environment), else `/`.
+    public static var home: String {
+        if let h = value("HOME") { return h }
+        if let entry = getpwuid(getuid()), let dir = entry.pointee.pw_dir, dir.pointee != 0 { return String(cString: dir) }
+        return "/"
+    }
 
     /// `$SEAM_DATA_DIR`, else `$XDG_DATA_HOME/seam`, else `~/.local/share/seam`.
     public static var dataDirectory: String {

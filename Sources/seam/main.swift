@@ -2,13 +2,16 @@
 // and scripts. Each command lives in TimerCommands or StoreCommands; this file only dispatches.
 import SeamCommandLine
 
-let seam = CommandSet(
+var seam = CommandSet(
     tool: "seam",
     about: """
-        Talks to seamd over its socket (--socket, else $SEAM_SOCKET, else $XDG_RUNTIME_DIR/seam/seamd.sock).
-        Timers are referred to by name or by the start of their uuid. Listings take --json.
+        Talks to seamd over its socket: --socket, else the one seamd handed over ($SEAM_FD), else
+        $SEAM_SOCKET, else $XDG_RUNTIME_DIR/seam/seamd.sock, else /tmp/seam-$UID/seamd.sock.
+        Timers are referred to by name or by the start of their uuid (4 characters or more).
+        Listings take --json.
         """,
     commonOptions: ["socket"],
     commands: TimerCommands.all + [WatchCommand.command] + StoreCommands.all + SyncCommands.all + ServiceCommands.all
 )
+seam.version = "0.1.0"
 await seam.main(Array(CommandLine.arguments.dropFirst()))

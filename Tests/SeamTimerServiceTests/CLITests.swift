@@ -192,6 +192,13 @@ final class CLITests: BrokerTestCase {
         XCTAssertTrue(try seam("pause", "Tea one", status: 1).contains("not running"))
         XCTAssertTrue(try seam("--help").contains("timer add"))
         XCTAssertTrue(try seam("timer", "edit", "--help").contains("usage: seam timer edit"))
+        // Each says what to do next.
+        XCTAssertTrue(try seam("pause", "Tea three", status: 1).contains("seam ls lists them"), "a session may be a flash, which seam ls shows")
+        XCTAssertTrue(try seam("pause", "4e", status: 1).contains("a uuid prefix needs at least 4 characters"))
+        XCTAssertTrue(try seam("ls", "--jsn", status: 64).contains("seam ls --help"))
+        XCTAssertTrue(try seam("timer", status: 64).contains("seam timer takes one of: add, ls"))
+        XCTAssertEqual(try seam("--version"), "seam 0.1.0\n")
+        XCTAssertTrue(try seam([], status: 64).contains("usage: seam COMMAND"), "no command: the usage, on stderr")
         // Ambiguous: two rows whose names differ only in case.
         try seam("timer", "add", "tea one", "--step", "a=1m")
         let ambiguous = try seam("start", "TEA ONE", status: 1)

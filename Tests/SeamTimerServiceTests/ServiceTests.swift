@@ -64,6 +64,18 @@ final class ServiceTests: XCTestCase {
 
     /// A file that is not JSON: reported, and the defaults run. A missing program and a plugin that
     /// crashes at once, forever: reported, retried with backoff (no busy loop), the ticker unharmed.
+    /// Started with an empty environment (`env -i`, some service managers), the stores, the
+    /// configuration and the log still go under the user's home, from the user database: not
+    /// under `/`, which seamd then could not write as anyone but root.
+    func testWithoutHOMETheUserDatabaseGivesTheHome() {
+        let saved = getenv("HOME").map { String(cString: $0) }
+        unsetenv("HOME")
+        defer { if let saved { setenv("HOME", saved, 1) } }
+        let home = String(cString: getpwuid(getuid())!.pointee.pw_dir)
+        XCTAssertNotEqual(home, "/")
+        XCTAssertEqual(Environment.home, home)
+    }
+
     /// A seamd killed with SIGKILL cannot stop its roles: the ticker asked the kernel to end it
     /// with seamd (`PR_SET_PDEATHSIG`), so it does not tick on alone.
     func testTheTickerEndsWithASeamdKilledOutright() throws {
