@@ -149,8 +149,18 @@ extension Broker {
             return .success(["version": .integer(version), "role": .string(assigned.role), "author": .string(assigned.author),
                              "product": .string("\(Interfaces.product) \(Interfaces.version)"), "sequence": .integer(context.sequence)])
         }
-        let role = p["role"]?.stringValue ?? "cli"
-        let name = p["name"]?.stringValue
+        let role: String
+        switch p["role"] {
+        case nil, .null?: role = "cli"
+        case .string(let r)?: role = r
+        default: return .failure(.invalidParameter("role"))
+        }
+        let name: String?
+        switch p["name"] {
+        case nil, .null?: name = nil
+        case .string(let n)?: name = n
+        default: return .failure(.invalidParameter("name"))
+        }
         if let name, !Self.isValidName(name) {
             return .failure(.invalidRequest("a client name is 1 to 64 letters, digits, '-', '_' or '.'", field: "name"))
         }

@@ -142,8 +142,9 @@ extension Broker {
 
     /// `Migrate`: starts (or joins) the migration; with `more`, reports until it ends.
     private func migrate(_ call: Call, _ c: Connection) -> [UInt8] {
-        guard let hello = c.hello, hello.role != "plugin" else {
-            return Reply(.permissionDenied("migrating takes a client that said Hello as cli (plugins may not start it)"), id: call.id).frame()
+        guard c.hello?.role == "cli" else {
+            return Reply(.permissionDenied("migrating takes a client that said Hello as cli (plugins and other roles may not start it)"),
+                         id: call.id).frame()
         }
         let run: MigrationRun
         switch beginMigration() {
@@ -187,9 +188,10 @@ extension Broker {
         let directory = storeDirectory
         let plan = run.plan
         let outcome = VerificationOutcome()
-        let pipe: (read: Int32, write: Int32)
+        var made: (read: Int32, write: Int32)?
         do {
-            pipe = try Pipes.make()
+            let pipe = try Pipes.make()
+            made = pipe
             try loop.watch(pipe.read, .read) { [unowned self] _ in
                 self.loop.forget(pipe.read)
                 Descriptors.close(pipe.read)
@@ -204,6 +206,11 @@ extension Broker {
                 Descriptors.close(pipe.write)
             }
         } catch {
+            if let made {  // none of it is used: nothing is left watched or open
+                loop.forget(made.read)
+                Descriptors.close(made.read)
+                Descriptors.close(made.write)
+            }
             // No thread to spare: verify here.
             var failure: StoreError?
             do { try directory.verifyCopies(plan) } catch let e { failure = e }

@@ -98,7 +98,11 @@ extension Broker {
         UnixSocket.setNonBlocking(ends.0, true)
         UnixSocket.setNonBlocking(pipe.read, true)
         do {
-            var peer = try UnixSocket.peerCredentials(ends.0)
+            var peer: PeerCredentials
+            do { peer = try UnixSocket.peerCredentials(ends.0) } catch {
+                Descriptors.close(ends.0)  // unserved: the role reads end-of-file on fd 3, and exits
+                throw error
+            }
             peer.pid = pid
             let c = register(ends.0, peer: peer)
             c.supervisedAs = p.spec.name

@@ -52,6 +52,11 @@ public final class SeamConnection {
 
     /// Replies that arrived for other calls (a `more` call's later replies) while a call waited.
     private var unsolicited: [Reply] = []
+    /// The ids of calls sent on this connection whose last reply has not come yet.
+    private var inFlight = Set<Int64>()
+    /// Those of an earlier connection, lost with it: `finish` and `pending` say so.
+    private var lost = Set<Int64>()
+    private var lostUnreported = false
 
     /// Connects as `design.md` says: `SEAM_FD`, then `SEAM_SOCKET`, then the default path.
     public static func connect(path: String? = nil) throws(ClientError) -> SeamConnection {
@@ -95,9 +100,12 @@ public final class SeamConnection {
     /// that may change something is not, since it may have been done before the break.
     @discardableResult
     public func call(_ method: String, _ parameters: JSONObject = [:]) throws(ClientError) -> JSONObject {
+        // Calls begun or started and not yet answered are lost with a broken connection: their
+        // callers must hear so, not wait on a new connection for replies that never come.
+        let othersInFlight = !inFlight.isEmpty
         do {
             return try roundTrip(method, parameters)
-        } catch let e where Self.isRetryable(method, e) {
+        } catch let e where Self.isRetryable(method, e) && !othersInFlight {
             try reconnect()
             return try roundTrip(method, parameters)
         }
@@ -124,6 +132,9 @@ public final class SeamConnection {
         fd = -1
         do { fd = try Self.openSocket(path) } catch { throw ClientError(.cannotConnect(path: path, error)) }
         decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
+        lost.formUnion(inFlight)
+        lostUnreported = lostUnreported || !inFlight.isEmpty
+        inFlight = []
         if let p = helloParameters { _ = try roundTrip("org.seam.Store.Hello", p) }
     }
 
@@ -158,6 +169,7 @@ public final class SeamConnection {
             return reply.parameters
         }
         if let i = unsolicited.firstIndex(where: { $0.id == id }) { return try answer(unsolicited.remove(at: i)) }
+        if case .integer(let n) = id, lost.remove(n) != nil { throw ClientError(.disconnected) }
         while true {
             guard let reply = try readReply(waiting: true) else { continue }
             if let rid = reply.id, rid != id {
@@ -174,6 +186,7 @@ public final class SeamConnection {
         do { try UnixSocket.writeAll(fd, Call(method: method, parameters: parameters, more: more, id: id).frame()) } catch {
             throw ClientError(.disconnected)
         }
+        inFlight.insert(nextID)
         return id
     }
 
@@ -186,7 +199,12 @@ public final class SeamConnection {
     }
 
     /// The replies to calls started with `start` that have arrived, without waiting.
+    /// Throws `disconnected` once when calls started before a reconnect were lost with it.
     public func pending() throws(ClientError) -> [Reply] {
+        if lostUnreported {
+            lostUnreported = false
+            throw ClientError(.disconnected)
+        }
         var out = unsolicited
         unsolicited = []
         while let reply = try readReply(waiting: false) { out.append(reply) }
@@ -206,7 +224,10 @@ public final class SeamConnection {
                 if let frame = try decoder.next() {
                     let json: JSON
                     do { json = try JSON.decode(frame, limits: Self.replyLimits) } catch { throw ClientError(.malformed("\(error)")) }
-                    do { return try Reply(json) } catch { throw ClientError(.malformed("\(error)")) }
+                    let reply: Reply
+                    do { reply = try Reply(json) } catch { throw ClientError(.malformed("\(error)")) }
+                    if case .integer(let n)? = reply.id, !reply.continues { inFlight.remove(n) }
+                    return reply
                 }
             } catch let e as ClientError {
                 throw e

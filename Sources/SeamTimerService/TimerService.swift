@@ -26,8 +26,10 @@ public enum TimerService {
         method Flash(seconds: int, name: ?string, note: ?string) -> (session: string, sequence: int)
 
         # The lifecycle of one session (by uuid). Steps that have ended by now are past first (as
-        # Advance would), so a change applies to the step running now. Stop also ends a session whose
-        # position does not fit its steps; the others refuse it with InvalidTimer.
+        # Advance would), so a change applies to the step running now, and one refused with
+        # WrongState still keeps them (the state it names is the stored one). Stop also ends a
+        # session that does not fit its steps (its position, or more than 100 steps or 1,000
+        # rounds); the others refuse it with InvalidTimer, as Reset does a session with no steps.
         method Pause(session: string) -> (session: string, state: string, sequence: int)
         method Resume(session: string) -> (session: string, state: string, sequence: int)
         method Reset(session: string) -> (session: string, state: string, sequence: int)
@@ -169,7 +171,12 @@ public enum TimerService {
         guard let seconds = p["seconds"]?.int64Value, seconds > 0, seconds <= Int64(DurationText.maximum) else {
             throw .invalidParameter("seconds")
         }
-        let label = p["name"]?.stringValue ?? "Flash \(DurationText.format(Int(seconds)))"
+        let label: String
+        switch p["name"] {
+        case nil, .null?: label = "Flash \(DurationText.format(Int(seconds)))"
+        case .string(let name)?: label = name
+        default: throw .invalidParameter("name")
+        }
         let note = try noteParameter(p)
         let now = call.now
         let clock: SessionClock
@@ -209,11 +216,15 @@ public enum TimerService {
             switch member {
             case "Pause": try clock.pause(at: now)
             case "Resume": try clock.resume(at: now)
-            case "Reset": clock.reset(at: now)
+            case "Reset": try clock.reset(at: now)
             case "Skip": try clock.skip(at: now)
             default: try clock.stop(at: now)
             }
         } catch {
+            // What has happened by now is kept, so that the state the error names is the one
+            // stored (a session whose steps all ended is finished, not running in the past).
+            if !ended.isEmpty { _ = try save(clock, of: uuid, call) }
+            if member == "Reset" { throw invalidTimer(error.description) }
             throw wrongState(clock.state.rawValue, error.description)
         }
         return try save(clock, of: uuid, call)

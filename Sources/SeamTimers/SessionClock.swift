@@ -49,7 +49,14 @@ public struct SessionClock: Sendable, Equatable {
             throw TimerInputError("the session's state is not running, paused or finished")
         }
         self.state = state
-        repeatCount = max(1, Int(values["repeatCount"]?.integerValue ?? 1))
+        // The bounds a start holds to, whatever wrote the row (a plugin may write sessions): an
+        // advance walks at most steps × rounds step ends, so these keep it short.
+        guard steps.count <= Self.maxSteps else { throw TimerInputError("the session has more than \(Self.maxSteps) steps") }
+        let rounds = values["repeatCount"]?.integerValue ?? 1
+        guard (1...Int64(Self.maxRounds)).contains(rounds) else {
+            throw TimerInputError("the session repeats \(rounds) times; 1 to \(Self.maxRounds) are possible")
+        }
+        repeatCount = Int(rounds)
         stepIndex = Int(values["stepIndex"]?.integerValue ?? 0)
         round = Int(values["round"]?.integerValue ?? 0)
         stepEndsAt = values["stepEndsAt"]?.dateValue
@@ -114,8 +121,10 @@ public struct SessionClock: Sendable, Equatable {
     }
 
     /// Back to the first step of the first round; a paused session stays paused there, a finished
-    /// one runs again.
-    public mutating func reset(at now: Double) {
+    /// one runs again. A session with no steps (a finished run from before release 4) has none
+    /// to run: refused.
+    public mutating func reset(at now: Double) throws(TimerInputError) {
+        guard !steps.isEmpty else { throw TimerInputError("the session has no steps to run again; start its timer instead") }
         stepIndex = 0
         round = 0
         finishedAt = nil

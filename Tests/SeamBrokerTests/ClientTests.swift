@@ -68,6 +68,29 @@ final class ClientTests: XCTestCase {
         }
     }
 
+    /// A read is retried on a new connection only when nothing else was in flight on the old
+    /// one: a subscription started with `start` is lost with it, and its owner hears so (from
+    /// the read, and once from `pending`), instead of waiting for diffs that never come.
+    func testCallsInFlightAreNotForgottenByARetry() throws {
+        var broker = try BrokerProcess()
+        defer { broker.stop() }
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        _ = try c.start("org.seam.Store.Subscribe", ["entity": "UserGroup"])
+        XCTAssertEqual(try c.call("org.seam.Store.Status")["product"]?.stringValue, "seamd")
+        broker = try broker.restarted()
+        XCTAssertThrowsError(try c.call("org.seam.Store.Status"), "not retried over a lost subscription") { error in
+            guard case .disconnected? = (error as? ClientError)?.kind else { return XCTFail("\(error)") }
+        }
+        try c.reconnect()
+        XCTAssertThrowsError(try c.pending(), "the started call is lost, and pending says so") { error in
+            guard case .disconnected? = (error as? ClientError)?.kind else { return XCTFail("\(error)") }
+        }
+        XCTAssertNoThrow(try c.pending(), "once")
+        // Nothing in flight now: a read is retried across the next restart.
+        broker = try broker.restarted()
+        XCTAssertEqual(try c.call("org.seam.Store.Status")["product"]?.stringValue, "seamd")
+    }
+
     /// A subscriber whose broker comes back on a store restored from an older copy (its
     /// sequence behind the stream's) cannot resume: the stream starts afresh with a result of
     /// what the store holds, instead of failing.

@@ -64,6 +64,18 @@ final class ServiceTests: XCTestCase {
 
     /// A file that is not JSON: reported, and the defaults run. A missing program and a plugin that
     /// crashes at once, forever: reported, retried with backoff (no busy loop), the ticker unharmed.
+    /// Only a person's client (Hello as cli) starts a migration: a role seamd started (here a
+    /// stand-in ticker, on the connection it inherited) is refused, as PROTOCOL.md says.
+    func testARoleMayNotStartAMigration() throws {
+        let script = #"import os, socket; s = socket.socket(fileno=int(os.environ['SEAM_FD'])); s.sendall(b'{"method":"org.seam.Migration.Migrate","id":1}\0'); print(s.recv(4096).rstrip(b'\0').decode(), flush=True); import time; time.sleep(60)"#
+        let broker = try supervisingBroker(config: """
+            {"roles": {"ticker": {"command": ["/usr/bin/python3", "-c", \(String(decoding: JSON.string(script).encoded(), as: UTF8.self))]}}}
+            """)
+        defer { broker.stop() }
+        try eventually(10, "the stand-in ticker's reply is logged") { broker.log.contains("ticker: {") }
+        XCTAssertTrue(broker.log.contains("org.seam.Store.PermissionDenied"), broker.log)
+    }
+
     /// Started with an empty environment (`env -i`, some service managers), the stores, the
     /// configuration and the log still go under the user's home, from the user database: not
     /// under `/`, which seamd then could not write as anyone but root.

@@ -185,6 +185,48 @@ final class TimerServiceTests: BrokerTestCase {
         expectError("org.seam.Timers.WrongState") { _ = try c.call("org.seam.Timers.Stop", ["session": .string(s)]) }
     }
 
+    /// A session written with more rounds or steps than a start allows (a plugin may write
+    /// sessions) is refused as one that does not fit: walking its step ends from long ago held
+    /// the broker's thread for as long as it took (10^15 rounds of one second). Stop ends it.
+    func testASessionOutsideTheBoundsIsRefusedNotWalked() throws {
+        let c = try client()
+        let longAgo = RFC3339.format(Date().timeIntervalSince1970 - 8_000_000)
+        let s = try c.save([.insert(entity: "Session", values: [
+            "name": "Endless", "state": "running", "steps": .array([["label": "a", "seconds": 1]]),
+            "repeatCount": .integer(1_000_000_000_000_000), "startedAt": .string(longAgo), "stepEndsAt": .string(longAgo),
+        ])]).inserted[0]
+        for m in ["Pause", "Advance", "Skip"] {
+            expectError("org.seam.Timers.InvalidTimer") { _ = try c.call("org.seam.Timers.\(m)", ["session": .string(s)]) }
+        }
+        XCTAssertEqual(try c.call("org.seam.Timers.Stop", ["session": .string(s)])["state"]?.stringValue, "finished")
+    }
+
+    /// A change refused because the session finished meanwhile still keeps that it finished:
+    /// the state the error names is the stored one.
+    func testARefusedChangeKeepsTheStepsThatEnded() throws {
+        let c = try client()
+        let timer = try addTimer(c, "Two", steps: [("a", 1), ("b", 1)])
+        let s = try XCTUnwrap(try c.call("org.seam.Timers.Start", ["timer": .string(timer)])["session"]?.stringValue)
+        Thread.sleep(forTimeInterval: 2.3)
+        expectError("org.seam.Timers.WrongState") { _ = try c.call("org.seam.Timers.Pause", ["session": .string(s)]) }
+        XCTAssertEqual(try c.row("Session", uuid: s)?["state"]?.stringValue, "finished")
+    }
+
+    /// A finished session with no steps (a run from before release 4) cannot be reset into a
+    /// running session that no method can then move; parameters of the wrong type are refused.
+    func testResetNeedsStepsAndParametersTheirTypes() throws {
+        let c = try client()
+        let now = RFC3339.format(Date().timeIntervalSince1970)
+        let s = try c.save([.insert(entity: "Session", values: ["name": "Old run", "state": "finished", "steps": .array([]),
+                                                                "startedAt": .string(now), "finishedAt": .string(now)])]).inserted[0]
+        expectError("org.seam.Timers.InvalidTimer") { _ = try c.call("org.seam.Timers.Reset", ["session": .string(s)]) }
+        XCTAssertEqual(try c.row("Session", uuid: s)?["state"]?.stringValue, "finished")
+        expectError("org.varlink.service.InvalidParameter") { _ = try c.call("org.seam.Timers.Flash", ["seconds": 5, "name": 5]) }
+        let other = try SeamConnection.connect(path: broker.socketPath)
+        expectError("org.varlink.service.InvalidParameter") { _ = try other.call("org.seam.Store.Hello", ["version": 1, "role": 5]) }
+        expectError("org.varlink.service.InvalidParameter") { _ = try other.call("org.seam.Store.Hello", ["version": 1, "name": 5]) }
+    }
+
     /// Advance moves a session along the wall clock; a one-second flash finishes on time and
     /// records when it was due.
     func testAdvanceFinishesOnTheWallClock() throws {
