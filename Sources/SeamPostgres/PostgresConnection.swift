@@ -107,17 +107,34 @@ public final class PostgresConnection {
         }
     }
 
-    /// The notifications received so far (after the socket was readable), channel and payload.
-    public func notifications() throws(PostgresError) -> [(channel: String, payload: String)] {
+    /// The notifications received so far (after the socket was readable), channel and payload;
+    /// with `othersOnly`, not those this connection's own session sent.
+    public func notifications(othersOnly: Bool = false) throws(PostgresError) -> [(channel: String, payload: String)] {
         guard PQconsumeInput(handle) == 1 else {
             throw PostgresError(sqlState: nil, message: String(cString: PQerrorMessage(handle)))
         }
+        let own = PQbackendPID(handle)
         var out: [(String, String)] = []
         while let n = PQnotifies(handle) {
-            out.append((String(cString: n.pointee.relname), String(cString: n.pointee.extra)))
+            if !othersOnly || n.pointee.be_pid != own { out.append((String(cString: n.pointee.relname), String(cString: n.pointee.extra))) }
             PQfreemem(n)
         }
         return out
+    }
+
+    /// Makes every name this session's statements do not qualify resolve in `pg_catalog` alone
+    /// (`pg_temp` last): another role's schema named like ours, or `public`, then cannot put
+    /// a function of theirs (a `nextval(text)`, say) in place of the one meant, to run as us.
+    /// For a client whose every table is schema-qualified.
+    public func pinSearchPath() throws(PostgresError) {
+        try query("SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false)")
+    }
+
+    /// Bounds how long any statement, and any wait for a lock, may take (0 for no bound): past
+    /// them the statement fails (SQLSTATE 57014 or 55P03) instead of waiting for ever.
+    public func setTimeouts(statement: Double, lock: Double) throws(PostgresError) {
+        try query("SELECT pg_catalog.set_config('statement_timeout', $1, false), pg_catalog.set_config('lock_timeout', $2, false)",
+                  [String(Int(statement * 1000)), String(Int(lock * 1000))])
     }
 
     private func withParameters<R>(_ parameters: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {

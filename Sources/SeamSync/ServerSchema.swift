@@ -44,19 +44,35 @@ public enum ServerSchema {
     /// Brings the server to `version` (creating it on first use), under a lock so that two
     /// workers starting at once do not race. Returns the version found before. A server at a
     /// newer version than this build knows stops sync with a message rather than a guess.
+    /// Why a worker stops on a server whose schema is `found`, newer than it knows.
+    public static func newer(_ found: Int) -> SyncFailure {
+        SyncFailure("the server's sync schema is version \(found); this seam-sync knows up to version \(version): "
+                    + "upgrade Seam on this machine to sync with it", permanent: true)
+    }
+
+    /// The version the server's schema is at (0: none yet); outside a transaction, a check a
+    /// running worker makes each cycle, since another machine may upgrade it meanwhile.
+    public static func current(_ pg: PostgresConnection) throws -> Int {
+        guard try pg.query("SELECT to_regclass('seam.meta') IS NOT NULL")[0][0] == "t" else { return 0 }
+        return Int(try pg.query("SELECT value FROM seam.meta WHERE key = 'schemaVersion'").first?[0] ?? "0") ?? 0
+    }
+
     @discardableResult
     public static func ensure(_ pg: PostgresConnection) throws -> Int {
         try pg.transaction {
             try pg.query("SELECT pg_advisory_xact_lock(7283450912)")
-            let exists = try pg.query("SELECT to_regclass('seam.meta') IS NOT NULL")[0][0] == "t"
-            let found = exists ? Int(try pg.query("SELECT value FROM seam.meta WHERE key = 'schemaVersion'").first?[0] ?? "0") ?? 0 : 0
-            if found > version {
-                throw SyncFailure("the server's sync schema is version \(found); this seam-sync knows up to version \(version): "
-                                  + "upgrade Seam on this machine to sync with it", permanent: true)
-            }
+            let found = try current(pg)
+            if found > version { throw newer(found) }
             guard found < version else { return found }
-            for statements in steps[found..<version] {
-                for sql in statements { try pg.query(sql) }
+            do {
+                for statements in steps[found..<version] {
+                    for sql in statements { try pg.query(sql) }
+                }
+            } catch let e as PostgresError where e.sqlState == "42501" && found > 0 {
+                // The tables belong to the role that created them; only it (or an administrator)
+                // may change them. Trying again cannot help.
+                throw SyncFailure("the server's sync schema is version \(found) and needs upgrading to version \(version) by the role "
+                                  + "that owns it (the first to set up sync, or the server's administrator): \(e.message)", permanent: true)
             }
             try pg.query("INSERT INTO seam.meta (key, value) VALUES ('schemaVersion', $1) ON CONFLICT (key) DO UPDATE SET value = $1",
                          [String(version)])

@@ -131,6 +131,11 @@ public final class SyncWorker {
                     pg = nil
                     try? loadTokens()
                     continue
+                } catch let e as SyncFailure where e.permanent {
+                    // A newer server schema: connecting again says so, and waits a minute each time.
+                    fail(e.description)
+                    pg = nil
+                    continue
                 } catch {
                     fail("\(error)")
                     if let pg, !pg.isConnected { self.pg = nil }
@@ -150,13 +155,13 @@ public final class SyncWorker {
         // the server's notifications libpq took in with a query's answer (those sent while the
         // import's transaction was open arrive with its COMMIT).
         if brokerEvents(listen) { return true }
-        if let pending = try? pg.notifications(), !pending.isEmpty { return true }
+        if let pending = try? pg.notifications(othersOnly: true), !pending.isEmpty { return true }
         let ready = UnixSocket.waitReadable([broker.descriptor, pg.socket],
                                             timeoutMilliseconds: Int32(configuration.pollInterval * 1000))
         var due = !ready.contains(true)
         if ready[0] { due = brokerEvents(listen) || due }
         if ready[1] {
-            do { due = !(try pg.notifications()).isEmpty || due } catch {
+            do { due = !(try pg.notifications(othersOnly: true)).isEmpty || due } catch {
                 fail("lost the server: \(error)")
                 self.pg = nil
                 return true
@@ -198,6 +203,11 @@ public final class SyncWorker {
 
     private func connectServer() throws {
         let connection = try PostgresConnection(configuration.url)
+        // Names resolve in pg_catalog only (another zone's schema cannot stand in for a function),
+        // and no lock another role holds (the zone lock's key is public) stops the worker for
+        // ever: a cycle that waits too long fails, and is tried again.
+        try connection.pinSearchPath()
+        try connection.setTimeouts(statement: 120, lock: 15)
         let before = try ServerSchema.ensure(connection)
         if before < ServerSchema.version { log("set up the server's sync schema (version \(ServerSchema.version), was \(before))") }
         try connection.query("LISTEN \(Self.channel)")
@@ -218,6 +228,9 @@ public final class SyncWorker {
             return
         }
         report.state = "syncing"
+        // Another machine may have upgraded the server since this worker connected: its rules
+        // are not this worker's to write by.
+        if let pg, try ServerSchema.current(pg) > ServerSchema.version { throw ServerSchema.newer(try ServerSchema.current(pg)) }
         let pushed = try export()
         report.pushed += pushed
         report.lastPush = WallClock.now()

@@ -90,6 +90,7 @@ enum SyncCommands {
         }
         do {
             let pg = try PostgresConnection(text)
+            try pg.pinSearchPath()
             let version = try ServerSchema.ensure(pg)
             print("connected to " + (url.service.map { "service \($0)" } ?? "\(url.host):\(url.port)/\(url.database) as \(url.user)")
                   + (version == 0 ? "; created the sync tables" : ""))

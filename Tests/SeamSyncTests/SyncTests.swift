@@ -243,6 +243,31 @@ final class SyncTests: XCTestCase {
 
     /// `seam sync off` stops the worker for good (seamd does not start it again), and setting
     /// up again runs one worker, which carries on.
+    /// Another role that may create schemas cannot make the worker run its SQL: a schema named
+    /// after the worker's role, first in PostgreSQL's default search path, holds a nextval(text)
+    /// that would stand in for pg_catalog's. The worker pins its search path, so it never runs.
+    func testAFunctionPlantedInTheSearchPathNeverRuns() throws {
+        let server = try pg()
+        try server.addUser("erin")
+        let admin = try PostgresConnection(server.adminConnection)
+        try admin.query("CREATE TABLE IF NOT EXISTS public.planted_calls (by name)")
+        try admin.query("GRANT INSERT ON public.planted_calls TO PUBLIC")
+        try admin.query("CREATE SCHEMA IF NOT EXISTS erin")
+        try admin.query("GRANT USAGE ON SCHEMA erin TO PUBLIC")
+        try admin.query("""
+            CREATE OR REPLACE FUNCTION erin.nextval(text) RETURNS bigint LANGUAGE sql
+            AS $$ INSERT INTO public.planted_calls VALUES (current_user); SELECT pg_catalog.nextval($1::regclass) $$
+            """)
+        try admin.query("GRANT EXECUTE ON FUNCTION erin.nextval(text) TO PUBLIC")
+        defer { _ = try? admin.query("DROP SCHEMA erin CASCADE") }
+        let e = try SyncMachine("e", server: server, user: "erin")
+        let timer = try e.addTimer("Never seen by the planted function")
+        try eventually(15, "the timer reached the server") {
+            try admin.query("SELECT 1 FROM seam.records WHERE uuid = $1::uuid", [timer]).count == 1
+        }
+        XCTAssertEqual(try admin.query("SELECT count(*) FROM public.planted_calls")[0][0], "0")
+    }
+
     /// A setup with a wrong password changes nothing, as it says: the password file of the
     /// setup that works stays as it was (it used to be overwritten before the server was asked).
     func testAFailedSetupLeavesTheWorkingOneAsItWas() throws {
