@@ -279,12 +279,12 @@ extension Broker {
                 context.close(name, reason: "a migration swap stopped part way; seamd finishes it when it next starts")
                 continue
             }
-            do { try context.reopen(name) } catch { log.error("\(name) store stays closed: \(error)") }
+            do { try context.reopen(name, changed: error == nil) } catch { log.error("\(name) store stays closed: \(error)") }
         }
         // A new store that waited for the others (a migration might have filled it) is created now.
         if !context.hasOutdatedStores {
             for (name, why) in context.closedStores where why == Context.waitingForMigration {
-                do { try context.reopen(name) } catch { log.error("\(name) store stays closed: \(error)") }
+                do { try context.reopen(name, changed: true) } catch { log.error("\(name) store stays closed: \(error)") }
             }
         }
         lastMigration = MigrationOutcome(stores: run.stores, error: error, backups: backups, seconds: seconds)

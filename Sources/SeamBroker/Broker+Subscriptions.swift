@@ -71,7 +71,9 @@ extension Broker {
             return .failure(.invalidRequest("this connection has no subscription \(n)", field: "subscription"))
         }
         subscriptions.remove(s)
-        queue(frame: Subscriptions.frame(s, Subscriptions.endBody(sequence: context.sequence), continues: false), to: c)
+        // The save its result reflects: where it stopped hearing, if it fell behind (a resume
+        // from there gets what it missed), else the latest.
+        queue(frame: Subscriptions.frame(s, Subscriptions.endBody(sequence: s.missedFrom ?? context.sequence), continues: false), to: c)
         return .success([:])
     }
 
@@ -133,10 +135,14 @@ extension Broker {
         for s in c.subscriptions.values.sorted(by: { $0.id < $1.id }) {
             guard let from = s.missedFrom else { continue }
             if c.pendingOutput > Limits.subscriberBacklogBytes { return }
+            let frame = Subscriptions.frame(s, Subscriptions.resultBody(kind: "resync", sequence: sequence, from: from, s.channel.window))
+            // One that would pass the outbox limit on top of what is queued waits until that is
+            // read (`flush` calls again with the outbox empty): a result owed is never the
+            // reason a client that reads is closed.
+            if c.pendingOutput > 0, c.pendingOutput + frame.count > Limits.maxOutboxBytes { return }
             s.missedFrom = nil
             s.lastSequence = sequence
-            let body = Subscriptions.resultBody(kind: "resync", sequence: sequence, from: from, s.channel.window)
-            guard queue(frame: Subscriptions.frame(s, body), to: c) else { return }
+            guard queue(frame: frame, to: c) else { return }
         }
         c.owesResync = false
     }

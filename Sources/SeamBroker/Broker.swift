@@ -253,7 +253,11 @@ public final class Broker {
                 continue
             }
             let reply = dispatch(call, from: c)
-            if !call.oneway { send(frame: reply, to: c) }
+            if !call.oneway {
+                send(frame: reply, to: c)
+            } else if c.pendingOutput > 0 {
+                flush(c)  // what it queued for others (an Unsubscribe's end, a narrowing Hello's errors)
+            }
         }
     }
 

@@ -101,10 +101,17 @@ final class Subscriptions {
             self.since = since
         }
 
+        /// Equal exactly when the queries are: every part a JSON string in one array, so that no
+        /// text in a predicate, a parameter's name or its value can pass for a separator (two
+        /// different queries shared a channel, and one heard the other's results).
         var key: String {
-            let parameters = request.parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\(String(reflecting: $0.value))" }
-            return [request.entity, request.predicate ?? "", parameters.joined(separator: "\u{1}"), request.sort ?? "",
-                    request.limit.map(String.init) ?? "", fields?.joined(separator: ",") ?? "*"].joined(separator: "\u{0}")
+            let parameters: [JSON] = request.parameters.sorted { $0.key < $1.key }.map {
+                [.string($0.key), .string($0.value.type?.rawValue ?? "nil"), .string(String(reflecting: $0.value))]
+            }
+            let parts: [JSON] = [.string(request.entity), request.predicate.map(JSON.string) ?? .null, .array(parameters),
+                                 request.sort.map(JSON.string) ?? .null, request.limit.map { .integer(Int64($0)) } ?? .null,
+                                 fields.map { .array($0.map(JSON.string)) } ?? .null]
+            return String(decoding: JSON.array(parts).encoded(), as: UTF8.self)
         }
     }
 

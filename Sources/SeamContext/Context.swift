@@ -178,8 +178,9 @@ public final class Context {
     }
 
     /// Opens a store that is closed (after its migration, or to serve it at its old version
-    /// when the migration failed), at the version its file holds.
-    public func reopen(_ name: String) throws(ContextError) {
+    /// when the migration failed), at the version its file holds. `changed`: the file is not the
+    /// one that closed (a migration swapped it in).
+    public func reopen(_ name: String, changed: Bool = false) throws(ContextError) {
         guard let directory, stores[name] == nil else { return }
         let storeDirectory = StoreDirectory(path: directory, schema: schema)
         do {
@@ -195,7 +196,17 @@ public final class Context {
                     }
                 }
             }
-            try attach(name, db: try storeDirectory.openStore(c, durability: options.durability), versions: Self.versions(of: c, schema: schema))
+            let db = try storeDirectory.openStore(c, durability: options.durability)
+            try attach(name, db: db, versions: Self.versions(of: c, schema: schema))
+            // A store swapped in may hold another shape: results from before are not results
+            // after. It takes a sequence number of its own, kept in the file, and the ring
+            // starts over, so that no resume reaches back across it: a subscriber from before
+            // gets a fresh result. (The original, served again after a failed migration, is
+            // left byte for byte as it was.)
+            guard changed else { return }
+            sequence += 1
+            ring = ChangeRing(capacity: options.ringCapacity)
+            do { try SaveJournal.setSequence(sequence, in: db) } catch { throw ContextError(.database(error)) }
         } catch let e as StoreError {
             closedStores[name] = e.description
             throw ContextError(.store(e))

@@ -121,7 +121,9 @@ final class MigrationRoleTests: XCTestCase {
         // one entity (each is rebuilt against the entity as migrated, none against the old).
         let subscriber = try RawClient(broker.socketPath)
         subscriber.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","limit":1,"sort":"uuid"},"more":true}"#)
-        XCTAssertTrue(subscriber.readFrame()?.contains(#""kind":"result""#) == true)
+        let first = subscriber.readFrame() ?? ""
+        XCTAssertTrue(first.contains(#""kind":"result""#), first)
+        let resultSequence = try XCTUnwrap(try JSON.decode(Array(first.utf8))["parameters"]?["sequence"]?.int64Value)
         let another = try RawClient(broker.socketPath)
         another.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","predicate":"stepIndex >= 0","limit":2,"sort":"-uuid"},"more":true}"#)
         XCTAssertTrue(another.readFrame()?.contains(#""kind":"result""#) == true)
@@ -136,6 +138,16 @@ final class MigrationRoleTests: XCTestCase {
                       resumed)
         let resumedToo = another.readFrame() ?? ""
         XCTAssertTrue(resumedToo.contains(#""kind":"resync""#) && resumedToo.contains(#""sound":"""#), resumedToo)
+        // The migration has a sequence number of its own: the resync stands at a new one, and a
+        // subscriber from before that resumes from the old one gets a fresh result, not an empty
+        // diff on rows of the old shape.
+        let after = try XCTUnwrap(try JSON.decode(Array(resumed.utf8))["parameters"]?["sequence"]?.int64Value)
+        XCTAssertGreaterThan(after, resultSequence)
+        let late = try RawClient(broker.socketPath)
+        late.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","limit":1,"sort":"uuid","since":\#(resultSequence)},"more":true}"#)
+        let lateReply = late.readFrame() ?? ""
+        XCTAssertFalse(lateReply.contains(#""kind":"diff""#), lateReply)
+        XCTAssertTrue(lateReply.contains(#""sound":"""#), lateReply)
         XCTAssertEqual(try MigrationRoleSupport.store("Local", c)["state"]?.stringValue, "open")
         XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before)
         XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])

@@ -1,0 +1,95 @@
+import Foundation
+import SeamClient
+import SeamJSON
+import SeamProtocol
+import SeamTestSupport
+import XCTest
+
+/// Subscriptions at their edges: queries that look alike, a subscriber that falls behind and
+/// stops, one owed more than the outbox holds, calls that want no reply.
+final class SubscriptionEdgeTests: BrokerTestCase {
+    func subscribe(_ raw: RawClient, _ parameters: JSONObject, id: Int64) {
+        raw.send(Call(method: "org.seam.Store.Subscribe", parameters: parameters, more: true, id: .integer(id)).frame())
+    }
+
+    func update(_ raw: RawClient, timeout: Double = 10) throws -> SubscriptionUpdate { try idAndUpdate(raw, timeout: timeout).update }
+
+    /// The next reply: the id of the call it answers, and the update it carries.
+    func idAndUpdate(_ raw: RawClient, timeout: Double = 10) throws -> (id: Int64?, update: SubscriptionUpdate) {
+        guard let text = raw.readFrame(timeout: timeout) else { throw ClientError(.disconnected) }
+        let reply = try Reply(try JSON.decode(Array(text.utf8), limits: JSONLimits(maxBytes: 512 << 20, maxStringBytes: 512 << 20)))
+        if let error = reply.error { throw ClientError(.remote(VarlinkError(error, reply.parameters))) }
+        return (reply.id?.int64Value, try SubscriptionUpdate(reply.parameters))
+    }
+
+    /// A parameter value holding what looked like a separator made two queries one channel, and
+    /// the second subscriber was given the first one's (empty) result.
+    func testQueriesThatDifferOnlyInTheirParametersHaveChannelsOfTheirOwn() throws {
+        let c = try client()
+        try c.save([.insert(entity: "Timer", values: ["name": "x"])])
+        let a = try RawClient(broker.socketPath)
+        subscribe(a, ["entity": "Timer", "predicate": "name == $a", "parameters": ["a": "x\"\u{1}b=\"y"], "fields": ["name"]], id: 1)
+        XCTAssertEqual(try update(a).rows.count, 0)
+        let b = try RawClient(broker.socketPath)
+        subscribe(b, ["entity": "Timer", "predicate": "name == $a", "parameters": ["a": "x", "b": "y"], "fields": ["name"]], id: 1)
+        XCTAssertEqual(try update(b).rows.map { $0["name"]?.stringValue }, ["x"])
+        XCTAssertEqual(try c.status()["channels"]?.int64Value, 2)
+    }
+
+    /// A subscriber that fell behind and then unsubscribes is told, in its end, the last save
+    /// it heard of, not the latest: resuming from there, it gets what it missed.
+    func testTheEndOfASubscriptionThatFellBehindSaysWhereItStopped() throws {
+        let c = try client()
+        let stalled = try RawClient(broker.socketPath)
+        subscribe(stalled, ["entity": "Timer", "sort": "name"], id: 1)
+        let name = String(repeating: "n", count: 200_000)
+        for i in 0..<12 { try c.save([.insert(entity: "Timer", values: ["name": .string("\(i)-" + name)])]) }
+        let latest = try XCTUnwrap(c.status()["sequence"]?.int64Value)
+        stalled.send(Call(method: "org.seam.Store.Unsubscribe", parameters: ["subscription": 1], id: .integer(2)).frame())
+        var live = LiveResult()
+        var end: Int64?
+        while end == nil {
+            let u = try update(stalled)
+            if u.kind == .end { end = u.sequence } else { try live.apply(u) }
+        }
+        let stopped = try XCTUnwrap(end)
+        XCTAssertLessThan(stopped, latest, "it fell behind (the test needs it to)")
+        XCTAssertEqual(stopped, live.sequence, "where its result stands")
+        let again = try RawClient(broker.socketPath)
+        subscribe(again, ["entity": "Timer", "sort": "name", "since": .integer(stopped)], id: 1)
+        try live.apply(try update(again))
+        XCTAssertEqual(live.rows.count, 12, "resumed from its end, it has every timer")
+    }
+
+    /// An Unsubscribe sent oneway still ends its subscription at once: the end was queued and
+    /// written only with the connection's next reply.
+    func testAOnewayUnsubscribeEndsAtOnce() throws {
+        let raw = try RawClient(broker.socketPath)
+        subscribe(raw, ["entity": "Timer"], id: 1)
+        XCTAssertEqual(try update(raw).kind, .result)
+        raw.send(#"{"method":"org.seam.Store.Unsubscribe","parameters":{"subscription":1},"oneway":true}"#)
+        XCTAssertEqual(try update(raw, timeout: 2).kind, .end)
+    }
+
+    /// A client owed two resyncs, the second larger than the outbox may hold on top of the first
+    /// (70 MB against 64 MiB), reads them both: it is not closed for what it is owed.
+    func testAReaderOwedALargeResyncIsNotClosed() throws {
+        let c = try client()
+        let raw = try RawClient(broker.socketPath)
+        subscribe(raw, ["entity": "Timer", "predicate": "name BEGINSWITH 's'", "fields": ["name"]], id: 1)
+        subscribe(raw, ["entity": "Timer", "predicate": "name BEGINSWITH 'big'"], id: 2)
+        let big = String(repeating: "b", count: 1_000_000)
+        for i in stride(from: 0, to: 70, by: 3) {
+            try c.save((i..<min(i + 3, 70)).map { .insert(entity: "Timer", values: ["name": .string("big\($0)" + big)]) })
+        }
+        try c.save([.insert(entity: "Timer", values: ["name": "small"])])
+        let latest = try XCTUnwrap(c.status()["sequence"]?.int64Value)
+        var small = LiveResult(), large = LiveResult()
+        while small.sequence != latest || large.sequence != latest {
+            let (id, u) = try idAndUpdate(raw, timeout: 30)
+            if id == 1 { try small.apply(u) } else { try large.apply(u) }
+        }
+        XCTAssertEqual(large.rows.count, 70)
+        XCTAssertEqual(small.rows.map { $0["name"]?.stringValue }, ["small"])
+    }
+}
