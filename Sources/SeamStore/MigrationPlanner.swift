@@ -131,7 +131,8 @@ public enum MigrationPlanner {
                 // ADD COLUMN gives existing rows today's default; one added on the way with
                 // another default needs the copy.
                 guard t.isOptional || !(t.defaultValue ?? .null).isNull,
-                      copy.expressions[i] == SchemaSQL.literal(t.defaultValue ?? .null)
+                      copy.expressions[i] == SchemaSQL.literal(t.defaultValue ?? .null),
+                      SchemaSQL.isPlainLiteral(t.defaultValue ?? .null)
                 else { return nil }
                 adds.append("ALTER TABLE \(q(copy.entity)) ADD COLUMN \(SchemaSQL.column(t))")
             }

@@ -28,11 +28,42 @@ public enum SchemaSQL {
         case .null: return "NULL"
         case .integer(let i): return String(i)
         case .bool(let b): return b ? "1" : "0"
-        case .double(let d), .date(let d): return d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) + ".0" : "\(d)"
+        case .double(let d), .date(let d): return doubleLiteral(d)
         case .string(let s), .uuid(let s), .json(let s): return "'" + doubled(s, "'") + "'"
         case .binary(let bytes): return "X'" + Hex.encode(bytes) + "'"
         }
     }
+
+    /// A double exactly, bit for bit. Whole numbers below 10^15 are written as they are. Any
+    /// other is an integer mantissa scaled by powers of two, each step exact: SQLite 3.40 reads some
+    /// decimal texts one bit off (about 1 in 20,000 of Swift's shortest forms), and rows a
+    /// migration fills must hold the default that new inserts bind. A parenthesised expression
+    /// is a constant default in `CREATE TABLE`, but `ALTER TABLE … ADD COLUMN` takes none
+    /// (`isPlainLiteral`).
+    static func doubleLiteral(_ d: Double) -> String {
+        if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) + ".0" }
+        guard d.isFinite else { return "\(d)" }  // never a default: validation refuses them
+        // d = mantissa × 2^exponent, the mantissa an integer of at most 53 bits.
+        var exponent = Int(d.exponent) - Double.significandBitCount
+        var mantissa = Int64(d.sign == .minus ? -1 : 1) * Int64((d.significandBitPattern | (d.isNormal ? 1 << 52 : 0)))
+        if !d.isNormal { exponent = Int(Double.leastNormalMagnitude.exponent) - Double.significandBitCount }
+        while mantissa != 0, mantissa % 2 == 0, exponent < 0 {
+            mantissa /= 2
+            exponent += 1
+        }
+        // Scaled by powers of two (integers up to 2^62, exact as doubles), one at a time.
+        var text = "(CAST(\(mantissa) AS REAL)"
+        var left = abs(exponent)
+        while left > 0 {
+            let step = min(left, 62)
+            text += (exponent < 0 ? " / " : " * ") + String(Int64(1) << step)
+            left -= step
+        }
+        return text + ")"
+    }
+
+    /// Whether `literal(value)` is a literal `ALTER TABLE … ADD COLUMN` accepts as a default.
+    public static func isPlainLiteral(_ value: AttributeValue) -> Bool { !literal(value).hasPrefix("(") }
 
     /// The column definition of one attribute, as `CREATE TABLE` and `ALTER TABLE ADD COLUMN` write it.
     public static func column(_ a: Attribute) -> String {
