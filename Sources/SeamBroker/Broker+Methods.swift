@@ -491,14 +491,18 @@ extension Broker {
         if let denied = deniedWrite(c, request) { return Reply(denied, id: id).frame() }
         let set: ChangeSet?
         do { set = try commit(request, author: author) } catch { return Reply(Self.varlink(error), id: id).frame() }
-        return Self.saveReply(set, id: id)
+        // Link rules may change rows of entities the caller may not read (the broker's doing,
+        // as PROTOCOL.md says); the reply lists only those it may.
+        let capabilities = c.hello?.capabilities
+        return Self.saveReply(set, id: id, shows: capabilities?.reads == nil ? nil : { capabilities!.mayRead($0) })
     }
 
     /// Save's reply, written straight to its frame (the JSON tree it used to build cost more
     /// than writing it): the sequence number (null when nothing changed), and per change its
     /// store, entity, uuid, kind and changed keys.
-    static func saveReply(_ set: ChangeSet?, id: JSON?) -> [UInt8] {
-        let changes = set?.changes ?? []
+    static func saveReply(_ set: ChangeSet?, id: JSON?, shows: ((String) -> Bool)? = nil) -> [UInt8] {
+        let all = set?.changes ?? []
+        let changes = shows.map { shows in all.filter { shows($0.entity) } } ?? all
         return Reply.frame(id: id, capacity: 96 + changes.reduce(0) { $0 + 128 + 16 * $1.changedKeys.count }) { w in
             w.key("sequence")
             if let set { w.integer(set.sequence) } else { w.null() }

@@ -255,8 +255,10 @@ public enum TimerService {
         let now = call.now
         var request = SaveRequest()
         var advanced: [JSON] = []
+        var seen = Set<String>()
         for item in list {
             guard let uuid = item.stringValue else { throw .invalidParameter("sessions") }
+            guard seen.insert(uuid).inserted else { continue }  // named twice: advanced once
             guard let session = try row("Session", uuid, call), var clock = try? SessionClock(session: session), clock.state == .running else {
                 continue
             }

@@ -296,6 +296,21 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "UserGroup", "limit": -5, "offset": "x"])["count"]?.int64Value, 1)
     }
 
+    /// A client that may write groups but not read timers deletes a group: the link rule clears
+    /// the timers' groupUUID (the broker's doing), but the reply lists only what it may read.
+    func testASaveReplyListsOnlyWhatTheCallerMayRead() throws {
+        let owner = try client()
+        try owner.hello()
+        let group = try XCTUnwrap(try owner.save([.insert(entity: "UserGroup", values: ["name": "Kitchen"])]).inserted.first)
+        try owner.save([.insert(entity: "Timer", values: ["name": "Tea", "groupUUID": .string(group)])])
+        let narrow = try client()
+        try narrow.call("org.seam.Store.Hello", ["version": 1, "role": "plugin", "name": "groups",
+                                                 "capabilities": ["reads": [], "writes": ["UserGroup"]]])
+        let reply = try narrow.call("org.seam.Store.Save", ["deletes": [["entity": "UserGroup", "uuid": .string(group)]]])
+        XCTAssertEqual(reply["changes"]?.arrayValue?.compactMap { $0["entity"]?.stringValue }, ["UserGroup"], "\(reply)")
+        XCTAssertEqual(try owner.fetch("Timer").first?["groupUUID"], .null, "the link rule still ran")
+    }
+
     func testAPluginIsTheAuthorOfItsSaves() throws {
         let c = try client()
         XCTAssertEqual(try c.hello(role: "plugin", name: "notifier")["author"]?.stringValue, "plugin:notifier")
