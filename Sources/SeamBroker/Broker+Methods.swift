@@ -493,8 +493,8 @@ extension Broker {
         do { set = try commit(request, author: author) } catch { return Reply(Self.varlink(error), id: id).frame() }
         // Link rules may change rows of entities the caller may not read (the broker's doing,
         // as PROTOCOL.md says); the reply lists only those it may.
-        let capabilities = c.hello?.capabilities
-        return Self.saveReply(set, id: id, shows: capabilities?.reads == nil ? nil : { capabilities!.mayRead($0) })
+        let shows = c.hello.flatMap { $0.capabilities.reads == nil ? nil : $0.capabilities.mayRead }
+        return Self.saveReply(set, id: id, shows: shows)
     }
 
     /// Save's reply, written straight to its frame (the JSON tree it used to build cost more

@@ -249,14 +249,14 @@ public final class SeamSubscriber: Sendable {
     /// Connects again and resumes every subscription; false (every stream failed) when closed or
     /// when no broker answers within `reconnectTimeout`.
     private func reconnect() -> Bool {
+        if inherited {  // it cannot be opened again
+            state.withLock { $0.closed = true }
+            finishAll(ClientError(.disconnected))
+            return false
+        }
         let deadline = WallClock.monotonic() + reconnectTimeout
         var pause = 0.05
         while true {
-            if inherited {
-                state.withLock { $0.closed = true }
-                finishAll(ClientError(.disconnected))
-                return false
-            }
             if state.withLock({ $0.closed }) {
                 finishAll(nil)
                 return false

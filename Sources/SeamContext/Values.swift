@@ -37,7 +37,7 @@ enum Values {
                 throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: error.description))
             }
             // JSON null is no value, as `null` is on the wire; the history could not tell the two apart.
-            if s.utf8.count < 32, (try? JSONText.minify(s)) == "null" {
+            if s.utf8.lazy.filter({ !Self.jsonSpace.contains($0) }).elementsEqual("null".utf8) {
                 guard a.isOptional else { throw ContextError(.missingValue(entity: entity, attribute: a.name)) }
                 return .null
             }
@@ -60,6 +60,9 @@ enum Values {
             throw wrong()
         }
     }
+
+    /// The bytes JSON allows between tokens: space, tab, line feed, carriage return.
+    private static let jsonSpace: [UInt8] = [0x20, 0x09, 0x0A, 0x0D]
 
     /// Whether a string of `value` (a key or a value, at any depth) holds U+0000.
     private static func holdsNUL(_ value: JSONValue) -> Bool {

@@ -44,9 +44,8 @@ public enum SchemaSQL {
         if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) + ".0" }
         guard d.isFinite else { return "\(d)" }  // never a default: validation refuses them
         // d = mantissa × 2^exponent, the mantissa an integer of at most 53 bits.
-        var exponent = Int(d.exponent) - Double.significandBitCount
+        var exponent = Int(d.isNormal ? d.exponent : Double.leastNormalMagnitude.exponent) - Double.significandBitCount
         var mantissa = Int64(d.sign == .minus ? -1 : 1) * Int64((d.significandBitPattern | (d.isNormal ? 1 << 52 : 0)))
-        if !d.isNormal { exponent = Int(Double.leastNormalMagnitude.exponent) - Double.significandBitCount }
         while mantissa != 0, mantissa % 2 == 0, exponent < 0 {
             mantissa /= 2
             exponent += 1

@@ -41,9 +41,6 @@ public enum ServerSchema {
         "ALTER TABLE seam.records ADD COLUMN IF NOT EXISTS versions jsonb NOT NULL DEFAULT '{}'",
     ]]
 
-    /// Brings the server to `version` (creating it on first use), under a lock so that two
-    /// workers starting at once do not race. Returns the version found before. A server at a
-    /// newer version than this build knows stops sync with a message rather than a guess.
     /// Why a worker stops on a server whose schema is `found`, newer than it knows.
     public static func newer(_ found: Int) -> SyncFailure {
         SyncFailure("the server's sync schema is version \(found); this seam-sync knows up to version \(version): "
@@ -57,6 +54,9 @@ public enum ServerSchema {
         return Int(try pg.query("SELECT value FROM seam.meta WHERE key = 'schemaVersion'").first?[0] ?? "0") ?? 0
     }
 
+    /// Brings the server to `version` (creating it on first use), under a lock so that two
+    /// workers starting at once do not race. Returns the version found before. A server at a
+    /// newer version than this build knows stops sync with a message rather than a guess.
     @discardableResult
     public static func ensure(_ pg: PostgresConnection) throws -> Int {
         try pg.transaction {

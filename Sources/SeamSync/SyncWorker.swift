@@ -230,7 +230,10 @@ public final class SyncWorker {
         report.state = "syncing"
         // Another machine may have upgraded the server since this worker connected: its rules
         // are not this worker's to write by.
-        if let pg, try ServerSchema.current(pg) > ServerSchema.version { throw ServerSchema.newer(try ServerSchema.current(pg)) }
+        if let pg {
+            let found = try ServerSchema.current(pg)
+            if found > ServerSchema.version { throw ServerSchema.newer(found) }
+        }
         let pushed = try export()
         report.pushed += pushed
         report.lastPush = WallClock.now()

@@ -38,13 +38,10 @@ func pick(_ kind: String, _ text: String, from rows: [JSONObject], listing: Stri
     switch find(text, in: rows) {
     case .one(let row): return row
     case .many(let rows): throw ambiguous(text, rows)
-    case .none: throw notFound(kind, text, listing: listing)
+    case .none:
+        let short = text.count < 4 && text.allSatisfy(\.isHexDigit) ? " (a uuid prefix needs at least 4 characters)" : ""
+        throw CLIError("no \(kind) named '\(text)' or with a uuid starting so\(short); \(listing) lists them")
     }
-}
-
-func notFound(_ kind: String, _ text: String, listing: String) -> CLIError {
-    let short = text.count < 4 && text.allSatisfy(\.isHexDigit) ? " (a uuid prefix needs at least 4 characters)" : ""
-    return CLIError("no \(kind) named '\(text)' or with a uuid starting so\(short); \(listing) lists them")
 }
 
 enum Found {
@@ -98,12 +95,7 @@ func resolveSession(_ c: SeamConnection, _ text: String) throws -> String {
         case .none: continue
         }
     }
-    let timer: JSONObject
-    switch find(text, in: try timers(c)) {
-    case .one(let row): timer = row
-    case .many(let rows): throw ambiguous(text, rows)
-    case .none: throw notFound("session or timer", text, listing: "seam ls")
-    }
+    let timer = try pick("session or timer", text, from: try timers(c), listing: "seam ls")
     let u = timer["uuid"]!.stringValue!
     guard let s = sessions.first(where: { $0["timerUUID"]?.stringValue == u }) else {
         throw CLIError("'\(timer["name"]?.stringValue ?? text)' is not running; start it with seam start")

@@ -77,12 +77,13 @@ int seam_spawn(const char *path, char *const argv[], char *const envp[], const i
 
 enum { SEAM_SPAWN_SESSION = 1, SEAM_SPAWN_GROUP = 2 };
 
+/// The pid of a child that has ended, left unreaped: still a zombie, so that neither its pid nor
+/// its process group id can be given to another process yet. 0 when none has ended; -1 on an
+/// error (ECHILD: no children).
+int seam_ended_child(void);
+
 /// Asks the kernel to SIGKILL this process when its parent dies; fails (ESRCH) when the parent
 /// is no longer `expected_parent`.
-/* The pid of a child that has ended, left unreaped: still a zombie, so that neither its pid nor
- * its process group id can be given to another process yet. 0 when none has ended; -1 on an
- * error (ECHILD: no children). */
-int seam_ended_child(void);
 int seam_die_with_parent(int expected_parent);
 
 /// pipe2(2) with O_CLOEXEC (needs _GNU_SOURCE).
