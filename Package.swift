@@ -122,6 +122,6 @@ let package = Package(
         ),
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
         .testTarget(name: "SeamJSONTests", dependencies: ["SeamJSON"]),
-        .testTarget(name: "SeamSyncTests", dependencies: ["SeamSync", "SeamPostgres", "SeamClient", "SeamJSON", "SeamSchema", "SeamTestSupport"]),
+        .testTarget(name: "SeamSyncTests", dependencies: ["SeamSync", "SeamPostgres", "SeamClient", "SeamJSON", "SeamSchema", "SeamStore", "SeamTestSupport", "SeamTimers"]),
     ]
 )

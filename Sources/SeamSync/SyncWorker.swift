@@ -22,6 +22,11 @@ public final class SyncWorker {
     /// Synced entity → its attributes (the Cloud entities outside the sync worker's own model).
     var synced: [String: [String]] = [:]
     var tokens: [String: (uuid: String, value: Int64)] = [:]
+    /// The synced entities whose server records up to the `server` token are all here (the
+    /// `entities` token): one missing from it was gained by a migration, and its earlier records
+    /// were passed over while this store had no such entity. Nil for a store that synced before
+    /// the token existed.
+    var covered: (uuid: String, entities: Set<String>)?
     var checkedKeptFields = false
     /// This machine's name in field versions: made once, kept as the `device` token.
     var device = ""
@@ -77,8 +82,10 @@ public final class SyncWorker {
                 try forget.send(broker)
             }
             for (_, token) in tokens { save.delete("SyncToken", token.uuid) }
+            if let covered { save.delete("SyncToken", covered.uuid) }
             save.update("SyncToken", uuid, ["value": .string(configuration.url)])
             tokens = [:]
+            covered = nil
         } else {
             save.insert("SyncToken", ["name": "serverURL", "value": .string(configuration.url)])
         }
@@ -234,10 +241,12 @@ public final class SyncWorker {
             let found = try ServerSchema.current(pg)
             if found > ServerSchema.version { throw ServerSchema.newer(found) }
         }
-        let pushed = try export()
+        var pushed = try export()
+        var pulled = 0
+        if let pg { (pushed, pulled) = try coverGainedEntities(on: pg, pushed: pushed) }
         report.pushed += pushed
         report.lastPush = WallClock.now()
-        let pulled = try importChanges()
+        pulled += try importChanges()
         report.pulled += pulled
         report.lastPull = WallClock.now()
         if pushed + pulled > 0 { log("pushed \(pushed), pulled \(pulled)") }
@@ -262,9 +271,15 @@ public final class SyncWorker {
     /// of what it covers, so one whose save failed must not stay moved in memory.
     private func loadTokens() throws {
         var loaded: [String: (uuid: String, value: Int64)] = [:]
+        covered = nil
         for row in try broker.fetch("SyncToken") {
             guard let name = row["name"]?.stringValue, name != "device", name != "serverURL", let uuid = row["uuid"]?.stringValue else { continue }
-            loaded[name] = (uuid, Int64(row["value"]?.stringValue ?? "") ?? 0)
+            let value = row["value"]?.stringValue ?? ""
+            if name == "entities" {
+                covered = (uuid, Set(value.split(separator: ",").map(String.init)))
+            } else {
+                loaded[name] = (uuid, Int64(value) ?? 0)
+            }
         }
         tokens = loaded
     }
@@ -428,8 +443,18 @@ public final class SyncWorker {
     private func exportEverything(on pg: PostgresConnection) throws -> Int {
         let start = try broker.call("org.seam.Sync.History", ["since": .integer(Int64.max / 2), "limit": .integer(1)])
         let sequence = start["sequence"]?.int64Value ?? 0
+        let written = try exportRows(of: synced.keys.sorted(), on: pg)
+        var save = SaveBuilder()
+        tokenChange("exported", sequence, into: &save)
+        try save.send(broker)
+        if written > 0 { log("first export: \(written) record(s)") }
+        return written
+    }
+
+    /// Sends every row of `entities` as it stands, in batches; returns the records written.
+    private func exportRows(of entities: [String], on pg: PostgresConnection) throws -> Int {
         var written = 0
-        for entity in synced.keys.sorted() {
+        for entity in entities {
             try forEachPage(of: entity) { rows in
                 // Rows as they stand, of unknown age: their fields lose to any versioned edit.
                 let oldest = FieldVersion.stamp(time: 0, device: device)
@@ -450,11 +475,49 @@ public final class SyncWorker {
                 written += results.count
             }
         }
-        var save = SaveBuilder()
-        tokenChange("exported", sequence, into: &save)
-        try save.send(broker)
-        if written > 0 { log("first export: \(written) record(s)") }
         return written
+    }
+
+    // MARK: - Entities a migration brought
+
+    /// Catches up on the synced entities this store gained since its records were last all
+    /// here: a migration added them, or renamed an entity to them. Until then this machine
+    /// neither sent their rows (rows a migration makes have no history) nor kept the server's
+    /// records of them (the import passes a record of an entity the store lacks). So every row
+    /// of theirs is sent as it stands, as by a first export; every server record of theirs up
+    /// to the `server` token is imported (later ones come with the import that follows); and
+    /// the entities covered are recorded. Returns the records exported and imported, with
+    /// `pushed` added to the first.
+    ///
+    /// Work lost to a crash before the `entities` token is saved is done again at the next
+    /// cycle, and finds the server holding what was sent and this store what was brought.
+    func coverGainedEntities(on pg: PostgresConnection, pushed: Int) throws -> (pushed: Int, pulled: Int) {
+        let now = Set(synced.keys)
+        if covered?.entities == now { return (pushed, 0) }
+        // A store that synced before the token existed: its entities are taken as covered (no
+        // model version since sync shipped has added a synced entity).
+        let gained = covered.map { now.subtracting($0.entities).sorted() } ?? []
+        var sent = 0, brought = 0
+        if !gained.isEmpty {
+            sent = try exportRows(of: gained, on: pg)
+            let token = tokens["server"]?.value ?? 0
+            var state = ImportState(token: token, fresh: false, movesToken: false)
+            brought = try importRecords(where: { _ in "record_type = ANY($1::text[]) AND change_tag <= \(token) AND NOT deleted" },
+                                        [PostgresArray.literal(gained)], &state, on: pg)
+            log("the store now has \(gained.joined(separator: ", ")): sent \(sent) row(s), brought \(brought) earlier record(s)")
+        }
+        let value = JSON.string(now.sorted().joined(separator: ","))
+        var save = SaveBuilder()
+        if let covered {
+            save.update("SyncToken", covered.uuid, ["value": value])
+        } else {
+            let uuid = UUIDText.random()
+            save.insert("SyncToken", ["uuid": .string(uuid), "name": "entities", "value": value])
+            covered = (uuid, now)
+        }
+        try save.send(broker)
+        covered?.entities = now
+        return (pushed + sent, brought)
     }
 
     /// The server's version of a record: its fields, their versions, its change tag.
@@ -728,11 +791,21 @@ public final class SyncWorker {
     func importChanges() throws -> Int {
         guard let pg else { return 0 }
         let token = tokens["server"]?.value ?? 0
-        var state = ImportState(token: token, fresh: token == 0 ? try storeHoldsNothingSynced() : false)
+        var state = ImportState(token: token, fresh: token == 0 ? try storeHoldsNothingSynced() : false, movesToken: true)
+        return try importRecords(where: { "change_tag > \($0)" }, [], &state, on: pg)
+    }
+
+    /// Applies the zone's records that `condition` (given the token, with `parameters`) selects,
+    /// in change-tag order, through a cursor (see `importChanges`). When `state.movesToken`, pass
+    /// after pass, each from where the last left the token, until one reads nothing; else one.
+    /// Returns the records applied.
+    private func importRecords(where condition: (Int64) -> String, _ parameters: [String?], _ state: inout ImportState,
+                               on pg: PostgresConnection) throws -> Int {
         while true {
             let read = try pg.transaction {
+                let condition = condition(state.token)
                 try pg.query("DECLARE seam_import NO SCROLL CURSOR FOR SELECT record_type, uuid::text, fields::text, change_tag, deleted "
-                             + "FROM seam.records WHERE zone = current_user AND change_tag > \(state.token) ORDER BY change_tag")
+                             + "FROM seam.records WHERE zone = current_user AND \(condition) ORDER BY change_tag", parameters)
                 var read = 0
                 // Leaving early (the server went away mid-pass): the last batch's save is
                 // answered before anything else is asked of seamd, so its reply is not lost.
@@ -752,7 +825,7 @@ public final class SyncWorker {
                     read += rows.count
                 }
             }
-            if read == 0 { return state.applied }
+            if read == 0 || !state.movesToken { return state.applied }
         }
     }
 
@@ -791,6 +864,9 @@ public final class SyncWorker {
     struct ImportState {
         var token: Int64
         let fresh: Bool
+        /// Whether the batches move the `server` token (the import); not when they bring
+        /// earlier records (`coverGainedEntities`).
+        let movesToken: Bool
         var applied = 0
         var insertedHere: Set<RecordKey> = []
         /// The last batch's save, sent and not yet answered.
@@ -895,12 +971,12 @@ public final class SyncWorker {
             // of it makes one. Half the rows a new machine writes while it catches up.
             applied += 1
         }
-        tokenChange("server", last, into: &save)
+        if state.movesToken { tokenChange("server", last, into: &save) }
         testPause?("import-save")
         if let id = try save.begin(broker) {
             state.saving = Batch(id: id, rows: rows, token: token, tokenRow: tokenRow, applied: applied)
         }
-        state.token = last
+        if state.movesToken { state.token = last }
     }
 }
 

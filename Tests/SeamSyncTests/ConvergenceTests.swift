@@ -3,7 +3,9 @@ import SeamClient
 import SeamJSON
 import SeamPostgres
 import SeamSchema
+import SeamStore
 import SeamTestSupport
+import SeamTimers
 import XCTest
 
 /// Sync that converges: per-field conflicts resolved the same way on every machine whatever
@@ -134,18 +136,60 @@ final class ConvergenceTests: XCTestCase {
         }
     }
 
-    /// A machine whose Cloud store is at Timers v5 (no `Timer.sound`; its migration waits until
-    /// asked), set up to sync as `user`.
-    func oldMachine(server: PostgresTestServer, user: String) throws -> SyncMachine {
+    /// A machine whose Cloud store is at Timers `version` (v5: no `Timer.sound`; its migration
+    /// waits until asked), set up to sync as `user`. `versions` names each model's version
+    /// instead, in pairs no release shipped; `prepare` is given the data directory first.
+    func oldMachine(server: PostgresTestServer, user: String, version: Int = 5, versions: [String: Int]? = nil,
+                    prepare: (String) throws -> Void = { _ in }) throws -> SyncMachine {
         let home = TemporaryDirectory("seam-sync-old")
         let data = home.file("data")
-        let fixture = try Executables.run("seam-fixture", ["--version", "5", "--rows", "0", data])
-        XCTAssertEqual(fixture.status, 0, fixture.stderr)
+        if let versions {
+            try FixtureWriter(schema: TimerApp.schema, versions: versions, rowsPerEntity: 0, seed: 1).write(to: data) { _ in }
+        } else {
+            let fixture = try Executables.run("seam-fixture", ["--version", String(version), "--rows", "0", data])
+            XCTAssertEqual(fixture.status, 0, fixture.stderr)
+        }
+        try prepare(data)
         let config = home.file("config")
         try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
         try Data(#"{"roles": {"ticker": {"enabled": false}, "migrate": {"enabled": false}}}"#.utf8)
             .write(to: URL(fileURLWithPath: config + "/seamd.json"))
         return try SyncMachine("old", server: server, user: user, reusing: (home, data, config), setUp: true)
+    }
+
+    /// An entity a migration brings: Timers v3 renamed `Folder` to `UserGroup`, so a store at v2
+    /// has no groups, and seamd serves it without its folders (it serves the current entities).
+    /// No release synced such a store (sync's metadata v2 came with Timers v3), but a later
+    /// version that adds an entity makes one: here, Timers v2 beside SyncMetadata v2. Meanwhile
+    /// its import passes over the server's groups, and its folders stay here. Once migrated, it
+    /// brings the groups made elsewhere meanwhile, and sends its folders, groups now (rows a
+    /// migration makes have no history to export them by).
+    func testAnEntityAMigrationBringsCatchesUpBothWays() throws {
+        let server = try pg()
+        try server.addUser("heidi")
+        let folder = UUID().uuidString.lowercased()
+        let old = try oldMachine(server: server, user: "heidi", versions: ["Timers": 2, "SyncMetadata": 2]) { data in
+            // A folder release 2 made.
+            try Database(path: data + "/Cloud.sqlite").execute("INSERT INTO Folder (uuid, name) VALUES ('\(folder)', 'Made in release 2')")
+        }
+        let new = try SyncMachine("new", server: server, user: "heidi")
+        let group = try new.insert("UserGroup", ["name": "Made as a group"])
+        let timer = try new.insert("Timer", ["name": "In the group", "groupUUID": .string(group),
+                                             "steps": .array([.object(["label": "go", "seconds": 60])])])
+        // The timer's tag follows the group's: once the old machine has the timer, its import
+        // has passed the group.
+        try eventually(15, "the old machine has the timer") { try old.timer(timer) != nil }
+
+        let migrate = try Executables.run("seam", ["migrate", "--socket", old.broker.socketPath])
+        XCTAssertEqual(migrate.status, 0, migrate.stderr)
+        try eventually(20, "the old machine, migrated, has the group made elsewhere") {
+            try old.connection.row("UserGroup", uuid: group)?["name"]?.stringValue == "Made as a group"
+        }
+        try eventually(20, "the new machine has the folder, as a group") {
+            try new.connection.row("UserGroup", uuid: folder)?["name"]?.stringValue == "Made in release 2"
+        }
+        try eventually(10, "the timer's group, kept meanwhile, is filled in") { try old.timer(timer)?["groupUUID"]?.stringValue == group }
+        try eventually(10, "the worker says what it did") { old.broker.log.contains("the store now has UserGroup: sent 1 row(s), brought 1") }
     }
 
     /// Kept values of more records than one save may change (6,000 timers, two changes each)
