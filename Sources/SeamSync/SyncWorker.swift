@@ -19,6 +19,8 @@ public final class SyncWorker {
     let configuration: SyncConfiguration
     let url: SyncURL
     var pg: PostgresConnection?
+    /// The server role this worker connects as: its zone.
+    var zone = ""
     /// Synced entity → its attributes (the Cloud entities outside the sync worker's own model).
     var synced: [String: [String]] = [:]
     var tokens: [String: (uuid: String, value: Int64)] = [:]
@@ -162,19 +164,25 @@ public final class SyncWorker {
         // the server's notifications libpq took in with a query's answer (those sent while the
         // import's transaction was open arrive with its COMMIT).
         if brokerEvents(listen) { return true }
-        if let pending = try? pg.notifications(othersOnly: true), !pending.isEmpty { return true }
+        if let pending = try? zoneNotifications(pg), pending { return true }
         let ready = UnixSocket.waitReadable([broker.descriptor, pg.socket],
                                             timeoutMilliseconds: Int32(configuration.pollInterval * 1000))
         var due = !ready.contains(true)
         if ready[0] { due = brokerEvents(listen) || due }
         if ready[1] {
-            do { due = !(try pg.notifications(othersOnly: true)).isEmpty || due } catch {
+            do { due = try zoneNotifications(pg) || due } catch {
                 fail("lost the server: \(error)")
                 self.pg = nil
                 return true
             }
         }
         return due
+    }
+
+    /// Whether the server told of a write to this worker's zone by another session. A
+    /// notification's payload is the zone written (empty from workers before it was: any zone).
+    private func zoneNotifications(_ pg: PostgresConnection) throws(PostgresError) -> Bool {
+        try pg.notifications(othersOnly: true).contains { $0.payload.isEmpty || $0.payload == zone }
     }
 
     private func waitForBroker(_ listen: JSON, seconds: Double) {
@@ -217,6 +225,7 @@ public final class SyncWorker {
         try connection.setTimeouts(statement: 120, lock: 15)
         let before = try ServerSchema.ensure(connection)
         if before < ServerSchema.version { log("set up the server's sync schema (version \(ServerSchema.version), was \(before))") }
+        zone = try connection.query("SELECT current_user::text").first?[0] ?? ""
         try connection.query("LISTEN \(Self.channel)")
         pg = connection
         log("connected to \(configuration.url)")
@@ -559,7 +568,7 @@ public final class SyncWorker {
                         if let tag = tags[n.record.key] { out.append((n.record.key, tag, n.merged, n.adopt)) } else { conflicted.append(n.record) }
                     }
                 }
-                if conflicted.count < remaining.count { try pg.query("SELECT pg_notify($1, '')", [Self.channel]) }
+                if conflicted.count < remaining.count { try pg.query("SELECT pg_notify($1, current_user::text)", [Self.channel]) }
             }
             remaining = conflicted
         }

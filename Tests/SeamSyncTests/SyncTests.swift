@@ -373,6 +373,42 @@ final class SyncTests: XCTestCase {
         XCTAssertEqual(try bob.query("UPDATE seam.records SET fields = '{}' WHERE uuid = $1::uuid RETURNING 1", [timer]).count, 0)
     }
 
+    /// A worker wakes for writes to its own zone, not for every zone's: each notification
+    /// names the zone written. With polling off, the writes of another zone's machine start no
+    /// cycle here; a write by a machine of the same zone does, at once.
+    func testAWorkerSleepsThroughOtherZonesWrites() throws {
+        let server = try pg()
+        try server.addUser("ivan")
+        try server.addUser("judy")
+        let a = try SyncMachine("a", server: server, user: "ivan")
+        let path = a.config + "/sync.json"
+        var json = try XCTUnwrap(JSON.decode(String(contentsOfFile: path, encoding: .utf8)).objectValue)
+        json["pollInterval"] = .double(3600)
+        try Data(JSON.object(json).encoded()).write(to: URL(fileURLWithPath: path))
+        let first = try XCTUnwrap(a.syncWorkerPID())
+        kill(first, SIGKILL)
+        try eventually(20, "a worker started again, with no polls, and finished a cycle") {
+            let pid = try a.syncWorkerPID()
+            let status = try a.syncStatus()
+            return pid != nil && pid != first && status["state"]?.stringValue == "idle" && status["lastPull"]?.doubleValue != nil
+        }
+        usleep(300_000)
+        let quiet = try a.syncStatus()["lastPull"]
+
+        let other = try SyncMachine("b", server: server, user: "judy")
+        let admin = try PostgresConnection(server.adminConnection)
+        for i in 0..<3 { _ = try other.addTimer("Another zone's \(i)") }
+        try eventually(10, "the other zone's timers are on the server") {
+            try admin.query("SELECT count(*) FROM seam.records WHERE zone = 'judy'")[0][0] == "3"
+        }
+        usleep(1_500_000)
+        XCTAssertEqual(try a.syncStatus()["lastPull"], quiet, "another zone's writes started a cycle")
+
+        let mate = try SyncMachine("c", server: server, user: "ivan")
+        let timer = try mate.addTimer("The same zone's")
+        try eventually(10, "a write to the zone woke the worker") { try a.timer(timer) != nil }
+    }
+
     /// A burst of saves while the server restarts and the worker is killed: in the end the other
     /// machine has every timer exactly once, and so has the server.
     func testServerRestartAndAKilledWorkerLoseAndDuplicateNothing() throws {
