@@ -72,6 +72,20 @@ extension Broker {
     /// store is current.
     func beginMigration() -> Result<MigrationRun?, VarlinkError> {
         if let run = migration { return .success(run) }
+        // A swap that stopped part way comes first: its copies are verified, and a new build
+        // would overwrite them (the worker refuses to). Finished now, its stores serve again.
+        let pending = storeDirectory.unfinishedSwap
+        if !pending.isEmpty {
+            do { try storeDirectory.recover() } catch {
+                return .failure(.migrationFailed("the swap of \(pending.sorted().joined(separator: ", ")) that stopped part way still "
+                                                 + "cannot finish: \(error). Fix that, then run seam migrate again (or restart seamd)"))
+            }
+            log.info("finished the swap of \(pending.sorted().joined(separator: ", ")) that had stopped part way")
+            for name in pending.sorted() {
+                do { try context.reopen(name, changed: true) } catch { log.error("\(name) store stays closed: \(error)") }
+            }
+            resumeChannels(in: pending.sorted())
+        }
         let plan: MigrationPlan
         do { plan = try storeDirectory.planInService() } catch {
             return .failure(.migrationFailed("cannot plan the migration: \(error)"))

@@ -90,6 +90,11 @@ public final class Database {
         do {
             sqlite3_busy_timeout(db, options.busyTimeoutMilliseconds)
             _ = seam_sqlite_db_config_bool(db, SQLITE_DBCONFIG_DEFENSIVE, 1)
+            // A double-quoted name that is no column is an error, not a string literal: with the
+            // fallback on, a store missing a column read back that column's name as every row's
+            // value (a migration copied it into the new store as data).
+            _ = seam_sqlite_db_config_bool(db, SQLITE_DBCONFIG_DQS_DML, 0)
+            _ = seam_sqlite_db_config_bool(db, SQLITE_DBCONFIG_DQS_DDL, 0)
             if wal {
                 try execute("PRAGMA journal_mode=WAL")
                 // NORMAL for both: with full durability, the WAL hook below flushes each commit.

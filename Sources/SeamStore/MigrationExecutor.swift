@@ -76,6 +76,11 @@ enum MigrationExecutor {
     static func build(
         _ plan: MigrationPlan, layout: StoreLayout, options: MigrationOptions, progress: Progress
     ) throws(StoreError) -> MigrationProgress {
+        // The copies a pending swap names are the only whole new versions of their stores: a
+        // build would overwrite them (the same names) while the intent still says to swap them in.
+        if FileSystem.exists(layout.intent) {
+            throw StoreError(.swapPending(detail: "migration.intent names them"), path: layout.directory)
+        }
         let sources = Set(plan.files.flatMap(\.sources)).union(plan.files.map(\.configuration))
         for configuration in sources.sorted() where FileSystem.exists(layout.store(configuration)) {
             try foldWAL(layout.store(configuration))
@@ -396,6 +401,13 @@ enum MigrationExecutor {
 
     /// Records the intent to swap, then swaps every copy in, keeping each original in backups/.
     static func swap(_ configurations: [String], layout: StoreLayout) throws(StoreError) -> [String] {
+        // The build folded each WAL in; one written since holds commits the copy lacks, and
+        // the swap would remove it. Nothing is swapped then, and the copies go.
+        for c in configurations where (FileSystem.size(layout.store(c) + "-wal") ?? 0) > 0 {
+            for c in configurations { try? StoreLayout.removeDatabase(layout.copy(c)) }
+            throw StoreError(.inUse(detail: "it was written after its migrated copy was built; the copy was dropped, and "
+                                    + "the migration can run again"), path: layout.store(c))
+        }
         do {
             let intent = CanonicalJSON.object([
                 "format": .integer(1), "swap": .array(configurations.map(CanonicalJSON.string)),
@@ -412,15 +424,26 @@ enum MigrationExecutor {
     // MARK: - Helpers
 
     /// Folds a leftover WAL into its database, so that the file alone is the whole store
-    /// (content is unchanged; this is what SQLite does on a clean close).
+    /// (content is unchanged; this is what SQLite does on a clean close). The copy is built from
+    /// the file alone, and the swap removes the WAL: a fold that could not finish (another
+    /// process's read transaction holds back the last commits) stops the migration, or those
+    /// commits would be lost.
     static func foldWAL(_ path: String) throws(StoreError) {
         guard (FileSystem.size(path + "-wal") ?? 0) > 0 else { return }
+        let result: [Int64]
         do {
             let db = try Database(path: path, options: { var o = Database.Options(); o.create = false; return o }())
-            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            // busy, frames in the WAL, frames folded in
+            result = (try db.rows("PRAGMA wal_checkpoint(TRUNCATE)", types: [.integer, .integer, .integer]).first ?? [])
+                .map { $0.integerValue ?? -1 }
             db.close()
         } catch {
             throw StoreError(.database(error), path: path)
+        }
+        let left = FileSystem.size(path + "-wal") ?? 0
+        guard result.count == 3, result[0] == 0, result[1] == result[2], left == 0 else {
+            throw StoreError(.inUse(detail: "its last commits could not be folded in from \(path)-wal: another process's read "
+                                    + "transaction holds them back"), path: path)
         }
     }
 }

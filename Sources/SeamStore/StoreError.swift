@@ -28,6 +28,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case copyFailedInFileSystem(SystemError)
         /// The directory cannot be written (read-only file system or permissions).
         case readOnly(detail: String)
+        /// Another process holds the file in a way that stops the work (a reader's snapshot
+        /// keeps the WAL from being folded in).
+        case inUse(detail: String)
+        /// A migration's verified copies wait to be swapped in (`migration.intent`): no other
+        /// migration may start until that swap is finished.
+        case swapPending(detail: String)
         /// SQLite failed.
         case database(DatabaseError)
         /// A file operation failed.
@@ -79,6 +85,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case .readOnly(let detail):
             return "\(path) cannot be written (\(detail)); nothing was changed. Make it writable, or move the stores to a "
                 + "writable place"
+        case .inUse(let detail):
+            return "\(path) is in use by another process (\(detail)); nothing was changed. Close what has it open (an sqlite3 "
+                + "shell, a backup tool) and try again"
+        case .swapPending(let detail):
+            return "\(path): a migration's verified copies wait to be swapped in (\(detail)); no other migration starts "
+                + "until that swap is finished. Fix what stopped it, then run the migration again or restart seamd"
         case .database(let e):
             return "\(path): \(e)"
         case .system(let e):

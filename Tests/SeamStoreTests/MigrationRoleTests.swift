@@ -183,18 +183,26 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertEqual(try MigrationRoleSupport.uuids(in: data)["Session"], before["Session"])
     }
 
-    /// A swap that stops part way (here the old backup of Local cannot be removed: something
-    /// made its journal a directory) keeps the copies the swap still needs and serves neither
-    /// half; the next start, the obstacle gone, finishes the swap, and every row is there.
-    func testASwapThatStopsPartWayKeepsItsCopiesAndIsFinishedAtTheNextStart() throws {
-        let tmp = TemporaryDirectory("seam-role")
-        let data = tmp.file("data")
+    /// A release-2 directory (30 rows) whose migration's swap will stop part way: the old
+    /// backup of Local cannot be removed, since something made its journal a directory (the
+    /// obstacle, returned with the rows' uuids before).
+    func stopASwapPartWay(in data: String) throws -> (before: [String: Set<String>], obstacle: String) {
         let made = try Executables.run("seam-fixture", ["--version", "2", "--rows", "30", data])
         XCTAssertEqual(made.status, 0, made.stderr)
         let before = try MigrationRoleSupport.uuids(in: data)
         let obstacle = data + "/backups/Local.sqlite-journal"
         try FileManager.default.createDirectory(atPath: obstacle, withIntermediateDirectories: true)
         try Data("x".utf8).write(to: URL(fileURLWithPath: obstacle + "/in-the-way"))
+        return (before, obstacle)
+    }
+
+    /// A swap that stops part way (here the old backup of Local cannot be removed: something
+    /// made its journal a directory) keeps the copies the swap still needs and serves neither
+    /// half; the next start, the obstacle gone, finishes the swap, and every row is there.
+    func testASwapThatStopsPartWayKeepsItsCopiesAndIsFinishedAtTheNextStart() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        let (before, obstacle) = try stopASwapPartWay(in: data)
         var broker = try BrokerProcess(dataDirectory: data)
         var c = try SeamConnection.connect(path: broker.socketPath)
         try eventually(20, "the migration ended") {
@@ -212,6 +220,37 @@ final class MigrationRoleTests: XCTestCase {
         try FileManager.default.removeItem(atPath: obstacle)
         broker = try BrokerProcess(dataDirectory: data)
         c = try SeamConnection.connect(path: broker.socketPath)
+        for name in ["Cloud", "Local"] { XCTAssertEqual(try MigrationRoleSupport.store(name, c)["state"]?.stringValue, "open") }
+        XCTAssertEqual(try c.count("Session"), 30, "every run arrived")
+        XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before)
+        XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
+        XCTAssertEqual(broker.stop(), 0)
+    }
+
+    /// `seam migrate` after a swap stopped part way finishes that swap rather than building new
+    /// copies over the ones it names (a crash during that build swapped half-built copies in at
+    /// the next start). While the obstacle stands, it says the swap still cannot finish and
+    /// starts no worker; once it is gone, the swap finishes and both stores serve, in service.
+    func testMigrateAfterASwapStoppedPartWayFinishesThatSwap() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        let (before, obstacle) = try stopASwapPartWay(in: data)
+        let broker = try BrokerProcess(dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try eventually(20, "the migration ended") { try c.status()["migration"]?["last"]?["error"]?.stringValue != nil }
+        let copy = try FileManager.default.attributesOfItem(atPath: data + "/.Local.sqlite.migrating")[.modificationDate] as? Date
+
+        let blocked = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
+        XCTAssertNotEqual(blocked.status, 0)
+        XCTAssertTrue(blocked.stderr.contains("still cannot finish"), blocked.stderr)
+        XCTAssertEqual(broker.log.components(separatedBy: "started migrate").count, 2, "one worker only: \(broker.log)")
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: data + "/.Local.sqlite.migrating")[.modificationDate] as? Date,
+                       copy, "the copy the intent names is untouched")
+
+        try FileManager.default.removeItem(atPath: obstacle)
+        let done = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
+        XCTAssertEqual(done.status, 0, done.stderr)
+        XCTAssertTrue(broker.log.contains("finished the swap of Cloud, Local that had stopped part way"), broker.log)
         for name in ["Cloud", "Local"] { XCTAssertEqual(try MigrationRoleSupport.store(name, c)["state"]?.stringValue, "open") }
         XCTAssertEqual(try c.count("Session"), 30, "every run arrived")
         XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before)

@@ -131,6 +131,27 @@ final class MigrationTests: StoreTestCase {
         }
     }
 
+    /// A reader whose snapshot is older than the last commits (an sqlite3 shell, a backup tool)
+    /// keeps them from being folded into the file: the migration stops and says so, and those
+    /// commits stay. (The copy is built from the file alone, and the swap removes the WAL.)
+    func testAReaderHoldingBackTheWALStopsTheMigrationAndLosesNothing() throws {
+        let dir = try fixture(release: 5, rows: 10, in: "held")
+        let path = dir + "/Cloud.sqlite"
+        let reader = try Database(path: path)
+        try reader.execute("BEGIN; SELECT count(*) FROM Timer")
+        let writer = try Database(path: path)
+        try writer.execute("UPDATE Timer SET name = 'renamed before the migration'")
+        writer.close()  // its checkpoint cannot pass the reader's snapshot: the commit stays in the WAL
+        XCTAssertThrowsError(try StoreDirectory(path: dir, schema: TimerApp.schema).migrate()) { error in
+            XCTAssertTrue("\(error)".contains("in use by another process"), "\(error)")
+        }
+        try reader.execute("COMMIT")
+        reader.close()
+        let db = try Database(path: path)
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM Timer WHERE name = 'renamed before the migration'"), .integer(10))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/backups"), "nothing was swapped")
+    }
+
     func testTheBackupKeepsOneGeneration() throws {
         let dir = try fixture(release: 1, rows: 5, in: "backup")
         let original = try bytes(dir + "/Cloud.sqlite")

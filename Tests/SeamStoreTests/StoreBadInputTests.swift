@@ -18,6 +18,20 @@ final class StoreBadInputTests: XCTestCase {
 
     // MARK: - Not SQLite at all
 
+    /// A store missing a column its version has (dropped by hand, or damaged) makes reads of it
+    /// fail, naming the column. With SQLite's fallback for double-quoted names, the column's
+    /// name came back as every row's value, and a migration copied it into the new store.
+    func testAMissingColumnIsAnErrorNotItsName() throws {
+        let tmp = TemporaryDirectory("seam-bad")
+        let dir = tmp.file("data")
+        try BadInputSupport.writeFixture(timersVersion: 6, rows: 3, to: dir)
+        let db = try Database(path: dir + "/Cloud.sqlite")
+        try db.execute("ALTER TABLE Timer DROP COLUMN sound")
+        XCTAssertThrowsError(try db.rows(#"SELECT "uuid", "sound" FROM "Timer""#)) { error in
+            XCTAssertTrue("\(error)".contains("no such column: sound"), "\(error)")
+        }
+    }
+
     /// A text file named `Cloud.sqlite` is refused by every entry point with `.notAStore`; the
     /// message starts with the file, says what is wrong (no SQLite header), that it was left
     /// untouched, and what to do; nothing in the directory changes (in particular `open()` does
