@@ -381,10 +381,10 @@ extension Broker {
 
     func count(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
         var r: FetchRequest
-        // Count takes no limit or offset; like any parameter a method does not know, they are ignored.
+        // Count takes no sort, limit, offset or fields; like any parameter a method does not know,
+        // they are ignored (not checked, and no ORDER BY for a count).
         var p = p
-        p["limit"] = nil
-        p["offset"] = nil
+        for ignored in ["sort", "limit", "offset", "fields"] { p[ignored] = nil }
         switch request(p) {
         case .success(let x): r = x
         case .failure(let e): return .failure(e)
@@ -594,7 +594,7 @@ extension Broker {
         case .wrongType(_, let a, _, _), .missingValue(_, let a), .valueTooLarge(_, let a, _, _), .invalidValue(_, let a, _):
             return .invalidRequest(error.description, field: a)
         case .unknownEntity: return .invalidRequest(error.description, field: "entity")
-        case .query(let q): return .invalidRequest(q.description, field: "predicate")
+        case .query(let q, let field): return .invalidRequest(q.description, field: field)
         case .snapshotUnsupported: return .invalidRequest(error.description)
         case .storeUnavailable(let store, _, _): return .storeUnavailable(store: store, error.description)
         case .store, .database: return .storeFailure(error.description)

@@ -130,9 +130,13 @@ final class Subscriptions {
             guard existing.window.rows.count <= cap else { throw Self.tooManyRows(cap) }
             return existing
         }
-        // Whole rows: the window keeps the sort keys too, whatever the fields.
+        // Whole rows: the window keeps the sort keys too, whatever the fields. And in the order
+        // the window keeps them: with no sort that is uuid order (`Sorting("")`), which SQL gives
+        // only when asked (else the order of whatever index it walks, where the window's binary
+        // searches find no changed row).
         var base = query.request
         base.attributes = nil
+        base.sort = base.sort ?? ""
         var fetch = base
         fetch.limit = min(query.request.limit ?? cap + 1, cap + 1)
         let rows: [Row]

@@ -505,6 +505,7 @@ public final class Context {
     }
 
     private func compile(_ request: FetchRequest, entity e: Entity, columns: [String]) throws(ContextError) -> CompiledSQL {
+        var field = "predicate"
         do throws(QueryError) {
             var predicate: CheckedPredicate?
             if let text = request.predicate {
@@ -518,11 +519,14 @@ public final class Context {
                 }
                 predicate = try CheckedPredicate(parsed, entity: e, parameters: request.parameters)
             }
+            field = "sort"
             var sorting: Sorting?
             if let s = request.sort { sorting = try Sorting(s, entity: e) }
+            field = "limit"
             if let limit = request.limit, limit < 0 {
                 throw QueryError(.invalidValue, at: 0, "a limit cannot be negative")
             }
+            field = "predicate"
             var compiled = try CompiledSQL.select(columns, from: e, where: predicate, orderBy: sorting, limit: request.limit)
             if let offset = request.offset, offset > 0 {
                 if request.limit == nil { compiled.sql += " LIMIT -1" }
@@ -530,7 +534,7 @@ public final class Context {
             }
             return compiled
         } catch {
-            throw ContextError(.query(error))
+            throw ContextError(.query(error, field: field))
         }
     }
 }

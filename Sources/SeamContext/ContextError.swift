@@ -23,7 +23,8 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         case snapshotUnsupported
         /// The store that holds the entity is closed: migrating, newer than this build, or unreadable.
         case storeUnavailable(store: String, entity: String, reason: String)
-        case query(QueryError)
+        /// A query that does not check, and the request member it is in (`predicate`, `sort`, `limit`).
+        case query(QueryError, field: String = "predicate")
         case store(StoreError)
         case database(DatabaseError)
     }
@@ -55,7 +56,7 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
                 + "read without a snapshot, or use a store directory"
         case .storeUnavailable(let store, let entity, let reason):
             return "\(entity) is in the \(store) store, which is not available: \(reason)"
-        case .query(let e): return "\(e)"
+        case .query(let e, _): return "\(e)"
         case .store(let e): return "\(e)"
         case .database(let e): return "\(e)"
         }

@@ -121,7 +121,7 @@ struct LikePattern: Sendable, Hashable {
 
     /// The leftmost place at or after `from` where `needle` lies wholly before `limit`
     /// (Knuth–Morris–Pratt).
-    private static func find(_ needle: Literal, in text: UnsafeBufferPointer<UInt8>, from: Int, before limit: Int, folded: Bool) -> Int? {
+    static func find(_ needle: Literal, in text: UnsafeBufferPointer<UInt8>, from: Int, before limit: Int, folded: Bool) -> Int? {
         let bytes = needle.bytes
         guard limit - from >= bytes.count else { return nil }
         var matched = 0

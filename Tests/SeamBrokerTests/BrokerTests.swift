@@ -205,6 +205,13 @@ final class BrokerTests: XCTestCase {
         expect("org.seam.Store.InvalidRequest", "org.seam.Store.Fetch", ["entity": "Timer", "predicate": "name =="])
         expect("org.seam.Store.InvalidRequest", "org.seam.Store.Fetch", ["entity": "Timer", "predicate": "colur == 'x'"])
         expect("org.seam.Store.InvalidRequest", "org.seam.Store.Save", ["inserts": [["entity": "Timer", "values": ["name": 5]]]])
+        // The member at fault is named: a sort error is the sort's, not the predicate's.
+        XCTAssertThrowsError(try c.call("org.seam.Store.Fetch", ["entity": "Timer", "predicate": "name == 'x'", "sort": "name, name"])) { e in
+            guard case .remote(let v)? = (e as? ClientError)?.kind else { return XCTFail("\(e)") }
+            XCTAssertEqual(v.parameters["field"]?.stringValue, "sort", "\(e)")
+        }
+        // Count takes no sort: like a limit, one given is ignored, not checked.
+        XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "Timer", "sort": "nosuch"])["count"]?.int64Value, 0)
         expect("org.seam.Store.NotFound", "org.seam.Store.Save",
                ["deletes": [["entity": "Timer", "uuid": "00000000-0000-4000-8000-000000000000"]]])
         expect("org.seam.Store.UnsupportedVersion", "org.seam.Store.Hello", ["version": 99])

@@ -22,6 +22,27 @@ final class SubscriptionEdgeTests: BrokerTestCase {
         return (reply.id?.int64Value, try SubscriptionUpdate(reply.parameters))
     }
 
+    /// A subscription with no sort is ordered by uuid in memory, so its fetches must be too. In
+    /// the order of an index SQLite chose (Session's, by state), a changed row was not found in
+    /// the window: its update and its delete never reached the subscriber.
+    func testASubscriptionWithoutASortHearsOfEveryChange() throws {
+        let c = try client()
+        let late = "ffffffff-0000-4000-8000-000000000001", early = "00000000-0000-4000-8000-000000000002"
+        try c.save([.insert(entity: "Session", values: ["uuid": .string(late), "state": "paused", "startedAt": 1]),
+                    .insert(entity: "Session", values: ["uuid": .string(early), "state": "running", "startedAt": 2])])
+        let raw = try RawClient(broker.socketPath)
+        subscribe(raw, ["entity": "Session", "predicate": #"state IN {"running", "paused"}"#, "fields": ["state", "round"]], id: 1)
+        var live = LiveResult()
+        try live.apply(try update(raw))
+        XCTAssertEqual(live.rows.map { $0["uuid"]?.stringValue }, [early, late], "in uuid order")
+        try c.save([.update(entity: "Session", uuid: early, values: ["round": 5])])
+        try live.apply(try update(raw, timeout: 5))
+        try c.save([.delete(entity: "Session", uuid: early)])
+        try live.apply(try update(raw, timeout: 5))
+        let fresh = try c.fetch("Session", where: #"state IN {"running", "paused"}"#, sort: "uuid", fields: ["state", "round"])
+        XCTAssertEqual(live.rows, fresh)
+    }
+
     /// A parameter value holding what looked like a separator made two queries one channel, and
     /// the second subscriber was given the first one's (empty) result.
     func testQueriesThatDifferOnlyInTheirParametersHaveChannelsOfTheirOwn() throws {

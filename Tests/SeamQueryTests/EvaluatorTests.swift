@@ -140,6 +140,13 @@ final class EvaluatorTests: XCTestCase {
         XCTAssertTrue(matches("name CONTAINS ''", ["name": .string("")]))
         XCTAssertFalse(matches("name ENDSWITH 'x'", ["name": .string("")]))
         XCTAssertFalse(matches("name CONTAINS \(quoted("e\u{301}"))", ["name": .string("\u{E9}")]))
+        // Where a naive search's restarts matter: a partial match that overlaps the real one.
+        XCTAssertTrue(matches("name CONTAINS 'aab'", ["name": .string("aaab")]))
+        XCTAssertTrue(matches("name CONTAINS 'abab'", ["name": .string("xabababx")]))
+        XCTAssertFalse(matches("name CONTAINS 'abac'", ["name": .string("abababab")]))
+        XCTAssertTrue(matches("name CONTAINS[c] 'ABAC'", ["name": .string("ababac")]))
+        XCTAssertTrue(matches("name CONTAINS 'c'", ["name": .string("abc")]), "at the very end")
+        XCTAssertFalse(matches("name CONTAINS 'abcd'", ["name": .string("abc")]), "longer than the text")
     }
 
     func testLike() {
