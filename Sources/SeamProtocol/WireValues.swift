@@ -184,17 +184,13 @@ public enum RFC3339 {
               (1...12).contains(mo), (1...daysIn(y, mo)).contains(d), h < 24, mi < 60, s < 60
         else { return nil }
         var i = 19
-        var fraction = 0.0
+        var fraction: ArraySlice<UInt8> = []
         if i < b.count, b[i] == 46 {
             i += 1
-            var scale = 0.1
             let start = i
-            while i < b.count, b[i] >= 48, b[i] <= 57 {
-                fraction += Double(b[i] - 48) * scale
-                scale /= 10
-                i += 1
-            }
+            while i < b.count, b[i] >= 48, b[i] <= 57 { i += 1 }
             guard i > start else { return nil }
+            fraction = b[start..<i]
         }
         var offset: Int64 = 0
         guard i < b.count else { return nil }
@@ -209,7 +205,7 @@ public enum RFC3339 {
         }
         guard i == b.count else { return nil }
         let days = daysFromCivil(y, mo, d)
-        return Double(days * 86400 + h * 3600 + mi * 60 + s - offset) + fraction
+        return DecimalSeconds.value(whole: days * 86400 + h * 3600 + mi * 60 + s - offset, fraction: fraction)
     }
 
     /// The days of month `m` of year `y` (proleptic Gregorian): a date past them is refused,

@@ -1,3 +1,5 @@
+import SeamSchema
+
 /// Reads the RFC 3339 text of a `date("…")` literal as Unix seconds, without Foundation.
 ///
 /// Accepted: `YYYY-MM-DD` (midnight UTC) and `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, with `T`,
@@ -12,7 +14,7 @@ enum DateLiteral {
         guard reader.separator(), let (clock, fraction) = reader.time(), let offset = reader.zone(), reader.atEnd else {
             return nil
         }
-        return Double(days * 86_400 + clock - offset) + fraction
+        return DecimalSeconds.value(whole: days * 86_400 + clock - offset, fraction: fraction)
     }
 
     /// Days from 1970-01-01 to the given civil date (proleptic Gregorian calendar).
@@ -65,18 +67,16 @@ enum DateLiteral {
 
         mutating func separator() -> Bool { expect("T") || expect("t") || expect(" ") }
 
-        /// `HH:MM:SS[.fraction]` as whole seconds of the day and the fraction.
-        mutating func time() -> (Int64, Double)? {
+        /// `HH:MM:SS[.fraction]` as whole seconds of the day and the fraction's digits.
+        mutating func time() -> (Int64, ArraySlice<UInt8>)? {
             guard let h = digits(2), expect(":"), let m = digits(2), expect(":"), let s = digits(2) else { return nil }
             guard h < 24, m < 60, s < 60 else { return nil }
-            var fraction = 0.0
+            var fraction: ArraySlice<UInt8> = []
             if expect(".") {
                 let start = index
                 while index < bytes.count, ASCII.isDigit(bytes[index]) { index += 1 }
-                guard index > start, let f = Double("0." + String(decoding: bytes[start..<index], as: UTF8.self)) else {
-                    return nil
-                }
-                fraction = f
+                guard index > start else { return nil }
+                fraction = bytes[start..<index]
             }
             return (h * 3600 + m * 60 + s, fraction)
         }

@@ -87,6 +87,8 @@ final class ProtocolTests: XCTestCase {
         XCTAssertEqual(RFC3339.parse("2025-11-30T22:16:10.250000Z"), 1_764_540_970.25)
         XCTAssertEqual(RFC3339.parse("2025-11-30T23:16:10+01:00"), 1_764_540_970)
         XCTAssertEqual(RFC3339.parse("2000-02-29T00:00:00Z"), 951_782_400)
+        XCTAssertEqual(RFC3339.parse("1970-01-01T00:00:01.703108Z"), 1.703108, "the nearest double, as date(\"…\") reads it")
+        XCTAssertEqual(RFC3339.parse("1969-12-31T23:59:58.296892Z"), -1.703108)
         for bad in ["", "2025-11-30", "2025-13-01T00:00:00Z", "2025-11-30T22:16:10", "2025-11-30T22:16:10.Z", "2025-11-30T25:00:00Z",
                     "2025-11-30T22:16:10Zjunk",
                     // Strict: a day past the month's end, a 60th second, an offset past a day are

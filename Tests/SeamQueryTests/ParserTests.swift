@@ -89,6 +89,10 @@ final class ParserTests: XCTestCase {
         XCTAssertEqual(try seconds(#"date("1969-12-31T23:59:59Z")"#), -1)
         XCTAssertEqual(try seconds("date(1796032800)"), 1_796_032_800)
         XCTAssertEqual(try seconds("date(-1.5)"), -1.5)
+        // The nearest double to the text's value, as the wire's dates read it (adding a fraction
+        // rounded on its own gave the next double up here).
+        XCTAssertEqual(try seconds(#"date("1970-01-01T00:00:01.703108Z")"#), 1.703108)
+        XCTAssertEqual(try seconds(#"date("1969-12-31T23:59:58.296892Z")"#), -1.703108)
         XCTAssertEqual(try canonical(#"at > date("1970-01-01T00:00:01Z")"#), "at > date(1.0)")
     }
 
