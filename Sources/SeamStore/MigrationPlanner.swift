@@ -170,19 +170,31 @@ public enum MigrationPlanner {
     // MARK: - One entity
 
     /// The copy that fills `entity` (current version), or `nil` when no original holds its rows.
+    /// Two originals that both hold it (files from different releases side by side: one put
+    /// back from elsewhere) are refused: one copy would drop the other's rows.
     private static func copyStep(
         for entity: Entity, model: VersionedModel, all: [String: StoreClassification], path: String
     ) throws(StoreError) -> MigrationPlan.Copy? {
+        var found: [(configuration: String, entity: Entity, source: ModelVersion)] = []
         for (configuration, classification) in all.sorted(by: { $0.key < $1.key }) {
             guard let status = classification.models.first(where: { $0.name == model.name })?.status,
                   let source = status.source
             else { continue }
-            for sourceEntity in source.entities(in: configuration) {
-                guard forwardEntityName(sourceEntity.name, from: source, in: model) == entity.name else { continue }
-                return try copy(from: sourceEntity, in: configuration, source: source, to: entity, model: model, path: path)
+            for sourceEntity in source.entities(in: configuration)
+            where forwardEntityName(sourceEntity.name, from: source, in: model) == entity.name {
+                found.append((configuration, sourceEntity, source))
             }
         }
-        return nil
+        if found.count > 1 {
+            let holders = found.map { "\($0.configuration).sqlite (\(model.name) v\($0.source.version), as \($0.entity.name))" }
+            throw StoreError(.needsMigration(detail: """
+                \(model.name).\(entity.name) is held by \(holders.joined(separator: " and ")): files of different releases side \
+                by side, and one copy would drop the other's rows. Move aside the one that does not belong (a file put back \
+                from elsewhere), then migrate again
+                """), path: path)
+        }
+        guard let only = found.first else { return nil }
+        return try copy(from: only.entity, in: only.configuration, source: only.source, to: entity, model: model, path: path)
     }
 
     /// Whether `source` is one of `model`'s listed versions (and so has renaming history).

@@ -152,6 +152,20 @@ final class MigrationTests: StoreTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/backups"), "nothing was swapped")
     }
 
+    /// A release-1 Cloud file (runs in Cloud) beside a release-3 Local file (runs in Local):
+    /// both hold the runs, and a copy from one dropped the other's, under a note that the entity
+    /// was removed. The plan is refused, naming both, and nothing changes.
+    func testAnEntityHeldByTwoFilesIsRefusedNotHalfCopied() throws {
+        let dir = try mixedFixture(cloud: 1, local: 3, rows: 5, in: "both")
+        let before = try ["Cloud", "Local"].map { try Data(contentsOf: URL(fileURLWithPath: dir + "/\($0).sqlite")) }
+        XCTAssertThrowsError(try StoreDirectory(path: dir, schema: TimerApp.schema).migrate()) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("Timers.Session is held by Cloud.sqlite (Timers v1, as Run) and Local.sqlite (Timers v3, as Run)"),
+                          text)
+        }
+        XCTAssertEqual(try ["Cloud", "Local"].map { try Data(contentsOf: URL(fileURLWithPath: dir + "/\($0).sqlite")) }, before)
+    }
+
     func testTheBackupKeepsOneGeneration() throws {
         let dir = try fixture(release: 1, rows: 5, in: "backup")
         let original = try bytes(dir + "/Cloud.sqlite")
