@@ -7,7 +7,7 @@ import SeamSchema
 ///   two versions back is still found; a model read from a store's embedded JSON maps by name;
 /// - added attributes get the value a step-by-step migration would have given them: the default
 ///   of the version that added them (or nil), filled by a later optional → required;
-///   optional → required fills nils with the default;
+///   optional → required fills nils with the default of the version that made it required;
 /// - an entity moved to another configuration is copied from the other file;
 /// - custom stages of every version crossed run on each row of their entity, oldest first;
 /// - something that vanishes without a declared removal while something of the same type
@@ -258,13 +258,7 @@ public enum MigrationPlanner {
         guard isListed(source, in: model) else { return t.defaultValue }
         var arrived = false
         var value: AttributeValue?
-        for v in model.versions where v.version > source.version {
-            guard let e = v.entities.first(where: { forwardEntityName($0.name, from: v, in: model) == target.name }),
-                  let a = e.attributes.first(where: {
-                      if case .kept(let name) = forwardAttribute($0.name, entity: e.name, from: v, in: model) { return name == t.name }
-                      return false
-                  })
-            else { continue }
+        for a in declarations(of: t, in: target, after: source, model: model) {
             if !arrived {
                 arrived = true
                 value = a.defaultValue
@@ -273,6 +267,33 @@ public enum MigrationPlanner {
             }
         }
         return arrived ? value : t.defaultValue
+    }
+
+    /// The value a nil of `t` (held by the source as `held`) takes, migrated one version at a
+    /// time: the default of the first version after the source that made it required while it
+    /// was optional (no nil is left after that, whatever later versions do); nil when none did.
+    /// A colour a v2 timer left nil becomes v3's `blue`, even if a later version made another
+    /// colour the default, or the attribute optional again. An unlisted source has no history:
+    /// today's default, when the attribute is required now.
+    static func nilFill(of t: Attribute, held: Attribute, in target: Entity, from source: ModelVersion,
+                        model: VersionedModel) -> AttributeValue? {
+        guard held.isOptional else { return nil }
+        guard isListed(source, in: model) else { return t.isOptional ? nil : t.defaultValue }
+        let required = declarations(of: t, in: target, after: source, model: model).first { !$0.isOptional }
+        return required?.defaultValue.flatMap { $0.isNull ? nil : $0 }
+    }
+
+    /// `t` (of `target`, current version) as each version after `source` declared it, oldest
+    /// first, in the versions that have it.
+    private static func declarations(of t: Attribute, in target: Entity, after source: ModelVersion,
+                                     model: VersionedModel) -> [Attribute] {
+        model.versions.filter { $0.version > source.version }.compactMap { v in
+            guard let e = v.entities.first(where: { forwardEntityName($0.name, from: v, in: model) == target.name }) else { return nil }
+            return e.attributes.first {
+                if case .kept(let name) = forwardAttribute($0.name, entity: e.name, from: v, in: model) { return name == t.name }
+                return false
+            }
+        }
     }
 
     private static func copy(
@@ -304,7 +325,7 @@ public enum MigrationPlanner {
                                      path: path)
                 }
                 if s.name != t.name { notes.append("\(s.name) → \(t.name)") }
-                if s.isOptional, !t.isOptional, let d = t.defaultValue {
+                if let d = nilFill(of: t, held: s, in: target, from: source, model: model) {
                     expressions.append("COALESCE(\(SchemaSQL.quote(s.name)), \(SchemaSQL.literal(d)))")
                     notes.append("\(t.name): nil becomes \(d)")
                 } else {

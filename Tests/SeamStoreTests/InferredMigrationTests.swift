@@ -90,6 +90,28 @@ final class InferredMigrationTests: StoreTestCase {
         }
     }
 
+    /// v2 makes `pages` required with 1 for nil; v3 then makes 9 the default, or `pages` optional
+    /// again. A v1 nil migrated in one step is what two steps give it: 1, in both cases (it was
+    /// today's default, 9, or left nil).
+    func testANilFilledOnTheWayGetsTheDefaultOfTheVersionThatMadeItRequired() throws {
+        var v2 = try v1().next()
+        try v2.modify("Note") { e throws(SchemaError) in try e.setOptional("pages", false, default: .integer(1)) }
+        var newDefault = v2.next()
+        try newDefault.modify("Note") { e throws(SchemaError) in try e.setDefault("pages", .integer(9)) }
+        var optionalAgain = v2.next()
+        try optionalAgain.modify("Note") { e throws(SchemaError) in try e.setOptional("pages", true) }
+        for (label, v3) in [("a new default", newDefault), ("optional again", optionalAgain)] {
+            let history = try VersionedModel([try v1(), v2, v3])
+            let dir = try store(history)
+            try Database(path: dir + "/Cloud.sqlite").execute("UPDATE Note SET pages = NULL")
+            let nils = try open(dir + "/Cloud.sqlite").scalar("SELECT count(*) FROM Note WHERE pages IS NULL")
+            XCTAssertEqual(nils, .integer(20), label)
+            let report = try StoreDirectory(path: dir, schema: try Schema([history])).migrate()
+            XCTAssertEqual(try open(dir + "/Cloud.sqlite").scalar("SELECT count(*) FROM Note WHERE pages = 1"), .integer(20),
+                           "\(label): \(report)")
+        }
+    }
+
     func testAnEntityMovedBetweenFilesMovesItsRowsAndBothFilesSwapTogether() throws {
         var v2 = try v1().next()
         try v2.moveEntity("Draft", to: "Cloud")
