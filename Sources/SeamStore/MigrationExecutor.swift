@@ -401,6 +401,12 @@ enum MigrationExecutor {
 
     /// Records the intent to swap, then swaps every copy in, keeping each original in backups/.
     static func swap(_ configurations: [String], layout: StoreLayout) throws(StoreError) -> [String] {
+        // Where the originals go, made before the intent: a swap that cannot keep them never
+        // begins, and the originals serve on at their versions.
+        do { try FileSystem.makeDirectory(layout.backups) } catch {
+            for c in configurations { try? StoreLayout.removeDatabase(layout.copy(c)) }
+            throw StoreError(.system(error), path: layout.backups)
+        }
         // The build folded each WAL in; one written since holds commits the copy lacks, and
         // the swap would remove it. Nothing is swapped then, and the copies go.
         for c in configurations where (FileSystem.size(layout.store(c) + "-wal") ?? 0) > 0 {

@@ -24,7 +24,10 @@ public struct StoreDirectory: Sendable {
         guard FileSystem.isDirectory(layout.directory) else { return [] }
         var done: [String] = []
         if FileSystem.exists(layout.intent) {
-            let swapped = try Self.rollForward(layout: layout)
+            let swapped: [String]
+            do { swapped = try Self.rollForward(layout: layout) } catch {
+                throw StoreError(.swapPending(detail: "finishing the swap failed: \(error)"), path: layout.directory)
+            }
             done.append("finished an interrupted migration swap (\(swapped.count) backups kept)")
         }
         let replayed = try SaveJournal.replay(layout: layout, configurations: schema.configurations) { target in

@@ -75,7 +75,11 @@ public enum FileSystem {
         if isDirectory(path) { return }
         let parent = parentDirectory(path)
         if parent != path, !parent.isEmpty, !isDirectory(parent) { try makeDirectory(parent, mode: mode) }
-        if mkdir(path, mode) != 0, errno != EEXIST { throw SystemError("mkdir", path: path, errno: errno) }
+        if mkdir(path, mode) != 0 {
+            // Something else by that name (a file) is not the directory asked for.
+            let e = errno == EEXIST && !isDirectory(path) ? ENOTDIR : errno
+            if e != EEXIST { throw SystemError("mkdir", path: path, errno: e) }
+        }
     }
 
     /// Flushes a file's data and metadata to the disk.

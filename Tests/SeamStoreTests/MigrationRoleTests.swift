@@ -227,6 +227,29 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertEqual(broker.stop(), 0)
     }
 
+    /// Where the originals go (`backups`) is a file: the swap could not keep them, so it never
+    /// begins. The copies go and both stores serve on at their old versions, with no intent
+    /// left behind (before, both stayed closed, and seamd would not start again).
+    func testASwapThatCannotKeepTheOriginalsNeverBegins() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        let made = try Executables.run("seam-fixture", ["--version", "5", "--rows", "10", data])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        try Data("not a directory".utf8).write(to: URL(fileURLWithPath: data + "/backups"))
+        let broker = try BrokerProcess(dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try eventually(20, "the migration ended") { try c.status()["migration"]?["last"]?["error"]?.stringValue != nil }
+        let error = try c.status()["migration"]?["last"]?["error"]?.stringValue ?? ""
+        XCTAssertTrue(error.contains("backups") && error.contains("Not a directory"), error)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/migration.intent"), "no swap began")
+        for name in ["Cloud", "Local"] {
+            XCTAssertEqual(try MigrationRoleSupport.store(name, c)["state"]?.stringValue, "outdated", "\(name) serves at its old version")
+        }
+        XCTAssertEqual(try c.count("Timer"), 10)
+        XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
+        XCTAssertEqual(broker.stop(), 0)
+    }
+
     /// `seam migrate` after a swap stopped part way finishes that swap rather than building new
     /// copies over the ones it names (a crash during that build swapped half-built copies in at
     /// the next start). While the obstacle stands, it says the swap still cannot finish and
