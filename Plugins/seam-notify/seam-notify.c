@@ -15,7 +15,9 @@
 #include "seam.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -162,7 +164,18 @@ static void spawn(char *const argv[], char *const env[])
 static void announce(const struct notifier *n, const char *name, const char *uuid)
 {
     if (n->action == PRINT) {
-        printf("finished: %s (%s)\n", *name ? name : "(unnamed)", uuid);
+        /* One line per session, whatever the name holds: control characters (a newline that
+         * forges a second line, a terminal escape) are written as \xHH. */
+        fputs("finished: ", stdout);
+        if (!*name)
+            fputs("(unnamed)", stdout);
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+            if (*p < 0x20 || *p == 0x7f || *p == '\\')
+                printf("\\x%02x", *p);
+            else
+                putchar(*p);
+        }
+        printf(" (%s)\n", uuid);
         fflush(stdout);
         return;
     }
@@ -177,7 +190,8 @@ static void announce(const struct notifier *n, const char *name, const char *uui
     } else {
         char *text = NULL;
         if (asprintf(&text, "%s finished", *name ? name : "A timer") >= 0) {
-            char *argv[] = { "notify-send", "Seam", text, NULL };
+            /* `--`: a name that starts with `-` is the text, not an option. */
+            char *argv[] = { "notify-send", "--", "Seam", text, NULL };
             spawn(argv, env);
             free(text);
         }
@@ -383,6 +397,15 @@ int main(int argc, char **argv)
     }
     if (n.action == PRINT && on_path("notify-send"))
         n.action = NOTIFY_SEND;
+
+    /* With --socket, a descriptor seamd handed over (SEAM_FD) goes unused: no command inherits it. */
+    const char *handed = getenv("SEAM_FD");
+    if (socket_path && handed && *handed) {
+        char *end = NULL;
+        long fd = strtol(handed, &end, 10);
+        if (*end == '\0' && fd >= 3 && fd <= INT_MAX)
+            (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+    }
 
     /* Signals arrive through a descriptor, so that one poll() waits for them and the broker. */
     sigset_t mask;

@@ -158,8 +158,8 @@ notify_pid=$!
 pids+=("$notify_pid")
 wait_for 15 grep -q "watching" "$tmp/notify3.err" || fail "seam-notify (notify-send) did not start watching"
 "$seam" flash 1s --name Jam >/dev/null
-expect_once "$sent" 'Seam|Jam finished|' Jam 'Seam|Jam finished|{uuid}|' \
-    'with notify-send on PATH: notify-send Seam "Jam finished", once' "notify-send ran as"
+expect_once "$sent" '--|Seam|Jam finished|' Jam '--|Seam|Jam finished|{uuid}|' \
+    'with notify-send on PATH: notify-send -- Seam "Jam finished", once' "notify-send ran as"
 [[ -s $tmp/notify3.out ]] && fail "with notify-send on PATH, seam-notify printed: $(cat "$tmp/notify3.out")"
 kill -TERM "$notify_pid" 2>/dev/null || true
 wait "$notify_pid" || true
@@ -174,6 +174,14 @@ if wait_for 15 grep -qE '^finished: Bread \([0-9a-f-]{36}\)$' "$tmp/notify2.out"
     echo "ok   without --run or notify-send: a line on stdout"
 else
     fail "no 'finished: Bread (UUID)' line: $(cat "$tmp/notify2.out")"
+fi
+# A name holding a newline and an escape stays on its line: no forged "finished:" line.
+"$seam" flash 1s --name $'Rye\nfinished: FAKE (x)\e[31m' >/dev/null
+if wait_for 15 grep -qE '^finished: Rye\\x0afinished: FAKE \(x\)\\x1b\[31m \([0-9a-f-]{36}\)$' "$tmp/notify2.out" \
+    && ! grep -q '^finished: FAKE' "$tmp/notify2.out"; then
+    echo "ok   a name's control characters are written as \\xHH"
+else
+    fail "a name with a newline and an escape: $(cat -v "$tmp/notify2.out")"
 fi
 kill -TERM "$seamd_pid"
 wait "$seamd_pid" || true

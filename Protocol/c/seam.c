@@ -736,6 +736,29 @@ static int has_non_finite(json_object *o, int depth)
     }
 }
 
+/* Whether a container in `o` (a container `depth` deep in the frame) lies deeper than the 32 the
+ * broker reads: it refuses such a frame without the call's id, like a NaN. */
+static int too_deep(json_object *o, int depth)
+{
+    enum json_type type = json_object_get_type(o);
+    if (type != json_type_array && type != json_type_object)
+        return 0;
+    if (depth > 32)
+        return 1;
+    if (type == json_type_array) {
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+            if (too_deep(json_object_array_get_idx(o, i), depth + 1))
+                return 1;
+        return 0;
+    }
+    json_object_object_foreach(o, key, value) {
+        (void)key;
+        if (too_deep(value, depth + 1))
+            return 1;
+    }
+    return 0;
+}
+
 int seam_send(seam_client *c, const char *method, json_object *parameters, unsigned flags,
               int64_t *call_id, seam_error *err)
 {
@@ -755,6 +778,10 @@ int seam_send(seam_client *c, const char *method, json_object *parameters, unsig
     if (parameters && has_non_finite(parameters, 0))
         return fail(err, SEAM_E_ARGUMENT, 0, "the parameters of %s hold a number JSON cannot write (NaN or infinite)",
                     method);
+    /* The frame is depth 1, its parameters 2. */
+    if (parameters && too_deep(parameters, 2))
+        return fail(err, SEAM_E_ARGUMENT, 0, "the parameters of %s nest more than 31 arrays and objects deep, "
+                    "more than the broker reads", method);
 
     int64_t id = c->next_id;
     json_object *call = json_object_new_object();

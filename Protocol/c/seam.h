@@ -181,7 +181,8 @@ int seam_set_call_timeout(seam_client *c, int timeout_ms);
 
 /*
  * Calls org.seam.Store.Hello: says which protocol version the client speaks and who it is.
- * A connection that never says Hello may read but not save.
+ * A connection the client opened that never says Hello may read but not save; one seamd handed
+ * to a plugin it starts (SEAM_FD) may do neither until its Hello declares what it touches.
  *
  * role: "cli" or "plugin" (NULL: the broker's default, "cli"). name: the plugin's name
  * (required by the broker for "plugin"; NULL omits it). reads, writes: NULL-terminated arrays

@@ -319,6 +319,21 @@ static int test_strerror(void)
     return PASS;
 }
 
+/* Fetch parameters {entity: Timer, ignored: [[…]]} with `arrays` arrays nested under them. */
+static json_object *nested_params(int arrays)
+{
+    json_object *params = json_object_new_object();
+    json_object_object_add(params, "entity", json_object_new_string("Timer"));
+    json_object *inner = json_object_new_array();
+    json_object_object_add(params, "ignored", inner);
+    for (int i = 1; i < arrays; i++) {
+        json_object *next = json_object_new_array();
+        json_object_array_add(inner, next);
+        inner = next;
+    }
+    return params;
+}
+
 static int test_arguments(void)
 {
     seam_error err;
@@ -378,6 +393,12 @@ static int test_arguments(void)
     json_object_array_put_idx(get(deep, "values"), 1, json_object_new_double(-INFINITY));
     CHECK_RC(seam_call(c, "org.seam.Store.Fetch", deep, NULL, &err), SEAM_E_ARGUMENT, &err);
     json_object_put(deep);
+    /* Nesting deeper than the broker reads (the frame, its parameters, 30 more) is refused
+     * here, or the broker's id-less refusal left the call waiting for ever. */
+    json_object *deep_params = nested_params(31);
+    CHECK_RC(seam_call(c, "org.seam.Store.Fetch", deep_params, NULL, &err), SEAM_E_ARGUMENT, &err);
+    CHECK(strstr(err.message, "nest") != NULL);
+    json_object_put(deep_params);
     json_object *latin1 = json_object_new_object();
     json_object_object_add(latin1, "entity", json_object_new_string("Tim\xe9r"));
     CHECK_RC(seam_call(c, "org.seam.Store.Fetch", latin1, NULL, &err), SEAM_E_ARGUMENT, &err);
@@ -1080,6 +1101,12 @@ static int test_broker_save_fetch(void)
     json_object *step = json_object_array_get_idx(get(row, "steps"), 0);
     CHECK_STR(get_string(step, "label"), "a");
     CHECK(get_int(step, "seconds", 0) == 60);
+    json_object_put(reply);
+
+    /* As deep as the broker reads (one more is refused before it is sent: test_arguments). */
+    json_object *deep = nested_params(30);
+    CHECK_RC(seam_call(c, "org.seam.Store.Fetch", deep, &reply, &err), SEAM_OK, &err);
+    json_object_put(deep);
     json_object_put(reply);
     seam_close(c);
     return PASS;
