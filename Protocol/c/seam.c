@@ -870,6 +870,17 @@ int seam_call(seam_client *c, const char *method, json_object *parameters, json_
         rc = read_frame(c, deadline, &frame, err);
         if (rc != SEAM_OK)
             return rc;
+        /* seamd stopping says so once, to the whole connection (no id), and answers no call
+         * after that: this one ends with it (and seam_next still sees it, queued). */
+        json_object *name = NULL;
+        if (!json_object_object_get_ex(frame, "id", NULL) && json_object_object_get_ex(frame, "error", &name)
+            && json_object_is_type(name, json_type_string)
+            && strcmp(json_object_get_string(name), "org.seam.Store.ShuttingDown") == 0) {
+            rc = remote_error(frame, err);
+            seam_error ignored;
+            (void)enqueue(c, frame, &ignored);
+            return rc;
+        }
         if (frame_id(frame) != id) {
             rc = enqueue(c, frame, err);
             if (rc != SEAM_OK)

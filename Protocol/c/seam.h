@@ -209,6 +209,8 @@ int seam_hello(seam_client *c, const char *role, const char *name,
  *
  * Returns SEAM_OK; SEAM_E_REMOTE (err->name, err->message); SEAM_E_TIMEOUT; SEAM_E_ARGUMENT;
  * SEAM_E_NOMEM; or a final SEAM_E_DISCONNECTED, SEAM_E_TOO_LARGE, SEAM_E_MALFORMED, SEAM_E_IO.
+ * SEAM_E_REMOTE with err->name "org.seam.Store.ShuttingDown" also ends a call when seamd,
+ * stopping, tells the whole connection so (without an id): it answers nothing after that.
  */
 int seam_call(seam_client *c, const char *method, json_object *parameters,
               json_object **reply, seam_error *err);

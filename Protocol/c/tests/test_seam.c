@@ -505,7 +505,8 @@ static int test_remote_errors(void)
         "\"uuid\":\"u-1\",\"message\":\"no Timer u-1\"},\"id\":1}\0"
         "{\"error\":\"org.varlink.service.MethodNotFound\",\"parameters\":{\"method\":\"x.Y\"},\"id\":2}\0"
         "{\"error\":\"org.example.Bare\",\"id\":3}\0"
-        "{\"parameters\":{\"after\":true},\"id\":4}\0";
+        "{\"parameters\":{\"after\":true},\"id\":4}\0"
+        "{\"error\":\"org.seam.Store.ShuttingDown\",\"parameters\":{\"message\":\"seamd is stopping\"}}\0";
     int server = -1;
     seam_client *c = canned(replies, sizeof replies - 1, 0, &server);
     CHECK(c);
@@ -532,6 +533,10 @@ static int test_remote_errors(void)
     CHECK(err.name[0] == '\0');
     CHECK(json_object_get_boolean(get(reply, "after")));
     json_object_put(reply);
+
+    /* seamd stopping tells the connection once, without an id: a call waiting ends with it. */
+    CHECK_RC(seam_call(c, "a.B", NULL, NULL, &err), SEAM_E_REMOTE, &err);
+    CHECK_STR(err.name, "org.seam.Store.ShuttingDown");
     seam_close(c);
     close(server);
     return PASS;
