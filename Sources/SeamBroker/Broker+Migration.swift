@@ -74,17 +74,18 @@ extension Broker {
         if let run = migration { return .success(run) }
         // A swap that stopped part way comes first: its copies are verified, and a new build
         // would overwrite them (the worker refuses to). Finished now, its stores serve again.
-        let pending = storeDirectory.unfinishedSwap
+        let pending = storeDirectory.unfinishedSwap.sorted()
         if !pending.isEmpty {
+            let names = pending.joined(separator: ", ")
             do { try storeDirectory.recover() } catch {
-                return .failure(.migrationFailed("the swap of \(pending.sorted().joined(separator: ", ")) that stopped part way still "
-                                                 + "cannot finish: \(error). Fix that, then run seam migrate again (or restart seamd)"))
+                return .failure(.migrationFailed("the swap of \(names) that stopped part way still cannot finish: \(error). "
+                                                 + "Fix that, then run seam migrate again (or restart seamd)"))
             }
-            log.info("finished the swap of \(pending.sorted().joined(separator: ", ")) that had stopped part way")
-            for name in pending.sorted() {
+            log.info("finished the swap of \(names) that had stopped part way")
+            for name in pending {
                 do { try context.reopen(name, changed: true) } catch { log.error("\(name) store stays closed: \(error)") }
             }
-            resumeChannels(in: pending.sorted())
+            resumeChannels(in: pending)
         }
         let plan: MigrationPlan
         do { plan = try storeDirectory.planInService() } catch {

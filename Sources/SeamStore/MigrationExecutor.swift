@@ -401,18 +401,20 @@ enum MigrationExecutor {
 
     /// Records the intent to swap, then swaps every copy in, keeping each original in backups/.
     static func swap(_ configurations: [String], layout: StoreLayout) throws(StoreError) -> [String] {
+        // A swap that does not begin leaves no copy behind.
+        func dropCopies() { for c in configurations { try? StoreLayout.removeDatabase(layout.copy(c)) } }
         // Where the originals go, made before the intent: a swap that cannot keep them never
         // begins, and the originals serve on at their versions.
         do { try FileSystem.makeDirectory(layout.backups) } catch {
-            for c in configurations { try? StoreLayout.removeDatabase(layout.copy(c)) }
+            dropCopies()
             throw StoreError(.system(error), path: layout.backups)
         }
         // The build folded each WAL in; one written since holds commits the copy lacks, and
         // the swap would remove it. Nothing is swapped then, and the copies go.
-        for c in configurations where (FileSystem.size(layout.store(c) + "-wal") ?? 0) > 0 {
-            for c in configurations { try? StoreLayout.removeDatabase(layout.copy(c)) }
+        if let written = configurations.first(where: { (FileSystem.size(layout.store($0) + "-wal") ?? 0) > 0 }) {
+            dropCopies()
             throw StoreError(.inUse(detail: "it was written after its migrated copy was built; the copy was dropped, and "
-                                    + "the migration can run again"), path: layout.store(c))
+                                    + "the migration can run again"), path: layout.store(written))
         }
         do {
             let intent = CanonicalJSON.object([
@@ -421,7 +423,7 @@ enum MigrationExecutor {
             try FileSystem.syncDirectory(layout.directory)
             try FileSystem.writeAtomically(Array(intent.utf8), to: layout.intent)
         } catch {
-            for c in configurations { try? StoreLayout.removeDatabase(layout.copy(c)) }
+            dropCopies()
             throw StoreError(.system(error), path: layout.intent)
         }
         return try StoreDirectory.rollForward(layout: layout)

@@ -252,7 +252,11 @@ public final class SyncWorker {
         }
         var pushed = try export()
         var pulled = 0
-        if let pg { (pushed, pulled) = try coverGainedEntities(on: pg, pushed: pushed) }
+        if let pg {
+            let caughtUp = try coverGainedEntities(on: pg)
+            pushed += caughtUp.sent
+            pulled += caughtUp.brought
+        }
         report.pushed += pushed
         report.lastPush = WallClock.now()
         pulled += try importChanges()
@@ -495,14 +499,13 @@ public final class SyncWorker {
     /// records of them (the import passes a record of an entity the store lacks). So every row
     /// of theirs is sent as it stands, as by a first export; every server record of theirs up
     /// to the `server` token is imported (later ones come with the import that follows); and
-    /// the entities covered are recorded. Returns the records exported and imported, with
-    /// `pushed` added to the first.
+    /// the entities covered are recorded. Returns the records sent and brought.
     ///
     /// Work lost to a crash before the `entities` token is saved is done again at the next
     /// cycle, and finds the server holding what was sent and this store what was brought.
-    func coverGainedEntities(on pg: PostgresConnection, pushed: Int) throws -> (pushed: Int, pulled: Int) {
+    func coverGainedEntities(on pg: PostgresConnection) throws -> (sent: Int, brought: Int) {
         let now = Set(synced.keys)
-        if covered?.entities == now { return (pushed, 0) }
+        if covered?.entities == now { return (0, 0) }
         // A store that synced before the token existed: its entities are taken as covered (no
         // model version since sync shipped has added a synced entity).
         let gained = covered.map { now.subtracting($0.entities).sorted() } ?? []
@@ -516,17 +519,16 @@ public final class SyncWorker {
             log("the store now has \(gained.joined(separator: ", ")): sent \(sent) row(s), brought \(brought) earlier record(s)")
         }
         let value = JSON.string(now.sorted().joined(separator: ","))
+        let uuid = covered?.uuid ?? UUIDText.random()
         var save = SaveBuilder()
-        if let covered {
-            save.update("SyncToken", covered.uuid, ["value": value])
-        } else {
-            let uuid = UUIDText.random()
+        if covered == nil {
             save.insert("SyncToken", ["uuid": .string(uuid), "name": "entities", "value": value])
-            covered = (uuid, now)
+        } else {
+            save.update("SyncToken", uuid, ["value": value])
         }
         try save.send(broker)
-        covered?.entities = now
-        return (pushed + sent, brought)
+        covered = (uuid, now)
+        return (sent, brought)
     }
 
     /// The server's version of a record: its fields, their versions, its change tag.
