@@ -2,8 +2,9 @@
 /// character (one Unicode scalar), and `\` makes the next character literal.
 ///
 /// The same parsed pattern is matched in memory and translated to an SQLite `GLOB` pattern, so
-/// both sides agree by construction. Text containing U+0000 never matches (SQLite's GLOB would
-/// stop reading at the NUL); a pattern cannot contain U+0000.
+/// both sides agree on what matches. In memory nothing backtracks (see `matches`). Text
+/// containing U+0000 never matches (SQLite's GLOB would stop reading at the NUL); a pattern
+/// cannot contain U+0000.
 struct LikePattern: Sendable, Hashable {
     enum Piece: Sendable, Hashable {
         case literal([UInt8])
@@ -20,10 +21,22 @@ struct LikePattern: Sendable, Hashable {
     }
 
     let pieces: [Piece]
-    /// For a pattern of literals and `*` only: the literals between the `*`s (the first empty
-    /// when the pattern starts with one, the last when it ends with one), each with its
-    /// Knuth–Morris–Pratt table. Worked out once, here, not at every match. Nil when a `?` is in it.
-    private let literals: [Literal]?
+    /// What comes before the first `*` (all of it when there is none): matched where the text
+    /// starts.
+    private let head: [Piece]
+    /// What comes after the last `*`: matched where the text ends. Nil when there is no `*`.
+    private let tail: [Piece]?
+    /// What lies between two `*`s, in order, each ready to be found: worked out once, here, not
+    /// at every match.
+    private let middles: [Finder]
+
+    /// How a piece between two `*`s is found in a text.
+    private enum Finder: Sendable {
+        /// Literal text only: Knuth–Morris–Pratt.
+        case literal(Literal)
+        /// Literal text and `?`: bit-parallel matching.
+        case wildcards(WildcardFinder)
+    }
 
     struct Literal: Sendable, Hashable {
         var bytes: [UInt8]
@@ -70,53 +83,87 @@ struct LikePattern: Sendable, Hashable {
         }
         flush()
         self.pieces = pieces
-        literals = Self.literals(of: pieces)
+        let segments = pieces.split(separator: .any, omittingEmptySubsequences: false).map(Array.init)
+        head = segments[0]
+        tail = segments.count > 1 ? segments[segments.count - 1] : nil
+        middles = segments.dropFirst().dropLast().map { segment in
+            if segment.contains(.one) { return .wildcards(WildcardFinder(segment)) }
+            return .literal(Literal(segment.flatMap { piece -> [UInt8] in
+                if case .literal(let bytes) = piece { return bytes }
+                return []
+            }))
+        }
     }
 
-    private static func literals(of pieces: [Piece]) -> [Literal]? {
-        var literals: [Literal] = []
-        var current: [UInt8] = []
-        for piece in pieces {
-            switch piece {
-            case .one: return nil
-            case .literal(let bytes): current += bytes
-            case .any:
-                literals.append(Literal(current))
-                current = []
-            }
-        }
-        literals.append(Literal(current))
-        return literals
-    }
+    // Two patterns are the same when their pieces are: the rest is worked out from them.
+    static func == (a: LikePattern, b: LikePattern) -> Bool { a.pieces == b.pieces }
+    func hash(into hasher: inout Hasher) { hasher.combine(pieces) }
 
     // MARK: - In memory
 
-    /// Whether `text` matches. A pattern of literals and `*` only (the usual kind) is matched in
-    /// time linear in the text: the first literal where the text starts, the last where it ends,
-    /// each one between at its leftmost place after the one before (found with Knuth–Morris–Pratt,
-    /// so a long literal in a long text costs no more than their lengths). A pattern with `?` is
-    /// backtracked to its last `*`: never exponential, O(text × pattern) at worst.
+    /// Whether `text` matches, in time linear in the text for literals and `*`, and in the text
+    /// times ⌈segment / 64⌉ for a segment holding `?` between two `*`s:
+    /// - what precedes the first `*` is matched where the text starts, and what follows the last
+    ///   `*` where it ends (each `?` is one character, so from a fixed end there is one way);
+    /// - each segment between is taken at its leftmost place after the one before, which leaves
+    ///   the most room for the rest (Knuth–Morris–Pratt for a literal, Shift-And for one with `?`).
     func matches(_ text: UnsafeBufferPointer<UInt8>, folded: Bool) -> Bool {
         if text.contains(0) { return false }
-        if let literals { return Self.matches(text, literals, folded: folded) }
-        return backtracking(text, folded: folded)
-    }
-
-    private static func matches(_ text: UnsafeBufferPointer<UInt8>, _ literals: [Literal], folded: Bool) -> Bool {
-        let first = literals[0].bytes
-        if literals.count == 1 { return text.count == first.count && hasPrefix(text, at: 0, first, folded: folded) }
-        // The first literal is the text's start and the last its end (empty after a leading or
-        // before a trailing `*`), and they may not overlap what the others took.
-        guard hasPrefix(text, at: 0, first, folded: folded) else { return false }
-        var t = first.count
-        let last = literals[literals.count - 1].bytes
-        let end = text.count - last.count
-        guard end >= t, hasPrefix(text, at: end, last, folded: folded) else { return false }
-        for middle in literals[1..<(literals.count - 1)] where !middle.bytes.isEmpty {
-            guard let found = find(middle, in: text, from: t, before: end, folded: folded) else { return false }
-            t = found + middle.bytes.count
+        guard var t = Self.forward(head, text, from: 0, folded: folded) else { return false }
+        guard let tail else { return t == text.count }
+        guard let end = Self.backward(tail, text, to: text.count, notBefore: t, folded: folded) else { return false }
+        for middle in middles {
+            switch middle {
+            case .literal(let literal):
+                if literal.bytes.isEmpty { continue }
+                guard let found = Self.find(literal, in: text, from: t, before: end, folded: folded) else { return false }
+                t = found + literal.bytes.count
+            case .wildcards(let finder):
+                guard let found = finder.firstEnd(in: text, from: t, before: end, folded: folded) else { return false }
+                t = found
+            }
         }
         return true
+    }
+
+    /// Where `segment` (literals and `?`) ends when matched from `start`, or nil.
+    private static func forward(_ segment: [Piece], _ text: UnsafeBufferPointer<UInt8>, from start: Int, folded: Bool) -> Int? {
+        var t = start
+        for piece in segment {
+            switch piece {
+            case .one:
+                guard t < text.count else { return nil }
+                t = min(text.count, t + UTF8Validation.scalarLength(lead: text[t]))
+            case .literal(let bytes):
+                guard hasPrefix(text, at: t, bytes, folded: folded) else { return nil }
+                t += bytes.count
+            case .any:
+                preconditionFailure("a segment holds no *")
+            }
+        }
+        return t
+    }
+
+    /// Where `segment` starts when matched so that it ends at `end`, not before `floor`, or nil.
+    private static func backward(
+        _ segment: [Piece], _ text: UnsafeBufferPointer<UInt8>, to end: Int, notBefore floor: Int, folded: Bool
+    ) -> Int? {
+        var t = end
+        for piece in segment.reversed() {
+            switch piece {
+            case .one:
+                guard t > floor else { return nil }
+                t -= 1
+                // Back over continuation bytes to the character's first byte.
+                while t > floor && text[t] & 0xC0 == 0x80 { t -= 1 }
+            case .literal(let bytes):
+                guard t - bytes.count >= floor, hasPrefix(text, at: t - bytes.count, bytes, folded: folded) else { return nil }
+                t -= bytes.count
+            case .any:
+                preconditionFailure("a segment holds no *")
+            }
+        }
+        return t
     }
 
     /// The leftmost place at or after `from` where `needle` lies wholly before `limit`
@@ -134,41 +181,6 @@ struct LikePattern: Sendable, Hashable {
             i += 1
         }
         return nil
-    }
-
-    /// Matching by backtracking to the last `*` (for patterns with `?`, which may stand for a
-    /// character of more than one byte).
-    private func backtracking(_ text: UnsafeBufferPointer<UInt8>, folded: Bool) -> Bool {
-        var t = 0
-        var p = 0
-        var star: (piece: Int, text: Int)? = nil
-        while true {
-            if p < pieces.count {
-                switch pieces[p] {
-                case .any:
-                    star = (p, t)
-                    p += 1
-                    continue
-                case .one where t < text.count:
-                    t += UTF8Validation.scalarLength(lead: text[t])
-                    p += 1
-                    continue
-                case .literal(let bytes) where Self.hasPrefix(text, at: t, bytes, folded: folded):
-                    t += bytes.count
-                    p += 1
-                    continue
-                default: break
-                }
-            } else if t == text.count {
-                return true
-            }
-            // Mismatch: let the last `*` swallow one more character, or fail.
-            guard let s = star, s.text < text.count else { return false }
-            let resume = s.text + UTF8Validation.scalarLength(lead: text[s.text])
-            star = (s.piece, resume)
-            t = resume
-            p = s.piece + 1
-        }
     }
 
     static func hasPrefix(_ text: UnsafeBufferPointer<UInt8>, at start: Int, _ prefix: [UInt8], folded: Bool) -> Bool {
