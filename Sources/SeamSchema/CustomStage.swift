@@ -18,8 +18,9 @@ public struct RowSnapshot: Sendable, Hashable {
 ///   produced (columns by their names in the version that declares the stage). It runs inside
 ///   the copy's `INSERT … SELECT`, so a million rows cost no more than the copy itself.
 /// - **Swift**: a closure on typed snapshots. `old` is the row as the store held it, under the
-///   attribute names of the store's version; `new` is the mapped row, which the closure may
-///   change. Rows then pass through Swift one by one: use it for what SQL cannot say.
+///   attribute names of the store's version; `new` is the mapped row, under the names of the
+///   version that declares the stage, which the closure may change. Rows then pass through
+///   Swift one by one: use it for what SQL cannot say.
 ///
 /// A stage is declared on the version that introduces it and runs whenever a store crosses that
 /// version, however many versions it skips.

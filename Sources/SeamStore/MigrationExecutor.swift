@@ -311,7 +311,7 @@ enum MigrationExecutor {
                 var old = RowSnapshot()
                 for (i, c) in copy.sourceColumns.enumerated() { old[c.name] = select.column(width + i, as: c.type) }
                 low = select.column(uuidColumn, as: .string)
-                for stage in copy.swiftStages { try stage.transform?(old, &new) }
+                try copy.runSwiftStages(old: old, new: &new)
                 var values: [AttributeValue] = []
                 values.reserveCapacity(width)
                 for (i, name) in copy.columns.enumerated() {

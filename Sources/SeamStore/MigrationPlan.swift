@@ -20,6 +20,10 @@ public struct MigrationPlan: Sendable {
         public var sourceColumns: [(name: String, type: AttributeType)]
         /// Custom stages to run on each row, oldest first; empty means a pure SQL copy.
         public var stages: [CustomStage]
+        /// For each of `stages`, in order: the names the stage's own version gave the target's
+        /// attributes, where they differ from today's. A stage reads and assigns the row under
+        /// its version's names, however the attributes were renamed after it.
+        public var stageNames: [[String: String]]
         /// What happens, in words.
         public var notes: [String]
         /// The entity as the original holds it, and as the target version defines it.
@@ -46,12 +50,44 @@ public struct MigrationPlan: Sendable {
                 + " FROM \(q(Self.schemaName(sourceConfiguration))).\(q(sourceTable))"
                 + (batch.map { " WHERE \"uuid\" > ?1 ORDER BY \"uuid\" LIMIT \($0)" } ?? "")
             let passThrough = sourceColumns.map { q("old." + $0.name) }
-            for stage in sqlStages {
-                let assignments = stage.assignments ?? [:]
-                let outputs = columns.map { c in assignments[c].map { "(\($0)) AS \(q(c))" } ?? q(c) } + passThrough
+            for (stage, names) in zip(stages, stageNames) {
+                guard let assignments = stage.assignments else { continue }
+                if !names.isEmpty {
+                    // The row under the stage's names first.
+                    let renamed = columns.map { "\(q($0)) AS \(q(Self.name(of: $0, in: names)))" } + passThrough
+                    select = "SELECT " + renamed.joined(separator: ", ") + " FROM (\(select))"
+                }
+                let outputs = columns.map { c in
+                    let name = Self.name(of: c, in: names)
+                    return (assignments[name].map { "(\($0))" } ?? q(name)) + " AS \(q(c))"
+                } + passThrough
                 select = "SELECT " + outputs.joined(separator: ", ") + " FROM (\(select))"
             }
             return select
+        }
+
+        /// Runs the Swift stages on one row: `old` as the store held it, `new` the mapped row
+        /// (by today's names), which each stage sees and changes under its own version's names.
+        public func runSwiftStages(old: RowSnapshot, new: inout RowSnapshot) throws {
+            for (stage, names) in zip(stages, stageNames) {
+                guard let transform = stage.transform else { continue }
+                if names.isEmpty {
+                    try transform(old, &new)
+                    continue
+                }
+                var seen = RowSnapshot()
+                for c in columns { seen[Self.name(of: c, in: names)] = new[c] }
+                try transform(old, &seen)
+                for c in columns { new[c] = seen[Self.name(of: c, in: names)] }
+            }
+        }
+
+        /// What a stage calls today's attribute `column`: its name in the stage's version, or
+        /// its own, unless that version gave the name to another attribute (renamed since), in
+        /// which case the stage cannot see it.
+        private static func name(of column: String, in names: [String: String]) -> String {
+            if let then = names[column] { return then }
+            return names.values.contains(column) ? "new." + column : column
         }
 
         /// `INSERT … SELECT` of one batch (or of everything, when `batch` is nil).

@@ -296,6 +296,19 @@ public enum MigrationPlanner {
         }
     }
 
+    /// Today's name → the name in `version`, for each attribute of `entity` (as `version` names
+    /// it) renamed since.
+    private static func namesAtStage(entity: String, of version: ModelVersion, model: VersionedModel) -> [String: String] {
+        guard let e = version.entity(entity) else { return [:] }
+        var names: [String: String] = [:]
+        for a in e.attributes {
+            if case .kept(let now) = forwardAttribute(a.name, entity: e.name, from: version, in: model), now != a.name {
+                names[now] = a.name
+            }
+        }
+        return names
+    }
+
     private static func copy(
         from sourceEntity: Entity, in sourceConfiguration: String, source: ModelVersion, to target: Entity,
         model: VersionedModel, path: String
@@ -338,17 +351,19 @@ public enum MigrationPlanner {
             }
         }
         if sourceEntity.name != target.name { notes.insert("\(sourceEntity.name) → \(target.name)", at: 0) }
-        let stages = isListed(source, in: model) ? model.versions.filter { $0.version > source.version }.flatMap { v in
-            v.customStages.filter { stage in
+        let staged: [(CustomStage, [String: String])] = isListed(source, in: model)
+            ? model.versions.filter { $0.version > source.version }.flatMap { v in
                 // The stage names its entity as of version v; follow that name to the current one.
-                model.version(v.version).map { forwardEntityName(stage.entity, from: $0, in: model) } == target.name
-            }
-        } : []
+                v.customStages.filter { forwardEntityName($0.entity, from: v, in: model) == target.name }
+                    .map { ($0, namesAtStage(entity: $0.entity, of: v, model: model)) }
+            } : []
+        let stages = staged.map(\.0)
         if !stages.isEmpty { notes.append("custom stages: " + stages.map(\.name).joined(separator: ", ")) }
         return MigrationPlan.Copy(
             model: model.name, entity: target.name, sourceConfiguration: sourceConfiguration, sourceTable: sourceEntity.name,
             columns: target.attributes.map(\.name), expressions: expressions, targetTypes: target.attributes.map(\.type),
-            sourceColumns: sourceEntity.attributes.map { ($0.name, $0.type) }, stages: stages, notes: notes,
+            sourceColumns: sourceEntity.attributes.map { ($0.name, $0.type) }, stages: stages,
+            stageNames: staged.map(\.1), notes: notes,
             sourceEntity: sourceEntity, targetEntity: target)
     }
 }

@@ -155,6 +155,34 @@ final class InferredMigrationTests: StoreTestCase {
         }
     }
 
+    /// A stage reads and assigns the row under its own version's names, even when a later version
+    /// renames those attributes, and gives one of the old names to a new attribute.
+    func testAStageSeesItsOwnVersionsNamesAfterLaterRenames() throws {
+        var v2 = try v1().next()
+        try v2.modify("Note") { e throws(SchemaError) in try e.add(Attribute("tag", .string, default: .string("t"))) }
+        try v2.addStage(CustomStage("shout", entity: "Note", sql: ["body": "upper(\"body\")"]))
+        try v2.addStage(CustomStage("measure", entity: "Note") { _, new in
+            guard case .string(let body) = new["body"] else { throw CustomStageError(stage: "measure", message: "no body") }
+            new["pages"] = .integer(Int64(body.unicodeScalars.count))
+        })
+        var v3 = v2.next()
+        try v3.modify("Note") { e throws(SchemaError) in
+            try e.rename("body", to: "text")
+            try e.rename("pages", to: "length")
+            try e.add(Attribute("body", .string, default: .string("fresh")))
+        }
+        let history = try VersionedModel([try v1(), v2, v3])
+        let dir = try store(history, rows: 25)
+        let expected = try open(dir + "/Cloud.sqlite").rows(
+            "SELECT uuid, upper(body), length(upper(body)), 'fresh' FROM Note ORDER BY uuid")
+        var options = MigrationOptions()
+        options.batchSize = 10
+        _ = try StoreDirectory(path: dir, schema: try Schema([history])).migrate(options: options)
+        let after = try open(dir + "/Cloud.sqlite").rows("SELECT uuid, text, length, body FROM Note ORDER BY uuid")
+        XCTAssertEqual(after.count, 25)
+        XCTAssertEqual(after, expected)
+    }
+
     func testAStageThatWritesTheWrongTypeFailsAndChangesNothing() throws {
         var v2 = try v1().next()
         try v2.addStage(CustomStage("broken", entity: "Note") { _, new in new["pages"] = .string("many") })
