@@ -120,12 +120,21 @@ public enum MigrationPlanner {
             let source = copy.sourceEntity.attributes
             let target = copy.targetEntity.attributes
             guard target.count >= source.count else { return nil }
+            var renamed: [(from: String, to: String)] = []
             for (i, s) in source.enumerated() {
                 let t = target[i]
                 guard copy.expressions[i] == q(s.name), t.type == s.type, t.isOptional == s.isOptional,
                       t.defaultValue == s.defaultValue
                 else { return nil }
-                if t.name != s.name { renames.append("ALTER TABLE \(q(copy.entity)) RENAME COLUMN \(q(s.name)) TO \(q(t.name))") }
+                if t.name != s.name { renamed.append((s.name, t.name)) }
+            }
+            let table = q(copy.entity)
+            if renamed.contains(where: { r in source.contains { $0.name == r.to } }) {
+                // Attributes trading names: each through a name no attribute can have first.
+                for (k, r) in renamed.enumerated() { renames.append("ALTER TABLE \(table) RENAME COLUMN \(q(r.from)) TO \(q("~\(k)"))") }
+                for (k, r) in renamed.enumerated() { renames.append("ALTER TABLE \(table) RENAME COLUMN \(q("~\(k)")) TO \(q(r.to))") }
+            } else {
+                for r in renamed { renames.append("ALTER TABLE \(table) RENAME COLUMN \(q(r.from)) TO \(q(r.to))") }
             }
             for (i, t) in target.enumerated().dropFirst(source.count) {
                 // ADD COLUMN gives existing rows today's default; one added on the way with
@@ -136,10 +145,19 @@ public enum MigrationPlanner {
                 else { return nil }
                 adds.append("ALTER TABLE \(q(copy.entity)) ADD COLUMN \(SchemaSQL.column(t))")
             }
-            let old = SchemaSQL.indexes(copy.sourceEntity)
-            let new = SchemaSQL.indexes(copy.targetEntity)
-            for o in old where !new.contains(where: { $0.name == o.name }) { dropIndexes.append("DROP INDEX \(q(o.name))") }
-            for n in new where !old.contains(where: { $0.name == n.name }) { createIndexes.append(n.sql) }
+            // An index is kept only when the target has it as it is: same name, same statement,
+            // over no renamed column (a rename rewrites the index; traded names keep its name).
+            let moved = Set(renamed.map(\.from))
+            let kept = SchemaSQL.indexes(copy.sourceEntity).filter { o in
+                o.attributes.allSatisfy { !moved.contains($0) }
+                    && SchemaSQL.indexes(copy.targetEntity).contains { $0.name == o.name && $0.sql == o.sql }
+            }
+            for o in SchemaSQL.indexes(copy.sourceEntity) where !kept.contains(where: { $0.name == o.name }) {
+                dropIndexes.append("DROP INDEX \(q(o.name))")
+            }
+            for n in SchemaSQL.indexes(copy.targetEntity) where !kept.contains(where: { $0.name == n.name }) {
+                createIndexes.append(n.sql)
+            }
         }
         let copied = Set(copies.map(\.entity))
         var creates: [String] = []

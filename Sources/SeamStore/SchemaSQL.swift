@@ -82,12 +82,13 @@ public enum SchemaSQL {
         Entity.indexName(entity, attributes, unique: unique)
     }
 
-    /// Every index and unique constraint of `entity`, by name, with its `CREATE [UNIQUE] INDEX`.
-    public static func indexes(_ entity: Entity) -> [(name: String, sql: String)] {
-        func make(_ attributes: [String], unique: Bool) -> (String, String) {
+    /// Every index and unique constraint of `entity`, by name, with its `CREATE [UNIQUE] INDEX`
+    /// and the attributes it covers.
+    public static func indexes(_ entity: Entity) -> [(name: String, sql: String, attributes: [String])] {
+        func make(_ attributes: [String], unique: Bool) -> (String, String, [String]) {
             let name = indexName(entity.name, attributes, unique: unique)
             return (name, "CREATE \(unique ? "UNIQUE " : "")INDEX \(quote(name)) ON \(quote(entity.name))"
-                        + "(\(attributes.map(quote).joined(separator: ", ")))")
+                        + "(\(attributes.map(quote).joined(separator: ", ")))", attributes)
         }
         return entity.uniqueConstraints.map { make($0.attributes, unique: true) } + entity.indexes.map { make($0.attributes, unique: false) }
     }

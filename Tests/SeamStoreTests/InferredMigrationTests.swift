@@ -183,6 +183,33 @@ final class InferredMigrationTests: StoreTestCase {
         XCTAssertEqual(after, expected)
     }
 
+    /// Two attributes that trade names (each indexed) are renamed in place, through a name
+    /// neither has, and their indexes rebuilt: each index follows its own attribute.
+    func testAttributesThatTradeNamesAreRenamedInPlace() throws {
+        var v1 = try v1()
+        try v1.modify("Note") { e throws(SchemaError) in
+            try e.addIndex(Index("body"))
+            try e.addIndex(Index("pages"))
+        }
+        var v2 = v1.next()
+        try v2.modify("Note") { e throws(SchemaError) in
+            try e.rename("body", to: "trading")
+            try e.rename("pages", to: "body")
+            try e.rename("trading", to: "pages")
+        }
+        let history = try VersionedModel([v1, v2])
+        let dir = try store(history)
+        let before = try open(dir + "/Cloud.sqlite").rows("SELECT uuid, body, pages FROM Note ORDER BY uuid")
+        let directory = StoreDirectory(path: dir, schema: try Schema([history]))
+        guard case .alter? = try directory.plan().files.first(where: { $0.configuration == "Cloud" })?.method else {
+            return XCTFail("precondition: Cloud should be changed in place")
+        }
+        _ = try directory.migrate()
+        let after = try open(dir + "/Cloud.sqlite").rows("SELECT uuid, pages, body FROM Note ORDER BY uuid")
+        XCTAssertEqual(after, before)
+        XCTAssertEqual(before.count, 20)
+    }
+
     func testAStageThatWritesTheWrongTypeFailsAndChangesNothing() throws {
         var v2 = try v1().next()
         try v2.addStage(CustomStage("broken", entity: "Note") { _, new in new["pages"] = .string("many") })
