@@ -95,7 +95,7 @@ let package = Package(
         ),
 
         // MARK: - Tests
-        .target(name: "SeamTestSupport", dependencies: ["SeamClient"], path: "Tests/SeamTestSupport"),
+        .target(name: "SeamTestSupport", dependencies: ["SeamClient", "SeamSystem"], path: "Tests/SeamTestSupport"),
         .executableTarget(
             name: "seam-save-crasher",
             dependencies: ["SeamContext", "SeamStore", "SeamTimers"],

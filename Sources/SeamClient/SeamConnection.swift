@@ -47,8 +47,6 @@ public final class SeamConnection {
     private var nextID: Int64 = 0
     private var helloParameters: JSONObject?
     private let inherited: Bool
-    /// A reply may be as large as a frame may (PROTOCOL.md: clients accept 512 MiB).
-    static let replyLimits = JSONLimits(maxBytes: Limits.maxReplyFrameBytes, maxStringBytes: Limits.maxReplyFrameBytes)
 
     /// Replies that arrived for other calls (a `more` call's later replies) while a call waited.
     private var unsolicited: [Reply] = []
@@ -223,7 +221,7 @@ public final class SeamConnection {
             do {
                 if let frame = try decoder.next() {
                     let json: JSON
-                    do { json = try JSON.decode(frame, limits: Self.replyLimits) } catch { throw ClientError(.malformed("\(error)")) }
+                    do { json = try JSON.decode(frame, limits: Limits.replyJSON) } catch { throw ClientError(.malformed("\(error)")) }
                     let reply: Reply
                     do { reply = try Reply(json) } catch { throw ClientError(.malformed("\(error)")) }
                     if case .integer(let n)? = reply.id, !reply.continues { inFlight.remove(n) }

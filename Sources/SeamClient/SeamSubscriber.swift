@@ -199,7 +199,7 @@ public final class SeamSubscriber: Sendable {
     /// Hands one reply to its stream. The stream is fed outside the lock: finishing a stream
     /// runs its termination handler, which takes the lock.
     private func deliver(_ frame: ArraySlice<UInt8>) {
-        guard let json = try? JSON.decode(frame, limits: SeamConnection.replyLimits), let reply = try? Reply(json), case .integer(let id)? = reply.id else { return }
+        guard let json = try? JSON.decode(frame, limits: Limits.replyJSON), let reply = try? Reply(json), case .integer(let id)? = reply.id else { return }
         // seamd stopping is no end: the connection closes next, and the reader resumes elsewhere.
         if reply.error == VarlinkError.shuttingDown.name { return }
         let parsed: Result<SubscriptionUpdate, ClientError>

@@ -1,3 +1,4 @@
+import SeamJSON
 /// Splits a byte stream into varlink frames: JSON objects each followed by a NUL byte.
 ///
 /// A frame longer than `maxFrameBytes` without its NUL cannot be recovered from (there is no way
@@ -73,6 +74,8 @@ public enum Limits {
     /// The largest reply frame a client accepts: replies carry results (up to `maxFetchRows` or
     /// `maxSubscriptionRows` rows), which can outgrow what the broker accepts from clients.
     public static let maxReplyFrameBytes = 512 << 20
+    /// What a client's JSON decoder accepts in a reply: anything a reply frame may hold.
+    public static let replyJSON = JSONLimits(maxBytes: maxReplyFrameBytes, maxStringBytes: maxReplyFrameBytes)
     /// Connections one uid may hold at once.
     public static let maxConnectionsPerUID = 512
     /// Seconds a new connection has to send its first call (seamd's `--handshake-timeout`).

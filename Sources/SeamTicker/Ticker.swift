@@ -32,8 +32,9 @@ public final class Ticker {
     private var fd: Int32 = -1
     private var decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
     private var live = LiveResult()
-    /// AdvanceMany calls in flight: call id → their sessions.
-    private var inFlight: [Int64: [String]] = [:]
+    /// AdvanceMany calls in flight: call id → their sessions, with the step end each had when
+    /// the call was sent.
+    private var inFlight: [Int64: [(session: String, end: Double?)]] = [:]
     private var busy: Set<String> = []
     /// Due sessions the broker did not advance — its call failed (the Local store is
     /// migrating, the disk is full), or it left one as it was (a row that does not fit its
@@ -47,12 +48,15 @@ public final class Ticker {
         var until: Double
         var pause: Double
     }
-    /// When to subscribe again after the broker said the Local store is not available (it is
-    /// migrating): wall-clock seconds, or nil.
+    /// When to subscribe again after the subscription failed (the Local store is migrating, a
+    /// limit was reached): wall-clock seconds, or nil; and the pause before the try after that.
     private var resubscribeAt: Double?
+    private var resubscribePause: Double = 1
+    /// The id of the Subscribe call in force, and the broker's number for its subscription.
+    private var subscriptionCall: Int64 = 0
+    private var subscription: Int?
     private var nextID: Int64 = 100
     private var usedInherited = false
-    private static let subscriptionID: Int64 = 2
 
     public init(options: Options, log: @escaping @Sendable (String) -> Void) throws(SystemError) {
         self.options = options
@@ -81,7 +85,10 @@ public final class Ticker {
                 throw Failure(description: "cannot arm the timer: \(error)")
             }
             let ready = UnixSocket.waitReadable([fd, timer.descriptor])
-            if ready[1], timer.acknowledge() == .clockChanged { log("the wall clock was set; recomputing") }
+            if ready[1], timer.acknowledge() == .clockChanged {
+                log("the wall clock was set; recomputing")
+                clockWasSet()
+            }
             if ready[0] {
                 let result = (try? UnixSocket.read(fd, into: scratch)) ?? .closed
                 guard case .bytes(let n) = result else {
@@ -92,7 +99,7 @@ public final class Ticker {
                 }
                 decoder.append(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
                 do {
-                    while let frame = try decoder.next() { handle(frame) }
+                    while let frame = try decoder.next() { try handle(frame) }
                 } catch {
                     log("unreadable stream from the broker (\(error)); reconnecting")
                     try connect()
@@ -112,6 +119,7 @@ public final class Ticker {
         busy = []
         held = [:]
         resubscribeAt = nil
+        resubscribePause = 1
         let deadline = WallClock.monotonic() + options.reconnectTimeout
         var pause = 0.05
         while true {
@@ -132,11 +140,19 @@ public final class Ticker {
         log("connected; following running sessions")
     }
 
+    /// Follows running sessions afresh, under a new call id (the replies of an old one are
+    /// ignored). A subscription in force is ended first: two would each deliver every diff.
     private func subscribe() {
+        if let subscription {
+            send(Call(method: "org.seam.Store.Unsubscribe", parameters: ["subscription": .integer(Int64(subscription))], oneway: true))
+        }
+        subscription = nil
         live = LiveResult()
+        nextID += 1
+        subscriptionCall = nextID
         send(Call(method: "org.seam.Store.Subscribe", parameters: [
             "entity": "Session", "predicate": #"state == "running""#, "sort": "stepEndsAt", "fields": ["stepEndsAt"],
-        ], more: true, id: .integer(Self.subscriptionID)))
+        ], more: true, id: .integer(subscriptionCall)))
     }
 
     private func openConnection() throws(Failure) -> Int32? {
@@ -157,34 +173,53 @@ public final class Ticker {
     /// Asks the broker to advance every due session in one call (one save): under load the due
     /// sessions that pile up while a call is in flight go together in the next.
     private func advance(_ sessions: [String]) {
+        let ends = stepEnds
         for batch in stride(from: 0, to: sessions.count, by: 1_000).map({ Array(sessions[$0..<min($0 + 1_000, sessions.count)]) }) {
             nextID += 1
-            inFlight[nextID] = batch
+            inFlight[nextID] = batch.map { ($0, ends[$0] ?? nil) }
             busy.formUnion(batch)
             send(Call(method: "org.seam.Timers.AdvanceMany", parameters: ["sessions": .array(batch.map(JSON.string))], id: .integer(nextID)))
         }
     }
 
-    private func handle(_ frame: ArraySlice<UInt8>) {
-        guard let json = try? JSON.decode(frame), let reply = try? Reply(json), case .integer(let id)? = reply.id else { return }
+    private struct Unreadable: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// One frame from the broker. One that cannot be read is not passed over (the call it
+    /// answers would stay in flight for ever): the connection starts again.
+    private func handle(_ frame: ArraySlice<UInt8>) throws(Unreadable) {
+        let reply: Reply
+        do { reply = try Reply(try JSON.decode(frame, limits: Limits.replyJSON)) } catch {
+            throw Unreadable(description: "\(error)")
+        }
         // seamd stopping: the connection closes next, and `run` reconnects.
         if reply.error == VarlinkError.shuttingDown.name { return }
-        if id == Self.subscriptionID {
+        guard case .integer(let id)? = reply.id else { return }
+        if id == subscriptionCall {
             if let error = reply.error {
-                // A Local store that is migrating comes back: follow it again when it does.
-                let retry = error == "org.seam.Store.StoreUnavailable"
-                log("the subscription failed: \(error)" + (retry ? " (\(reply.parameters["message"]?.stringValue ?? "")); trying again in 1 s" : ""))
-                if retry { resubscribeAt = WallClock.now() + 1 }
+                // A Local store that is migrating comes back, a limit may be lifted: try again,
+                // less and less often.
+                log("the subscription failed: \(error) (\(reply.parameters["message"]?.stringValue ?? "")); "
+                    + "trying again in \(Int(resubscribePause)) s")
+                resubscribeAt = WallClock.now() + resubscribePause
+                resubscribePause = min(resubscribePause * 2, 60)
+                subscription = nil
                 return
             }
-            guard let update = try? SubscriptionUpdate(reply.parameters) else { return }
-            do { try live.apply(update) } catch {
-                log("a diff did not fit (\(error)); subscribing afresh")
+            do {
+                let update = try SubscriptionUpdate(reply.parameters)
+                subscription = update.subscription
+                try live.apply(update)
+                resubscribePause = 1
+            } catch {
+                log("a subscription update did not fit (\(error)); subscribing afresh")
                 subscribe()
             }
             return
         }
-        guard let sessions = inFlight.removeValue(forKey: id) else { return }
+        guard let sent = inFlight.removeValue(forKey: id) else { return }
+        let sessions = sent.map(\.session)
         busy.subtract(sessions)
         if let error = reply.error {
             let message = reply.parameters["message"]?.stringValue.map { " (\($0))" } ?? ""
@@ -196,6 +231,9 @@ public final class Ticker {
             let session = advanced["session"]?.stringValue ?? "?"
             advancedNow.insert(session)
             held[session] = nil
+            if let earlier = advanced["earlierTransitions"]?.int64Value, earlier > 0, options.logsTransitions {
+                log("session \(session.prefix(8)): \(earlier) step ends passed before the last ones")
+            }
             for t in advanced["transitions"]?.arrayValue ?? [] {
                 options.onTransition?(t["lateness"]?.doubleValue ?? 0)
                 guard options.logsTransitions else { continue }
@@ -205,11 +243,21 @@ public final class Ticker {
                     + (advanced["state"]?.stringValue == "finished" ? "; finished" : ""))
             }
         }
-        let left = sessions.filter { !advancedNow.contains($0) }
+        // A session someone else moved first (a person's Stop or Skip, another ticker) was not
+        // due any more: its diff came before this reply, so its step end changed or it left.
+        let ends = stepEnds
+        let left = sent.filter { s in !advancedNow.contains(s.session) && ends[s.session].map { $0 == s.end } == true }.map(\.session)
         if !left.isEmpty {
             hold(left, doubling: true, why: "the broker left them as they were (a session whose position does not fit its steps "
                  + "cannot advance; `seam stop` ends it)")
         }
+    }
+
+    /// The wall clock was set: pauses measured on it may now be far too long. Try again soon.
+    private func clockWasSet() {
+        let now = WallClock.now()
+        if let at = resubscribeAt { resubscribeAt = min(at, now + 1) }
+        for (session, h) in held { held[session]?.until = min(h.until, now + h.pause) }
     }
 
     // MARK: - Sessions held back

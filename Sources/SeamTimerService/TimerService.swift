@@ -42,16 +42,18 @@ public enum TimerService {
         type Transition (stepIndex: int, round: int, due: float, lateness: float)
 
         # Moves a running session past every step that has ended, on the wall clock (what the
-        # ticker calls when a step is due). Nothing to do is no error.
+        # ticker calls when a step is due). Nothing to do is no error. Lists the last 100 step
+        # ends; earlierTransitions counts those before them.
         method Advance(session: string) -> (
           session: string,
           state: string,
           transitions: []Transition,
+          earlierTransitions: int,
           nextDue: ?float,
           sequence: ?int
         )
 
-        type Advanced (session: string, state: string, transitions: []Transition, nextDue: ?float)
+        type Advanced (session: string, state: string, transitions: []Transition, earlierTransitions: int, nextDue: ?float)
 
         # Advance for many sessions in one save (what the ticker sends when several steps are
         # due at once). Sessions that are gone or not running are skipped.
@@ -210,7 +212,7 @@ public enum TimerService {
         // just woke) are past before a person's change applies: a skip skips the step running
         // now, a stop or pause comes after the steps that ended. A session that finished so is
         // stopped as it finished.
-        let ended = clock.advance(to: now)
+        let ended = clock.advance(to: now, listingAtMost: 1).listed
         if member == "Stop" && clock.state == .finished && !ended.isEmpty { return try save(clock, of: uuid, call) }
         do {
             switch member {
@@ -244,10 +246,20 @@ public enum TimerService {
         return ["deleted": .integer(Int64(finished.count)), "sequence": set.map { .integer($0.sequence) } ?? .null]
     }
 
-    static func transitionsJSON(_ transitions: [SessionClock.Transition]) -> JSON {
-        .array(transitions.map { t in
-            ["stepIndex": .integer(Int64(t.stepIndex)), "round": .integer(Int64(t.round)), "due": .double(t.due), "lateness": .double(t.lateness)]
+    /// How many step ends a reply lists per session, the last ones; `earlierTransitions` counts
+    /// the rest.
+    static let listedTransitions = 100
+
+    /// Advances `clock` to `now`: the reply's `transitions` (the last step ends) and
+    /// `earlierTransitions` (how many ended before them), or nil when no step had ended.
+    static func advanced(_ clock: inout SessionClock, to now: Double) -> (transitions: JSON, earlier: JSON)? {
+        let (listed, earlier) = clock.advance(to: now, listingAtMost: listedTransitions)
+        guard !listed.isEmpty else { return nil }
+        let transitions: JSON = .array(listed.map { t in
+            ["stepIndex": .integer(Int64(t.stepIndex)), "round": .integer(Int64(t.round)), "due": .double(t.due),
+             "lateness": .double(t.lateness)]
         })
+        return (transitions, .integer(Int64(earlier)))
     }
 
     static func advanceMany(_ p: JSONObject, _ call: ServiceCall) throws(VarlinkError) -> JSONObject {
@@ -262,11 +274,10 @@ public enum TimerService {
             guard let session = try row("Session", uuid, call), var clock = try? SessionClock(session: session), clock.state == .running else {
                 continue
             }
-            let transitions = clock.advance(to: now)
-            guard !transitions.isEmpty else { continue }
+            guard let ended = Self.advanced(&clock, to: now) else { continue }
             request.update("Session", uuid, clock.values)
-            advanced.append(["session": .string(uuid), "state": .string(clock.state.rawValue), "transitions": transitionsJSON(transitions),
-                             "nextDue": clock.nextDue.map(JSON.double) ?? .null])
+            advanced.append(["session": .string(uuid), "state": .string(clock.state.rawValue), "transitions": ended.transitions,
+                             "earlierTransitions": ended.earlier, "nextDue": clock.nextDue.map(JSON.double) ?? .null])
         }
         guard !request.operations.isEmpty else { return ["advanced": .array([]), "sequence": .null] }
         let set = try call.save(request)
@@ -278,13 +289,13 @@ public enum TimerService {
         guard let session = try row("Session", uuid, call) else { throw notFound("session", uuid) }
         var clock: SessionClock
         do { clock = try SessionClock(session: session) } catch { throw invalidTimer(error.description) }
-        let transitions = clock.advance(to: call.now)
+        let advanced = Self.advanced(&clock, to: call.now)
         var sequence: JSON = .null
-        if !transitions.isEmpty, let set = try call.save(SaveRequest([.update(entity: "Session", uuid: uuid, values: clock.values)])) {
+        if advanced != nil, let set = try call.save(SaveRequest([.update(entity: "Session", uuid: uuid, values: clock.values)])) {
             sequence = .integer(set.sequence)
         }
         return ["session": .string(uuid), "state": .string(clock.state.rawValue),
-                "transitions": transitionsJSON(transitions),
+                "transitions": advanced?.transitions ?? .array([]), "earlierTransitions": advanced?.earlier ?? .integer(0),
                 "nextDue": clock.nextDue.map(JSON.double) ?? .null, "sequence": sequence]
     }
 }

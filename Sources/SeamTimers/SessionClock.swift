@@ -184,9 +184,23 @@ public struct SessionClock: Sendable, Equatable {
     /// for an hour lands exactly where it would have been. Returns the steps that ended.
     @discardableResult
     public mutating func advance(to now: Double) -> [Transition] {
+        advance(to: now, listingAtMost: .max).listed
+    }
+
+    /// `advance(to:)`, listing only the last `limit` steps that ended and counting those before
+    /// them: a session of 100 one-second steps repeated 1,000 times, a day overdue, passes
+    /// 86,400 step ends, and a reply listing them all would run to megabytes.
+    public mutating func advance(to now: Double, listingAtMost limit: Int) -> (listed: [Transition], earlier: Int) {
+        precondition(limit > 0, "list at least one step end")
         var ended: [Transition] = []
+        var earlier = 0
         while state == .running, let due = stepEndsAt, due <= now {
             ended.append(Transition(stepIndex: stepIndex, round: round, due: due, lateness: now - due))
+            if ended.count - limit >= max(limit, 1024) {
+                // Drop the oldest in bulk, so that keeping the last few stays linear.
+                earlier += ended.count - limit
+                ended.removeFirst(ended.count - limit)
+            }
             if stepIndex + 1 < steps.count {
                 stepIndex += 1
             } else if round + 1 < repeatCount {
@@ -200,7 +214,11 @@ public struct SessionClock: Sendable, Equatable {
             }
             stepEndsAt = due + Double(steps[stepIndex])
         }
-        return ended
+        if ended.count > limit {
+            earlier += ended.count - limit
+            ended.removeFirst(ended.count - limit)
+        }
+        return (ended, earlier)
     }
 }
 

@@ -3,6 +3,7 @@ import SeamClient
 import SeamJSON
 import SeamProtocol
 import SeamTestSupport
+import Synchronization
 import XCTest
 
 /// seam-ticker as a real process beside a real seamd: steps end on time; a killed ticker's
@@ -92,6 +93,53 @@ final class TickerTests: BrokerTestCase {
         // A good session still ends on time beside it.
         let flash = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
         XCTAssertEqual(try waitUntilFinished(c, [flash], within: 5).first?["state"]?.stringValue, "finished", ticker.log)
+    }
+
+    /// A diff that never reached the ticker (lost here on purpose, between seamd and the ticker)
+    /// makes a later one not fit: the ticker ends its subscription and follows running sessions
+    /// afresh. It does not pile subscriptions up, each delivering every diff again.
+    func testATickerThatMissedADiffSubscribesAfreshInPlaceOfTheOld() throws {
+        let losing = Mutex(false)
+        let proxy = try FrameProxy(upstream: broker.socketPath, in: broker.directory) { frame in
+            frame.contains(#""kind":"diff""#) && frame.contains(#""inserted""#) && losing.withLock { lose in
+                defer { lose = false }
+                return lose
+            }
+        }
+        defer { proxy.stop() }
+        let c = try client()
+        let ticker = try TickerProcess(socket: proxy.socketPath, directory: broker.directory)
+        try eventually(5, "the ticker subscribed") { try c.call("org.seam.Store.Status")["subscriptions"]?.int64Value == 1 }
+        for round in 1...3 {
+            losing.withLock { $0 = true }
+            let lost = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 600])["session"]?.stringValue)
+            try eventually(5, "the insert was lost") { !losing.withLock { $0 } }
+            _ = try c.call("org.seam.Timers.Stop", ["session": .string(lost)])
+            try eventually(5, "the ticker noticed, round \(round)") {
+                ticker.log.components(separatedBy: "did not fit").count - 1 == round
+            }
+            try eventually(5, "one subscription, round \(round)") { try c.call("org.seam.Store.Status")["subscriptions"]?.int64Value == 1 }
+        }
+        // And it still ticks.
+        let flash = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
+        XCTAssertEqual(try waitUntilFinished(c, [flash], within: 5).first?["state"]?.stringValue, "finished", ticker.log)
+        XCTAssertEqual(try c.call("org.seam.Store.Status")["subscriptions"]?.int64Value, 1, ticker.log)
+    }
+
+    /// Two tickers race for every step end. The one that loses finds the session moved on (its
+    /// diff arrives before the reply): that is no session that cannot advance, and no line.
+    func testASecondTickerIsHarmlessAndQuiet() throws {
+        let c = try client()
+        let tickers = try (0..<2).map { _ in try TickerProcess(socket: broker.socketPath, directory: broker.directory) }
+        try eventually(5, "both subscribed") { try c.call("org.seam.Store.Status")["subscriptions"]?.int64Value == 2 }
+        let timer = try c.save([.insert(entity: "Timer", values: ["name": "Laps", "repeatCount": 2,
+                                                                  "steps": .array((0..<3).map { _ in ["label": "lap", "seconds": 1] })])]).inserted[0]
+        var sessions = [try XCTUnwrap(try c.call("org.seam.Timers.Start", ["timer": .string(timer)])["session"]?.stringValue)]
+        for seconds in 1...5 { sessions.append(try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": .integer(Int64(seconds))])["session"]?.stringValue)) }
+        let rows = try waitUntilFinished(c, sessions, within: 12)
+        XCTAssertEqual(Set(rows.map { $0["state"]?.stringValue }), ["finished"])
+        XCTAssertEqual(seconds(rows[0]["finishedAt"]) - seconds(rows[0]["startedAt"]), 6, accuracy: 1e-3, "six 1 s steps, each once")
+        for t in tickers { XCTAssertFalse(t.log.contains("not advanced"), t.log) }
     }
 
     func testTheTickerWaitsForABrokerThatIsNotThereYet() throws {

@@ -245,6 +245,37 @@ final class TimerServiceTests: BrokerTestCase {
         XCTAssertEqual(try c.row("Session", uuid: s)?["finishedAt"], .string(RFC3339.format(due)), "finished when it was due")
     }
 
+    /// A session long overdue passes tens of thousands of step ends at once: the reply lists the
+    /// last 100 and counts the rest, so it stays small (all of them ran to megabytes, past what
+    /// the ticker read).
+    func testALongOverdueSessionListsItsLastStepEndsAndCountsTheRest() throws {
+        let c = try client()
+        let now = Date().timeIntervalSince1970
+        let steps: JSON = .array((0..<100).map { _ in ["label": "s", "seconds": 1] })
+        func overdue() throws -> String {
+            try c.save([.insert(entity: "Session", values: [
+                "name": "Drill", "state": "running", "steps": steps, "repeatCount": 1000, "stepIndex": 0, "round": 0,
+                "startedAt": .string(RFC3339.format(now - 50_000)), "stepEndsAt": .string(RFC3339.format(now - 49_999)),
+            ])]).inserted[0]
+        }
+        let one = try overdue(), two = try overdue()
+        let single = try c.call("org.seam.Timers.Advance", ["session": .string(one)])
+        let many = try c.call("org.seam.Timers.AdvanceMany", ["sessions": [.string(two)]])
+        for (uuid, reply) in [(one, single), (two, try XCTUnwrap(many["advanced"]?[0]?.objectValue))] {
+            let listed = try XCTUnwrap(reply["transitions"]?.arrayValue)
+            XCTAssertEqual(listed.count, 100)
+            let earlier = try XCTUnwrap(reply["earlierTransitions"]?.int64Value)
+            let row = try XCTUnwrap(c.row("Session", uuid: uuid))
+            let position = try XCTUnwrap(row["round"]?.int64Value) * 100 + XCTUnwrap(row["stepIndex"]?.int64Value)
+            XCTAssertEqual(earlier + 100, position, "every step end that passed, listed or counted")
+            XCTAssertGreaterThan(earlier, 49_000)
+            let last = try XCTUnwrap(listed.last)
+            XCTAssertEqual((last["round"]?.int64Value ?? 0) * 100 + (last["stepIndex"]?.int64Value ?? 0), position - 1, "the last ones")
+        }
+        let early = try c.call("org.seam.Timers.Advance", ["session": .string(one)])
+        XCTAssertEqual(early["earlierTransitions"], .integer(0))
+    }
+
     func testAdvanceManySkipsWhatIsGoneOrNotDue() throws {
         let c = try client()
         let due = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
