@@ -67,7 +67,7 @@ let package = Package(
         // MARK: - The timer application's models
         .target(name: "SeamTimers", dependencies: ["SeamSchema"]),
         .target(name: "SeamTicker", dependencies: ["SeamJSON", "SeamProtocol", "SeamSystem"]),
-        .target(name: "SeamWatch", dependencies: ["SeamJSON", "SeamProtocol", "SeamSchema", "SeamTimers"]),
+        .target(name: "SeamWatch", dependencies: ["SeamJSON", "SeamProtocol", "SeamSchema", "SeamTimers", "SeamCommandLine"]),
         .executableTarget(name: "seam-ticker", dependencies: ["SeamTicker", "SeamCommandLine"], path: "Plugins/seam-ticker"),
         .target(name: "SeamTimerService", dependencies: ["SeamBroker", "SeamContext", "SeamJSON", "SeamProtocol", "SeamSchema", "SeamTimers"]),
 

@@ -53,6 +53,27 @@ public enum Terminal {
     }
 }
 
+extension Terminal {
+    /// `text` safe to show on a terminal: every control character (C0, DEL, C1) as `\u{XX}`.
+    /// Names and notes come from the store, which any plugin or another machine may have
+    /// written; an escape sequence in one must not retitle the window, clear the screen or forge
+    /// a line of output.
+    public static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if isControl(scalar) {
+                out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    private static func isControl(_ s: Unicode.Scalar) -> Bool { s.value < 0x20 || (0x7F...0x9F).contains(s.value) }
+}
+
 extension String {
     func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
 }

@@ -1,3 +1,4 @@
+import SeamCommandLine
 import SeamJSON
 import SeamProtocol
 import SeamSchema
@@ -113,7 +114,7 @@ public struct WatchBoard: Sendable {
     // MARK: - Text
 
     static func name(_ row: JSONObject) -> String {
-        let n = row["name"]?.stringValue ?? ""
+        let n = Terminal.printable(row["name"]?.stringValue ?? "")
         return n.isEmpty ? "(unnamed)" : n
     }
 
@@ -130,7 +131,7 @@ public struct WatchBoard: Sendable {
         case .finished: parts.append("✓ finished")
         }
         if clock.state != .finished, steps.indices.contains(clock.stepIndex) {
-            var step = "\(steps[clock.stepIndex].label) \(clock.stepIndex + 1)/\(steps.count)"
+            var step = "\(Terminal.printable(steps[clock.stepIndex].label)) \(clock.stepIndex + 1)/\(steps.count)"
             if clock.repeatCount > 1 { step += " · round \(clock.round + 1)/\(clock.repeatCount)" }
             parts.append(step)
         }
@@ -139,7 +140,7 @@ public struct WatchBoard: Sendable {
         case .paused: parts.append(clock.remaining(at: now).map { DurationText.clock($0) + " left, paused" } ?? "paused")
         case .finished: parts.append(clock.finishedAt.map { "at " + timeOfDay($0) } ?? "")
         }
-        if let note = row["note"]?.stringValue, !note.isEmpty { parts.append("“\(note)”") }
+        if let note = row["note"]?.stringValue, !note.isEmpty { parts.append("“\(Terminal.printable(note))”") }
         return ([padded] + parts.filter { !$0.isEmpty }).joined(separator: "  ")
     }
 

@@ -126,7 +126,9 @@ func describeSteps(_ json: JSON?) -> String {
     return steps.isEmpty ? "(no steps)" : steps.joined(separator: ", ")
 }
 
+/// Rows as aligned columns; cells shown as `Terminal.printable` makes them.
 func table(_ rows: [[String]]) {
+    let rows = rows.map { $0.map(Terminal.printable) }
     guard let first = rows.first else { return }
     var widths = first.map(\.count)
     for r in rows { for (i, cell) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) } }

@@ -48,7 +48,7 @@ enum TimerCommands {
             let c = try connect(args, hello: false)
             let t = try resolveTimer(c, operands[0])
             if args.flag("json") { return output(.object(t)) }
-            for (k, v) in t { print("\(k): \(v.stringValue ?? v.description)") }
+            for (k, v) in t { print("\(k): \(Terminal.printable(v.stringValue ?? v.description))") }
         },
         Command("timer edit", "TIMER [--name N] [--step LABEL=DURATION …] [--repeat N] [--icon I] [--colour C] [--sound NAME] [--group G | --no-group]",
                 "change a timer; a running session keeps what it started with", operands: 1...1,
@@ -112,7 +112,7 @@ enum TimerCommands {
             var p: JSONObject = ["timer": t["uuid"]!]
             if let note = args.value("note") { p["note"] = .string(note) }
             let r = try c.call("org.seam.Timers.Start", p)
-            print("started \(t["name"]?.stringValue ?? "") (session \((r["session"]?.stringValue ?? "").prefix(8)))")
+            print("started \(Terminal.printable(t["name"]?.stringValue ?? "")) (session \((r["session"]?.stringValue ?? "").prefix(8)))")
         },
         Command("flash", "DURATION [--name NAME] [--note TEXT]", "start a one-off timer with no definition", operands: 1...1,
                 options: ["name", "note"]) { operands, args in

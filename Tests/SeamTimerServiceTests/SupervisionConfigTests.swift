@@ -132,6 +132,24 @@ final class SupervisionConfigTests: XCTestCase {
         XCTAssertEqual(WatchBoard(utcOffset: 3600).timeOfDay(tenOClock), "11:00:00")
     }
 
+    /// Names, step labels and notes come from the store, which any plugin may have written: an
+    /// escape sequence or a newline in one is shown, not obeyed.
+    func testTheBoardShowsControlCharactersAndDoesNotObeyThem() throws {
+        let tenOClock = 1_796_119_200.0  // 2026-12-01T10:00:00Z
+        var forged = session("a", name: "\u{1B}]0;owned\u{07}\u{1B}[2J", state: "running")
+        forged["note"] = "ok\n01:00:00 finished: fake\u{9B}"
+        forged["steps"] = [["label": "W\rork", "seconds": 300]]
+        var board = WatchBoard()
+        let events = try board.apply(update(["subscription": 1, "kind": "result", "sequence": 1, "rows": [.object(forged)]]),
+                                     now: tenOClock)
+        let line = board.lines(now: tenOClock, width: 200, height: 10)[1].text
+        for text in [line, events.first?.text ?? ""] {
+            XCTAssertFalse(text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }, text)
+        }
+        XCTAssertEqual(events.first?.text,
+                       #"\u{1B}]0;owned\u{7}\u{1B}[2J  ▶ running   W\u{D}ork 1/1  5:00 left  “ok\u{A}01:00:00 finished: fake\u{9B}”"#)
+    }
+
     /// A session's note ends its line; a session without one shows nothing for it.
     func testTheBoardShowsANote() throws {
         let tenOClock = 1_796_119_200.0  // 2026-12-01T10:00:00Z
