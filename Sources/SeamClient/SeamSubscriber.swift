@@ -59,6 +59,8 @@ public final class SeamSubscriber: Sendable {
         /// Ended by its consumer before the broker numbered it (the first reply has not come,
         /// or a reconnect is subscribing it again): unsubscribed when the number comes.
         var cancelled = false
+        /// The pause before the next try while its store is closed (a migration), or nil.
+        var retryPause: Double?
     }
 
     private struct State {
@@ -66,6 +68,9 @@ public final class SeamSubscriber: Sendable {
         var entries: [Int64: Entry] = [:]
         var nextID: Int64 = 0
         var closed = false
+        /// Counts connections: a retry planned on one is not sent on the next (which
+        /// subscribed everything again).
+        var generation = 0
     }
 
     public let path: String
@@ -104,7 +109,8 @@ public final class SeamSubscriber: Sendable {
 
     /// Subscribes to `query`. With `since`, the first update is the diff from the result at that
     /// sequence number (or a resync; or, when the broker is behind that number, a fresh result).
-    /// Ending the iteration unsubscribes. Once the subscriber is
+    /// A stream that resumes (with `since`, or after a reconnect) while its store is closed for
+    /// a migration waits for the store rather than fail. Ending the iteration unsubscribes. Once the subscriber is
     /// closed (`close`, or no broker answered within `reconnectTimeout`), the stream fails at
     /// once with `disconnected`: connect a new subscriber.
     public func subscribe(_ query: LiveQuery, since: Int64? = nil) -> Updates {
@@ -212,6 +218,7 @@ public final class SeamSubscriber: Sendable {
         }
         let last: Bool
         if case .success(let update) = parsed { last = update.kind == .end || !reply.continues } else { last = true }
+        var retryPlan: (pause: Double, generation: Int)?
         let continuation: Updates.Continuation? = state.withLock { s in
             guard var e = s.entries[id] else { return nil }  // an Unsubscribe's reply, or one for a cancelled stream
             if e.cancelled {
@@ -229,13 +236,25 @@ public final class SeamSubscriber: Sendable {
                 Self.sendSubscribe(id, e, fd: s.fd)
                 return nil
             }
+            if case .failure(let error) = parsed, error.remoteName == "org.seam.Store.StoreUnavailable", e.sequence != nil {
+                // A stream that was following its store waits while the store is closed (a
+                // migration), and resumes from where it was, trying again less and less often.
+                let pause = min((e.retryPause ?? 0.25) * 2, 30)
+                e.retryPause = pause
+                e.subscription = nil
+                s.entries[id] = e
+                retryPlan = (pause, s.generation)
+                return nil
+            }
             if case .success(let update) = parsed {
                 e.subscription = update.subscription
                 e.sequence = update.sequence
+                e.retryPause = nil
             }
             s.entries[id] = last ? nil : e
             return e.continuation
         }
+        if let retryPlan { retry(id, after: retryPlan.pause, generation: retryPlan.generation) }
         guard let continuation else { return }
         switch parsed {
         case .success(let update):
@@ -246,12 +265,35 @@ public final class SeamSubscriber: Sendable {
         }
     }
 
+    /// Subscribes `id` again after `pause` seconds, on the same connection, unless it ended
+    /// meanwhile or a reconnect subscribed it.
+    private func retry(_ id: Int64, after pause: Double, generation: Int) {
+        let planned = try? Threads.detach { [weak self] in
+            Threads.sleep(pause)
+            self?.state.withLock { s in
+                guard !s.closed, s.generation == generation, let e = s.entries[id], e.subscription == nil else { return }
+                if e.cancelled {
+                    s.entries[id] = nil
+                    return
+                }
+                Self.sendSubscribe(id, e, fd: s.fd)
+            }
+        }
+        if planned == nil {
+            // No thread for the pause: try at once rather than never.
+            state.withLock { s in if let e = s.entries[id] { Self.sendSubscribe(id, e, fd: s.fd) } }
+        }
+    }
+
     /// Connects again and resumes every subscription; false (every stream failed) when closed or
     /// when no broker answers within `reconnectTimeout`.
     private func reconnect() -> Bool {
         if inherited {  // it cannot be opened again
-            state.withLock { $0.closed = true }
-            finishAll(ClientError(.disconnected))
+            let closedOnPurpose = state.withLock { s in
+                defer { s.closed = true }
+                return s.closed
+            }
+            finishAll(closedOnPurpose ? nil : ClientError(.disconnected))
             return false
         }
         let deadline = WallClock.monotonic() + reconnectTimeout
@@ -269,6 +311,7 @@ public final class SeamSubscriber: Sendable {
                     }
                     Descriptors.close(s.fd)
                     s.fd = fd
+                    s.generation += 1
                     for (id, e) in s.entries.sorted(by: { $0.key < $1.key }) {
                         if e.cancelled {  // ended meanwhile: nothing to subscribe again
                             s.entries[id] = nil

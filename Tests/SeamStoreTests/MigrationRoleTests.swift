@@ -314,6 +314,29 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertEqual(try c.row("Timer", uuid: timer)?["sound"]?.stringValue, "whistle")
     }
 
+    /// A stream resuming while its store is closed for a migration (seamd restarted, or the
+    /// connection broke meanwhile) waits for the store, then resumes: it does not fail.
+    func testAResumingSubscriptionWaitsForItsMigratingStore() async throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        try MigrationRoleSupport.writeOutdatedLocalFixture(rows: 10, to: data)
+        let fake = try MigrationRoleSupport.FakeWorker(in: tmp, mode: "crash")
+        let broker = try BrokerProcess(arguments: ["--config", fake.config], dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        try eventually(10, "Local is migrating") { try MigrationRoleSupport.store("Local", c)["state"]?.stringValue == "migrating" }
+        let subscriber = try SeamSubscriber.connect(path: broker.socketPath)
+        defer { subscriber.close() }
+        var updates = subscriber.subscribe(LiveQuery("Session"), since: 1).makeAsyncIterator()
+        try await Task.sleep(nanoseconds: 700_000_000)  // refused, and tried again, at least once
+        try fake.go()
+        let next = try await updates.next()
+        let first = try XCTUnwrap(next)
+        XCTAssertTrue([.resync, .result].contains(first.kind), "\(first)")
+        XCTAssertEqual(first.rows.count, try c.count("Session"))
+        XCTAssertGreaterThan(first.rows.count, 0)
+    }
+
     /// A worker that hands over a copy that does not verify (here: the original itself, at the
     /// old version) is refused: Finished fails with MigrationFailed, nothing is swapped, the
     /// copy is removed, the original serves at its old version, byte for byte as it was.
