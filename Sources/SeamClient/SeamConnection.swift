@@ -55,6 +55,10 @@ public final class SeamConnection {
     /// Those of an earlier connection, lost with it: `finish` and `pending` say so.
     private var lost = Set<Int64>()
     private var lostUnreported = false
+    /// Calls whose last reply came while another call waited and was not kept (more than
+    /// `maxUnsolicited` were waiting): `finish` says so rather than wait for ever.
+    private var dropped = Set<Int64>()
+    private static let maxUnsolicited = 10_000
 
     /// Connects as `design.md` says: `SEAM_FD`, then `SEAM_SOCKET`, then the default path.
     public static func connect(path: String? = nil) throws(ClientError) -> SeamConnection {
@@ -104,7 +108,8 @@ public final class SeamConnection {
         do {
             return try roundTrip(method, parameters)
         } catch let e where Self.isRetryable(method, e) && !othersInFlight {
-            try reconnect()
+            // What is in flight now is this call alone, sent again: nothing else was lost.
+            try reconnect(abandoning: inFlight)
             return try roundTrip(method, parameters)
         }
     }
@@ -122,7 +127,10 @@ public final class SeamConnection {
     ]
 
     /// Opens a new connection to the same path and says hello again if we had.
-    public func reconnect() throws(ClientError) {
+    public func reconnect() throws(ClientError) { try reconnect(abandoning: []) }
+
+    /// `reconnect()`, without reporting the calls `abandoned` as lost (their caller knows).
+    private func reconnect(abandoning abandoned: Set<Int64>) throws(ClientError) {
         guard !inherited else { throw ClientError(.disconnected) }
         // Forgotten at once: should the connect fail, no later call may use the number, which
         // the process may by then have given to another file.
@@ -130,8 +138,9 @@ public final class SeamConnection {
         fd = -1
         do { fd = try Self.openSocket(path) } catch { throw ClientError(.cannotConnect(path: path, error)) }
         decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
-        lost.formUnion(inFlight)
-        lostUnreported = lostUnreported || !inFlight.isEmpty
+        let lostNow = inFlight.subtracting(abandoned)
+        lost.formUnion(lostNow)
+        lostUnreported = lostUnreported || !lostNow.isEmpty
         inFlight = []
         if let p = helloParameters { _ = try roundTrip("org.seam.Store.Hello", p) }
     }
@@ -168,10 +177,19 @@ public final class SeamConnection {
         }
         if let i = unsolicited.firstIndex(where: { $0.id == id }) { return try answer(unsolicited.remove(at: i)) }
         if case .integer(let n) = id, lost.remove(n) != nil { throw ClientError(.disconnected) }
+        if case .integer(let n) = id, dropped.remove(n) != nil {
+            throw ClientError(.malformed("the reply to call \(n) was dropped: \(Self.maxUnsolicited) replies to other calls waited unread"))
+        }
+        // One deadline for the whole wait: replies to other calls do not move it.
+        let deadline = replyTimeout.map { WallClock.monotonic() + $0 }
         while true {
-            guard let reply = try readReply(waiting: true) else { continue }
+            guard let reply = try readReply(waiting: true, deadline: deadline) else { continue }
             if let rid = reply.id, rid != id {
-                if unsolicited.count < 10_000 { unsolicited.append(reply) }
+                if unsolicited.count < Self.maxUnsolicited {
+                    unsolicited.append(reply)
+                } else if case .integer(let n) = rid, !reply.continues {
+                    dropped.insert(n)
+                }
                 continue
             }
             return try answer(reply)
@@ -214,9 +232,10 @@ public final class SeamConnection {
     public var replyTimeout: Double?
 
     /// The next reply; when `waiting` is false, nil as soon as the socket has nothing more.
-    private func readReply(waiting: Bool) throws(ClientError) -> Reply? {
+    /// Waiting, it gives up at `deadline` (monotonic seconds; by default `replyTimeout` from now).
+    private func readReply(waiting: Bool, deadline: Double?? = nil) throws(ClientError) -> Reply? {
         var buffer: [UInt8] = []
-        let deadline = replyTimeout.map { WallClock.monotonic() + $0 }
+        let deadline = deadline ?? replyTimeout.map { WallClock.monotonic() + $0 }
         while true {
             do {
                 if let frame = try decoder.next() {

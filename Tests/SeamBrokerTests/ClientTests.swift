@@ -4,6 +4,7 @@ import SeamJSON
 import SeamProtocol
 import SeamSystem
 import SeamTestSupport
+import Synchronization
 import XCTest
 
 /// The Swift clients against brokers that stop, hang or vanish: real processes and sockets.
@@ -89,6 +90,54 @@ final class ClientTests: XCTestCase {
         // Nothing in flight now: a read is retried across the next restart.
         broker = try broker.restarted()
         XCTAssertEqual(try c.call("org.seam.Store.Status")["product"]?.stringValue, "seamd")
+    }
+
+    /// A read whose connection breaks after it was sent (here the proxy cuts it as the reply
+    /// passes) is retried on a new one; it was the only call, so nothing else is reported lost.
+    func testARetriedReadIsNotReportedLost() throws {
+        let broker = try BrokerProcess()
+        defer { broker.stop() }
+        let cuts = Mutex(1)
+        let proxy = try FrameProxy(upstream: broker.socketPath, in: broker.directory) { frame in
+            guard frame.contains(#""product":"seamd""#) else { return .pass }
+            return cuts.withLock { left in
+                defer { left = max(0, left - 1) }
+                return left > 0 ? .cut : .pass
+            }
+        }
+        defer { proxy.stop() }
+        let c = try SeamConnection.connect(path: proxy.socketPath)
+        XCTAssertEqual(try c.call("org.seam.Store.Status")["product"]?.stringValue, "seamd")
+        XCTAssertEqual(cuts.withLock { $0 }, 0, "precondition: the first reply was cut off")
+        XCTAssertNoThrow(try c.pending(), "the retried read was the only call, and it was answered")
+    }
+
+    /// A reply timeout counts from the call, not from the last reply to another call: replies
+    /// streaming in for a subscription on the same connection do not keep a lost call waiting.
+    /// (The proxy loses the Count's reply, as a stuck broker would never send it.)
+    func testAReplyTimeoutHoldsWhileOtherRepliesKeepComing() throws {
+        let broker = try BrokerProcess()
+        defer { broker.stop() }
+        let proxy = try FrameProxy(upstream: broker.socketPath, in: broker.directory) { $0.contains(#""count":"#) }
+        defer { proxy.stop() }
+        let c = try SeamConnection.connect(path: proxy.socketPath)
+        _ = try c.start("org.seam.Store.Subscribe", ["entity": "UserGroup"])
+        let path = broker.socketPath
+        let saving = Thread {
+            guard let writer = try? SeamConnection.connect(path: path), (try? writer.hello()) != nil else { return }
+            for i in 0..<40 {
+                _ = try? writer.save([.insert(entity: "UserGroup", values: ["name": .string("g\(i)")])])
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        saving.start()
+        c.replyTimeout = 0.5
+        let started = Date()
+        XCTAssertThrowsError(try c.call("org.seam.Store.Count", ["entity": "UserGroup"])) { error in
+            guard case .timedOut? = (error as? ClientError)?.kind else { return XCTFail("\(error)") }
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2.5, "diffs kept arriving for 4 s")
+        XCTAssertFalse(try c.pending().isEmpty, "the diffs that came meanwhile are kept")
     }
 
     /// A subscriber whose broker comes back on a store restored from an older copy (its

@@ -5,20 +5,30 @@ import SeamSystem
 /// fault a test needs (a diff that never arrived) and that a healthy broker never makes.
 ///
 /// Each client that connects to `socketPath` gets its own connection to the broker. Frames from
-/// the broker pass through `drop`, with their text; those it answers true for are not sent on.
+/// the broker pass through `verdict`, with their text: each is sent on, lost, or lost with the
+/// connection (both ends closed, as when a broker dies between a call and its reply).
 public final class FrameProxy: @unchecked Sendable {
+    public enum Verdict: Sendable {
+        case pass, drop, cut
+    }
+
     public let socketPath: String
     private let listener: Int32
     private let upstream: String
-    private let drop: @Sendable (String) -> Bool
+    private let verdict: @Sendable (String) -> Verdict
     private let lock = NSLock()
     private var descriptors: [Int32] = []
     private var stopped = false
 
-    public init(upstream: String, in directory: TemporaryDirectory, drop: @escaping @Sendable (String) -> Bool) throws {
+    /// A proxy that loses the frames `drop` names.
+    public convenience init(upstream: String, in directory: TemporaryDirectory, drop: @escaping @Sendable (String) -> Bool) throws {
+        try self.init(upstream: upstream, in: directory, verdict: { drop($0) ? .drop : .pass })
+    }
+
+    public init(upstream: String, in directory: TemporaryDirectory, verdict: @escaping @Sendable (String) -> Verdict) throws {
         socketPath = directory.file("proxy-\(UUID().uuidString.prefix(6)).sock")
         self.upstream = upstream
-        self.drop = drop
+        self.verdict = verdict
         listener = try UnixSocket.listen(path: socketPath)
         Thread.detachNewThread { [self] in acceptLoop() }
     }
@@ -52,7 +62,7 @@ public final class FrameProxy: @unchecked Sendable {
         }
     }
 
-    /// Copies bytes until either side closes; from the broker, frame by frame through `drop`.
+    /// Copies bytes until either side closes; from the broker, frame by frame through `verdict`.
     private func relay(from source: Int32, to sink: Int32, filtered: Bool) {
         defer {
             UnixSocket.shutdown(source)
@@ -70,8 +80,11 @@ public final class FrameProxy: @unchecked Sendable {
             while let end = pending.firstIndex(of: 0) {
                 let frame = Array(pending[...end])
                 pending.removeFirst(end + 1)
-                if drop(String(decoding: frame.dropLast(), as: UTF8.self)) { continue }
-                guard (try? UnixSocket.writeAll(sink, frame)) != nil else { return }
+                switch verdict(String(decoding: frame.dropLast(), as: UTF8.self)) {
+                case .pass: guard (try? UnixSocket.writeAll(sink, frame)) != nil else { return }
+                case .drop: continue
+                case .cut: return
+                }
             }
         }
     }
