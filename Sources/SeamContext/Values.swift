@@ -13,6 +13,13 @@ enum Values {
         func checkSize(_ n: Int) throws(ContextError) {
             if n > maxBytes { throw ContextError(.valueTooLarge(entity: entity, attribute: a.name, bytes: n, limit: maxBytes)) }
         }
+        // Computed dates too (a service's arithmetic on a hostile row): what RFC 3339 cannot
+        // write, the wire would show as another date.
+        func checkDate(_ d: Double) throws(ContextError) {
+            guard AttributeValue.dateRange.contains(d) else {
+                throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: AttributeValue.dateRangeText))
+            }
+        }
         if value.isNull {
             guard a.isOptional else { throw ContextError(.missingValue(entity: entity, attribute: a.name)) }
             return .null
@@ -42,7 +49,7 @@ enum Values {
                 return .null
             }
             // Nor in JSON, where only an escape (`\u0000`) can spell it.
-            if s.utf8.contains(UInt8(ascii: "\\")), let value = try? JSONText.parse(s), holdsNUL(value) {
+            if s.utf8.contains(UInt8(ascii: "\\")), let value = try? JSONText.parse(s), value.holdsNUL {
                 throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: "JSON text cannot hold U+0000 (NUL)"))
             }
             return .json(s)
@@ -50,9 +57,13 @@ enum Values {
         case (.bool, .bool): return value
         case (.double, .double(let d)), (.date, .date(let d)), (.date, .double(let d)):
             guard d.isFinite else { throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: "not a finite number")) }
-            return a.type == .date ? .date(d) : .double(d)
+            guard a.type == .date else { return .double(d) }
+            try checkDate(d)
+            return .date(d)
         case (.double, .integer(let i)): return .double(Double(i))
-        case (.date, .integer(let i)): return .date(Double(i))
+        case (.date, .integer(let i)):
+            try checkDate(Double(i))
+            return .date(Double(i))
         case (.binary, .binary(let b)):
             try checkSize(b.count)
             return value
@@ -65,12 +76,4 @@ enum Values {
     private static let jsonSpace: [UInt8] = [0x20, 0x09, 0x0A, 0x0D]
 
     /// Whether a string of `value` (a key or a value, at any depth) holds U+0000.
-    private static func holdsNUL(_ value: JSONValue) -> Bool {
-        switch value {
-        case .string(let text): return text.utf8.contains(0)
-        case .array(let items): return items.contains(where: holdsNUL)
-        case .object(let members): return members.contains { $0.0.utf8.contains(0) || holdsNUL($0.1) }
-        case .null, .bool, .number: return false
-        }
-    }
 }

@@ -64,8 +64,7 @@ public enum WireValues {
     /// A wire value read as attribute type `type`, or a message saying why it cannot be.
     static func dateInRange(_ d: Double) -> Result<AttributeValue, WireValueError> {
         guard RFC3339.range.contains(d) else {
-            return .failure(WireValueError("a date is between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z (Unix seconds "
-                                           + "-62135596800 to 253402300799.999999)"))
+            return .failure(WireValueError(AttributeValue.dateRangeText))
         }
         return .success(.date(d))
     }
@@ -129,7 +128,7 @@ extension JSON {
 /// RFC 3339 timestamps in UTC, without Foundation.
 public enum RFC3339 {
     /// The dates a timestamp can write: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z.
-    public static let range: ClosedRange<Double> = -62_135_596_800 ... 253_402_300_799.999_999
+    public static let range = AttributeValue.dateRange
 
     /// `2026-11-30T22:16:10.250000Z` (microseconds). Written byte by byte: dates are in every row.
     /// A value outside `range` (only a file written behind the broker's back holds one) is

@@ -155,3 +155,12 @@ public enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+extension AttributeValue {
+    /// The dates a store holds, in Unix seconds: 0001-01-01T00:00:00Z to
+    /// 9999-12-31T23:59:59.999999Z, what an RFC 3339 timestamp can write.
+    public static let dateRange: ClosedRange<Double> = -62_135_596_800 ... 253_402_300_799.999_999
+    /// `dateRange` in words, for errors.
+    public static let dateRangeText = "a date is between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z "
+        + "(Unix seconds -62135596800 to 253402300799.999999)"
+}

@@ -90,6 +90,17 @@ public indirect enum JSONValue: Sendable, Hashable {
     case object([(String, JSONValue)])
 
     public static func == (a: JSONValue, b: JSONValue) -> Bool { a.minified == b.minified }
+
+    /// Whether a string or key in it holds U+0000, which PostgreSQL (where sync keeps records)
+    /// cannot store and C clients read as an end.
+    public var holdsNUL: Bool {
+        switch self {
+        case .string(let text): return text.utf8.contains(0)
+        case .array(let items): return items.contains { $0.holdsNUL }
+        case .object(let members): return members.contains { $0.0.utf8.contains(0) || $0.1.holdsNUL }
+        case .null, .bool, .number: return false
+        }
+    }
     public func hash(into h: inout Hasher) { h.combine(minified) }
 
     /// The member `key` of an object, or `nil`.

@@ -64,6 +64,8 @@ enum Validation {
             throw fail(.invalidDefault("'\(u)' is not a lowercase uuid"), entity, a.name)
         case .double(let d) where !d.isFinite, .date(let d) where !d.isFinite:
             throw fail(.invalidDefault("not a finite number"), entity, a.name)
+        case .date(let d) where !AttributeValue.dateRange.contains(d):
+            throw fail(.invalidDefault(AttributeValue.dateRangeText), entity, a.name)
         case .json(let text):
             do { _ = try JSONText.minify(text) } catch { throw fail(.invalidDefault(error.description), entity, a.name) }
         default: break

@@ -205,6 +205,12 @@ final class ContextTests: ContextTestCase {
         expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["steps": .json(#"[{"label":"a\u0000","seconds":1}]"#)])])) }) {
             if case .invalidValue("Timer", "steps", let reason) = $0 { return reason.contains("U+0000") } else { return false }
         }
+        // A date no RFC 3339 timestamp can write (a service's arithmetic on a hostile row).
+        for date in [253_402_400_000.0, -62_135_596_801.0] {
+            expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["createdAt": .date(date)])])) }) {
+                if case .invalidValue("Timer", "createdAt", let reason) = $0 { return reason.contains("9999-12-31") } else { return false }
+            }
+        }
         // An escaped backslash before `u0000` is no NUL.
         XCTAssertNoThrow(try context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["steps": .json(#"[{"label":"a\\u0000","seconds":1}]"#)])])))
         expectError({ try self.context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["steps": .json("[1,")])])) }) {

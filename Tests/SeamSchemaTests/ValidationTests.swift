@@ -202,6 +202,9 @@ final class ValidationTests: XCTestCase {
             (Attribute("a", .uuid, default: .uuid("ABC")), .invalidDefault("'ABC' is not a lowercase uuid")),
             (Attribute("a", .double, default: .double(.nan)), .invalidDefault("not a finite number")),
             (Attribute("a", .json, default: .json("{")), .invalidDefault("invalid JSON at byte 1: expected a string")),
+            // A date no RFC 3339 timestamp can write, which the store would refuse to hold.
+            (Attribute("a", .date, default: .date(1e300)), .invalidDefault(AttributeValue.dateRangeText)),
+            (Attribute("a", .date, default: .date(-62_135_596_801)), .invalidDefault(AttributeValue.dateRangeText)),
         ]
         for (attribute, kind) in cases {
             var m = try base()

@@ -173,6 +173,20 @@ final class TimerServiceTests: BrokerTestCase {
         XCTAssertEqual(resumed - Date().timeIntervalSince1970, end - paused, accuracy: 1, "the minute it had left, not an hour more")
     }
 
+    /// A paused session whose dates a plugin set at the ends of the range cannot be resumed
+    /// into a step end past year 9999: Resume is refused, and the row stays as it was.
+    func testAResumeBeyondTheLastDateIsRefused() throws {
+        let c = try client()
+        let s = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 60])["session"]?.stringValue)
+        _ = try c.call("org.seam.Timers.Pause", ["session": .string(s)])
+        try c.save([.update(entity: "Session", uuid: s, values: ["pausedAt": "0001-01-01T00:00:00Z", "stepEndsAt": "9999-12-31T00:00:00Z"])])
+        let before = try XCTUnwrap(c.row("Session", uuid: s))
+        XCTAssertThrowsError(try c.call("org.seam.Timers.Resume", ["session": .string(s)])) { error in
+            XCTAssertTrue("\(error)".contains("9999-12-31"), "\(error)")
+        }
+        XCTAssertEqual(try c.row("Session", uuid: s), before)
+    }
+
     /// A running session whose position does not fit its steps (a plugin wrote it so) can be
     /// stopped; every other change says so.
     func testASessionThatDoesNotFitItsStepsCanBeStopped() throws {
