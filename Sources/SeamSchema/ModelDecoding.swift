@@ -23,14 +23,17 @@ extension ModelVersion {
         else { throw ModelDecodingError("missing model, entities or configurations") }
         var draft = ModelDraft(model: name, version: label)
         draft.versionHashModifier = doc["versionHashModifier"]?.stringValue
+        let objects = Dictionary(entities.map { ($0.0, $0.1) }, uniquingKeysWith: { first, _ in first })
+        var added = Set<String>()
         for (configuration, members) in configurations {
             do { try draft.addConfiguration(configuration) } catch { throw ModelDecodingError(error.description) }
             for member in members.arrayValue ?? [] {
-                guard let entityName = member.stringValue, let object = entities.first(where: { $0.0 == entityName })?.1 else {
+                guard let entityName = member.stringValue, let object = objects[entityName] else {
                     throw ModelDecodingError("configuration \(configuration) lists an unknown entity")
                 }
+                guard added.insert(entityName).inserted else { throw ModelDecodingError("entity \(entityName) is listed twice") }
                 let entity = try Self.decodeEntity(entityName, object)
-                do { try draft.addEntity(entity, in: configuration) } catch { throw ModelDecodingError(error.description) }
+                do { try draft.appendDecodedEntity(entity, in: configuration) } catch { throw ModelDecodingError(error.description) }
             }
         }
         do { try self.init(draft) } catch { throw ModelDecodingError(error.description) }

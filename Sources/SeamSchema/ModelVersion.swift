@@ -14,6 +14,10 @@ public struct ModelVersion: Sendable {
     public let hashes: ModelHashes
     /// The canonical JSON the hashes are computed from (see `Protocol/schema.md`).
     public let canonicalJSON: String
+    /// Entity name → its place in `entities`, and → the configuration holding it: lookups that
+    /// stay cheap in a model of thousands of entities (one read from a store file may be).
+    private let places: [String: Int]
+    private let holders: [String: String]
 
     /// Validates `draft` and computes its canonical form and hashes.
     public init(_ draft: ModelDraft) throws(SchemaError) {
@@ -27,6 +31,8 @@ public struct ModelVersion: Sendable {
         versionHashModifier = draft.versionHashModifier
         customStages = draft.customStages
         removals = draft.removals
+        places = Dictionary(entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        holders = Dictionary(configurations.flatMap { c in c.entities.map { ($0, c.name) } }, uniquingKeysWith: { first, _ in first })
         let encoding = SchemaEncoding.model(name: model, entities: entities, configurations: configurations,
                                             modifier: versionHashModifier)
         canonicalJSON = encoding.text
@@ -35,18 +41,17 @@ public struct ModelVersion: Sendable {
     }
 
     /// The entity called `name`.
-    public func entity(_ name: String) -> Entity? { entities.first { $0.name == name } }
+    public func entity(_ name: String) -> Entity? { places[name].map { entities[$0] } }
 
     /// The configuration holding `entity` (there is exactly one).
-    public func configuration(of entity: String) -> String? {
-        configurations.first { $0.entities.contains(entity) }?.name
-    }
+    public func configuration(of entity: String) -> String? { holders[entity] }
 
     /// The entities stored in configuration `name`; `Default` holds them all.
     public func entities(in configuration: String) -> [Entity] {
         if configuration == Configuration.defaultName { return entities }
         guard let c = configurations.first(where: { $0.name == configuration }) else { return [] }
-        return entities.filter { c.entities.contains($0.name) }
+        let members = Set(c.entities)
+        return entities.filter { members.contains($0.name) }
     }
 }
 

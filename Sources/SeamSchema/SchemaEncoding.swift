@@ -70,7 +70,8 @@ public enum SchemaEncoding {
         var configurationHashes: [String: String] = [:]
         let all = [Configuration(Configuration.defaultName, entities: entities.map(\.name))] + configurations
         for c in all {
-            let members = entityHashes.filter { c.entities.contains($0.key) }
+            let names = Set(c.entities)
+            let members = entityHashes.filter { names.contains($0.key) }
             configurationHashes[c.name] = SHA256.hex(
                 configuration(model: model, name: c.name, entityHashes: members, modifier: modifier).text)
         }

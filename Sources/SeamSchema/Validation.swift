@@ -6,6 +6,7 @@ enum Validation {
         }
         guard Names.isValid(draft.model) else { throw fail(.invalidName(draft.model)) }
         var seen: [String: String] = [:]  // lowercased → as written
+        let names = Set(draft.entities.map(\.name))
         for entity in draft.entities {
             guard Names.isValid(entity.name) else { throw fail(.invalidName(entity.name), entity.name) }
             if let other = seen.updateValue(entity.name, forKey: entity.name.lowercased()) {
@@ -13,7 +14,7 @@ enum Validation {
             }
             try checkAttributes(entity, fail)
             try checkIndexes(entity, fail)
-            try checkLinks(entity, in: draft, fail)
+            try checkLinks(entity, in: draft, names: names, fail)
         }
         try checkIndexNames(draft, fail)
         try checkConfigurations(draft, fail)
@@ -90,7 +91,7 @@ enum Validation {
     }
 
     private static func checkLinks(
-        _ entity: Entity, in draft: ModelDraft, _ fail: (SchemaError.Kind, String?, String?) -> SchemaError
+        _ entity: Entity, in draft: ModelDraft, names: Set<String>, _ fail: (SchemaError.Kind, String?, String?) -> SchemaError
     ) throws(SchemaError) {
         var linked = Set<String>()
         for link in entity.links {
@@ -98,7 +99,7 @@ enum Validation {
             guard a.type == .uuid else { throw fail(.linkAttributeNotUUID(a.type), entity.name, link.attribute) }
             guard linked.insert(link.attribute).inserted else { throw fail(.duplicateLink, entity.name, link.attribute) }
             if link.deleteRule == .nullify, !a.isOptional { throw fail(.nullifyRequired, entity.name, link.attribute) }
-            guard draft.entities.contains(where: { $0.name == link.target }) else {
+            guard names.contains(link.target) else {
                 throw fail(.linkToUnknownEntity(link.target), entity.name, link.attribute)
             }
             if link.kind == .relationship {
@@ -116,11 +117,16 @@ enum Validation {
     private static func checkConfigurations(
         _ draft: ModelDraft, _ fail: (SchemaError.Kind, String?, String?) -> SchemaError
     ) throws(SchemaError) {
+        let names = Set(draft.entities.map(\.name))
+        var holding: [String: [String]] = [:]
         for c in draft.configurations {
-            for e in c.entities where !draft.entities.contains(where: { $0.name == e }) { throw fail(.unknownEntity, e, nil) }
+            for e in c.entities {
+                guard names.contains(e) else { throw fail(.unknownEntity, e, nil) }
+                if holding[e]?.last != c.name { holding[e, default: []].append(c.name) }
+            }
         }
         for entity in draft.entities {
-            let holders = draft.configurations.filter { $0.entities.contains(entity.name) }.map(\.name)
+            let holders = holding[entity.name] ?? []
             if holders.isEmpty { throw fail(.entityInNoConfiguration, entity.name, nil) }
             if holders.count > 1 { throw fail(.entityInSeveralConfigurations(holders), entity.name, nil) }
         }

@@ -288,6 +288,27 @@ final class InferredMigrationTests: StoreTestCase {
                              "non-canonical text is refused")
     }
 
+    /// A model of thousands of entities (what a store file written elsewhere may embed) decodes
+    /// to its hashes, each entity in its configuration; one listed twice is refused.
+    func testALargeEmbeddedModelDecodes() throws {
+        var m = ModelDraft(model: "Many")
+        try m.addConfiguration("A")
+        try m.addConfiguration("B")
+        for i in 0..<3000 {
+            let links = i > 0 ? [Link("previousUUID", to: "E\(i - 1)", onDelete: .nullify)] : []
+            try m.addEntity(Entity("E\(i)", attributes: [Attribute("uuid", .uuid), Attribute("previousUUID", .uuid, optional: true)],
+                                   links: links), in: i % 2 == 0 ? "A" : "B")
+        }
+        let v = try ModelVersion(m)
+        let decoded = try ModelVersion(canonicalJSON: v.canonicalJSON, label: 1)
+        XCTAssertEqual(decoded.hashes, v.hashes)
+        XCTAssertEqual(decoded.configuration(of: "E2999"), "B")
+        XCTAssertEqual(decoded.entity("E1500")?.links.first?.target, "E1499")
+        XCTAssertEqual(decoded.entities(in: "A").count, 1500)
+        let twice = v.canonicalJSON.replacingOccurrences(of: #""B":["E1","#, with: #""B":["E0","E1","#)
+        XCTAssertThrowsError(try ModelVersion(canonicalJSON: twice)) { XCTAssertTrue("\($0)".contains("E0"), "\($0)") }
+    }
+
     private func v1Canonical() throws -> String { try ModelVersion(v1()).canonicalJSON }
 }
 
