@@ -5,11 +5,18 @@ An independent implementation in another language: it reads no Swift, only the c
 canonical JSON, and checks every frozen version (Protocol/schemas/<Model>/vN.json against
 vN.hashes.json) and every conformance vector (Protocol/vectors/schema/*.json).
 
+It also checks what canonical form alone does not (sorted lists, names, one configuration
+per entity, defaults that fit their type), and that documents breaking those rules are refused.
+
     python3 Protocol/tools/schema_hash.py [PROTOCOL_DIR]      exit 0 when every hash matches
 """
+import base64
 import hashlib
 import json
+import math
 import pathlib
+import re
+import struct
 import sys
 
 
@@ -35,11 +42,129 @@ def reject_floats(value, where="$"):
             reject_floats(v, f"{where}[{i}]")
 
 
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+TYPES = {"string", "integer", "double", "bool", "date", "uuid", "binary", "json"}
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+F64 = re.compile(r"f64:[0-9a-f]{16}\Z")
+DATES = (-62135596800.0, 253402300799.999999)
+
+
+def utf8_sorted(items):
+    return items == sorted(items, key=lambda x: [n.encode("utf-8") for n in x] if isinstance(x, list) else x.encode("utf-8"))
+
+
+def check_name(name, what):
+    if not isinstance(name, str) or not NAME.match(name) or len(name.encode("utf-8")) > 64 \
+            or name.lower().startswith(("seam_", "sqlite_")):
+        raise ValueError(f"{what} {name!r} is not a valid name")
+
+
+def check_keys(obj, required, optional, what):
+    if not isinstance(obj, dict) or not required <= obj.keys() <= required | optional:
+        raise ValueError(f"{what} must have {sorted(required)} (and may have {sorted(optional)})")
+
+
+def check_default(value, type_, where):
+    if type_ == "string" and isinstance(value, str):
+        return
+    if type_ == "integer" and isinstance(value, int) and not isinstance(value, bool) and -2**63 <= value < 2**63:
+        return
+    if type_ == "bool" and isinstance(value, bool):
+        return
+    if type_ in ("double", "date") and isinstance(value, str) and F64.match(value):
+        d = struct.unpack(">d", bytes.fromhex(value[4:]))[0]
+        if math.isfinite(d) and value != "f64:8000000000000000" and (type_ == "double" or DATES[0] <= d <= DATES[1]):
+            return
+    if type_ == "uuid" and isinstance(value, str) and UUID.match(value):
+        return
+    if type_ == "binary" and isinstance(value, str):
+        try:
+            if base64.b64encode(base64.b64decode(value, validate=True)).decode() == value:
+                return
+        except ValueError:
+            pass
+    if type_ == "json" and isinstance(value, str):
+        try:
+            if canonical_json_text(json.loads(value, parse_int=Number, parse_float=Number, object_pairs_hook=unique_members)) == value:
+                return
+        except ValueError:
+            pass
+    raise ValueError(f"{where}: {value!r} is no canonical {type_} default")
+
+
+class Number(str):
+    """A JSON number kept as written: a json default's numbers are not reformatted."""
+
+
+def unique_members(pairs):
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate key")
+    return dict(pairs)
+
+
+def canonical_json_text(value):
+    """A json default's canonical text: as `canonical`, but numbers exactly as written."""
+    if isinstance(value, Number):
+        return str.__str__(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(canonical(k) + ":" + canonical_json_text(value[k])
+                              for k in sorted(value, key=lambda k: k.encode("utf-8"))) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(canonical_json_text(v) for v in value) + "]"
+    return canonical(value)
+
+
+def check(doc):
+    """The rules of Protocol/schema.md that canonical form alone does not enforce."""
+    check_keys(doc, {"configurations", "entities", "format", "model"}, {"versionHashModifier"}, "a model document")
+    if doc["format"] != 1:
+        raise ValueError("format must be 1")
+    check_name(doc["model"], "model")
+    entities, configurations = doc["entities"], doc["configurations"]
+    if not isinstance(entities, dict) or not isinstance(configurations, dict) or "Default" in configurations:
+        raise ValueError("configurations name declared configurations only (never Default)")
+    holders = {}
+    for name, members in configurations.items():
+        check_name(name, "configuration")
+        if not isinstance(members, list) or not utf8_sorted(members) or len(set(members)) != len(members):
+            raise ValueError(f"configuration {name}: its entities must be listed once each, sorted")
+        for m in members:
+            holders.setdefault(m, []).append(name)
+    for name, e in entities.items():
+        check_name(name, "entity")
+        if len(holders.get(name, [])) != 1:
+            raise ValueError(f"entity {name} must be in exactly one configuration, not {holders.get(name, [])}")
+        check_keys(e, {"attributes", "indexes", "links", "name", "unique"}, {"versionHashModifier"}, f"entity {name}")
+        if e["name"] != name:
+            raise ValueError(f"entity {name} is named {e['name']!r} inside")
+        attributes = e["attributes"]
+        if attributes.get("uuid", {}).get("type") != "uuid" or attributes["uuid"].get("optional") is not False:
+            raise ValueError(f"entity {name} needs a required uuid attribute")
+        for a, attr in attributes.items():
+            check_name(a, "attribute")
+            check_keys(attr, {"optional", "type"}, {"default", "versionHashModifier"}, f"{name}.{a}")
+            if attr["type"] not in TYPES or not isinstance(attr["optional"], bool):
+                raise ValueError(f"{name}.{a}: unknown type or optionality")
+            if "default" in attr:
+                check_default(attr["default"], attr["type"], f"{name}.{a}")
+        for key in ("indexes", "unique"):
+            lists = e[key]
+            if not utf8_sorted(lists) or any(not l or any(x not in attributes for x in l) for l in lists):
+                raise ValueError(f"entity {name}: {key} must be sorted lists of its attributes")
+        for a, link in e["links"].items():
+            check_keys(link, {"deleteRule", "kind", "target"}, set(), f"link {name}.{a}")
+            if a not in attributes or link["target"] not in entities \
+                    or link["deleteRule"] not in ("cascade", "nullify", "deny", "none") \
+                    or link["kind"] not in ("value", "relationship"):
+                raise ValueError(f"link {name}.{a} is not valid")
+
+
 def hashes(model_text):
     doc = json.loads(model_text)
     reject_floats(doc)
     if canonical(doc) != model_text:
         raise ValueError("the model JSON is not in canonical form")
+    check(doc)
     entities = {name: sha256_hex(canonical(e)) for name, e in doc["entities"].items()}
     configurations = dict(doc["configurations"])
     configurations["Default"] = sorted(doc["entities"])
@@ -51,6 +176,30 @@ def hashes(model_text):
             c["versionHashModifier"] = doc["versionHashModifier"]
         config_hashes[name] = sha256_hex(canonical(c))
     return {"model": sha256_hex(model_text), "entities": entities, "configurations": config_hashes}
+
+
+def refusals(doc):
+    """Documents the spec forbids, each one change away from a valid one: `hashes` must refuse them."""
+    def changed(edit):
+        d = json.loads(json.dumps(doc))
+        edit(d)
+        return d
+    every = lambda d: d["entities"]["Every"]
+    attrs = lambda d: every(d)["attributes"]
+    return {
+        "indexes out of order": changed(lambda d: every(d).update(indexes=[["text"], ["count"]])),
+        "an integer past 64 bits": changed(lambda d: attrs(d)["count"].update(default=2**63)),
+        "a null default written out": changed(lambda d: attrs(d)["maybe"].update(default=None)),
+        "an unknown top-level key": changed(lambda d: d.update(extra=1)),
+        "a declared Default": changed(lambda d: d["configurations"].update(Default=["Every"])),
+        "an entity in no configuration": changed(lambda d: d["configurations"].update(Cloud=[])),
+        "uppercase f64 hex": changed(lambda d: attrs(d)["ratio"].update(default=attrs(d)["ratio"]["default"].upper().replace("F64", "f64"))),
+        "a date past 9999": changed(lambda d: attrs(d)["when"].update(default="f64:" + struct.pack(">d", 1e12).hex())),
+        "base64 with stray bits": changed(lambda d: attrs(d)["bytes"].update(default="Zh==")),
+        "an uppercase uuid": changed(lambda d: attrs(d)["ref"].update(default=attrs(d)["ref"]["default"].upper())),
+        "a name of 65 bytes": changed(lambda d: attrs(d).update({"x" * 65: {"optional": True, "type": "bool"}})),
+        "json default not minified": changed(lambda d: attrs(d)["doc"].update(default='{"a": 1}')),
+    }
 
 
 def main():
@@ -71,6 +220,15 @@ def main():
         checked += 1
         if hashes(vector["canonicalJSON"]) != vector["hashes"]:
             failures.append(str(path))
+    defaults = root / "vectors/schema/defaults.json"
+    if defaults.exists():
+        for what, doc in refusals(json.loads(json.loads(defaults.read_text("utf-8"))["canonicalJSON"])).items():
+            checked += 1
+            try:
+                hashes(canonical(doc))
+                failures.append(f"accepted {what}")
+            except ValueError:
+                pass
     for f in failures:
         print(f"mismatch: {f}", file=sys.stderr)
     print(f"{checked - len(failures)} passed, {len(failures)} failed")

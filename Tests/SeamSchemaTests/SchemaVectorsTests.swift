@@ -50,7 +50,20 @@ final class SchemaVectorsTests: XCTestCase {
             Link("cousinUUID", to: "Child", onDelete: .none),
         ]), in: "Local")
 
-        return [("minimal", try ModelVersion(minimal)), ("defaults", try ModelVersion(defaults)), ("links", try ModelVersion(links))]
+        // The escapes `defaults` lacks (\b, \f, \r, and \u00xx with hex letters, which are
+        // lowercase), and names that sort differently by bytes than without regard to case.
+        var escapes = ModelDraft(model: "Escapes")
+        try escapes.addConfiguration("alpha")
+        try escapes.addConfiguration("Beta")
+        try escapes.addEntity(Entity("apple", attributes: [
+            Attribute("uuid", .uuid), Attribute("a", .string, default: .string("bs\u{8} ff\u{c} cr\r us\u{1f} esc\u{1b} soh\u{1}")),
+            Attribute("B", .integer, default: .integer(0)),
+        ], indexes: [Index("a"), Index("B")], unique: [UniqueConstraint("a", "B"), UniqueConstraint("B", "a")]), in: "alpha")
+        try escapes.addEntity(Entity("Zed", attributes: [Attribute("uuid", .uuid)]), in: "alpha")
+        try escapes.addEntity(Entity("Yak", attributes: [Attribute("uuid", .uuid)]), in: "Beta")
+
+        return [("minimal", try ModelVersion(minimal)), ("defaults", try ModelVersion(defaults)), ("links", try ModelVersion(links)),
+                ("escapes", try ModelVersion(escapes))]
     }
 
     static func document(_ v: ModelVersion) -> String {
