@@ -35,11 +35,24 @@ static const char *const program = "seam-notify";
 
 enum action { PRINT, NOTIFY_SEND, RUN };
 
+/* Commands (or notify-send) running at once, at most: a burst of sessions that finish together
+ * (a resync, a machine that woke) waits its turn rather than start hundreds of processes. */
+#define MAX_RUNNING 8
+
+/* An announcement waiting for a command to end. */
+struct waiting {
+    char *name;
+    char *uuid;
+    struct waiting *next;
+};
+
 struct notifier {
     enum action action;
     const char *command;   /* RUN: the shell command */
     json_object *finished; /* the uuids of the sessions in the result (an object used as a set) */
     int64_t subscription_call;
+    int running;                  /* commands started and not reaped */
+    struct waiting *first, *last; /* announcements waiting, oldest first */
 };
 
 static void usage(FILE *out)
@@ -55,7 +68,8 @@ static void usage(FILE *out)
             "                  started this process, else $SEAM_SOCKET, else\n"
             "                  $XDG_RUNTIME_DIR/seam/seamd.sock, else /tmp/seam-$UID/seamd.sock)\n"
             "  --run COMMAND   run COMMAND with /bin/sh -c for each finished session; the session's\n"
-            "                  name is $1 and $SEAM_SESSION_NAME, its uuid $SEAM_SESSION_UUID\n"
+            "                  name is $1 and $SEAM_SESSION_NAME, its uuid $SEAM_SESSION_UUID; at\n"
+            "                  most 8 run at once, the rest wait their turn\n"
             "  --help          show this\n"
             "\n"
             "Exits 0 on SIGTERM or SIGINT, 1 when the broker goes away or refuses it, 2 on a\n"
@@ -142,15 +156,15 @@ static void free_command_environment(char **env)
     free(env);
 }
 
-/* Starts argv[0] (searched on PATH) with env, its signals unblocked. */
-static void spawn(char *const argv[], char *const env[])
+/* Starts argv[0] (searched on PATH) with env, its signals unblocked. Returns 1 when it started. */
+static int spawn(char *const argv[], char *const env[])
 {
     posix_spawnattr_t attr;
     sigset_t none;
     sigemptyset(&none);
     if (posix_spawnattr_init(&attr) != 0) {
         complain("cannot run %s: out of memory", argv[0]);
-        return;
+        return 0;
     }
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
@@ -159,9 +173,60 @@ static void spawn(char *const argv[], char *const env[])
     posix_spawnattr_destroy(&attr);
     if (rc != 0)
         complain("cannot run %s: %s", argv[0], strerror(rc));
+    return rc == 0;
 }
 
-static void announce(const struct notifier *n, const char *name, const char *uuid)
+/* Runs the command (or notify-send) for one session now. */
+static void run_now(struct notifier *n, const char *name, const char *uuid)
+{
+    char **env = command_environment(name, uuid);
+    if (!env) {
+        complain("out of memory announcing %s", uuid);
+        return;
+    }
+    if (n->action == RUN) {
+        char *argv[] = { "/bin/sh", "-c", (char *)n->command, (char *)program, (char *)name, NULL };
+        n->running += spawn(argv, env);
+    } else {
+        char *text = NULL;
+        if (asprintf(&text, "%s finished", *name ? name : "A timer") >= 0) {
+            /* `--`: a name that starts with `-` is the text, not an option. */
+            char *argv[] = { "notify-send", "--", "Seam", text, NULL };
+            n->running += spawn(argv, env);
+            free(text);
+        }
+    }
+    free_command_environment(env);
+}
+
+/* Starts what waits, oldest first, while fewer than MAX_RUNNING run. */
+static void start_waiting(struct notifier *n)
+{
+    while (n->first && n->running < MAX_RUNNING) {
+        struct waiting *w = n->first;
+        n->first = w->next;
+        if (!n->first)
+            n->last = NULL;
+        run_now(n, w->name, w->uuid);
+        free(w->name);
+        free(w->uuid);
+        free(w);
+    }
+}
+
+static void forget_waiting(struct notifier *n)
+{
+    while (n->first) {
+        struct waiting *w = n->first;
+        n->first = w->next;
+        free(w->name);
+        free(w->uuid);
+        free(w);
+    }
+    n->last = NULL;
+}
+
+static void announce(struct notifier *n, const char *name, const char *uuid)
 {
     if (n->action == PRINT) {
         /* One line per session, whatever the name holds: control characters (a newline that
@@ -179,37 +244,40 @@ static void announce(const struct notifier *n, const char *name, const char *uui
         fflush(stdout);
         return;
     }
-    char **env = command_environment(name, uuid);
-    if (!env) {
-        complain("out of memory announcing %s", uuid);
+    if (n->running < MAX_RUNNING && !n->first) {
+        run_now(n, name, uuid);
         return;
     }
-    if (n->action == RUN) {
-        char *argv[] = { "/bin/sh", "-c", (char *)n->command, (char *)program, (char *)name, NULL };
-        spawn(argv, env);
-    } else {
-        char *text = NULL;
-        if (asprintf(&text, "%s finished", *name ? name : "A timer") >= 0) {
-            /* `--`: a name that starts with `-` is the text, not an option. */
-            char *argv[] = { "notify-send", "--", "Seam", text, NULL };
-            spawn(argv, env);
-            free(text);
+    struct waiting *w = calloc(1, sizeof *w);
+    if (!w || !(w->name = strdup(name)) || !(w->uuid = strdup(uuid))) {
+        complain("out of memory announcing %s", uuid);
+        if (w) {
+            free(w->name);
+            free(w);
         }
+        return;
     }
-    free_command_environment(env);
+    if (n->last)
+        n->last->next = w;
+    else
+        n->first = w;
+    n->last = w;
 }
 
-/* Reaps the commands that have ended; says so when one failed. */
-static void reap(void)
+/* Reaps the commands that have ended, says so when one failed, and starts what waits. */
+static void reap(struct notifier *n)
 {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (n->running > 0)
+            n->running--;
         if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
             complain("a command (pid %ld) exited with status %d", (long)pid, WEXITSTATUS(status));
         else if (WIFSIGNALED(status))
             complain("a command (pid %ld) was killed by signal %d", (long)pid, WTERMSIG(status));
     }
+    start_waiting(n);
 }
 
 static const char *string_field(json_object *o, const char *key)
@@ -342,9 +410,28 @@ static int follow(struct notifier *n, seam_client *c, int signals)
                 if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT)
                     return 0;
             }
-            reap();
+            reap(n);
         }
     }
+}
+
+/* Signals through a descriptor, so that one poll() waits for them and the broker: SIGTERM and
+ * SIGINT end the process, SIGCHLD reaps its commands. -1 (said why) when it cannot be made. */
+static int signal_descriptor(void)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) != 0) {
+        complain("sigprocmask: %s", strerror(errno));
+        return -1;
+    }
+    int signals = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (signals < 0)
+        complain("signalfd: %s", strerror(errno));
+    return signals;
 }
 
 int main(int argc, char **argv)
@@ -357,7 +444,7 @@ int main(int argc, char **argv)
     };
     const char *socket_path = NULL;
     struct notifier n = { .action = PRINT, .command = NULL, .finished = NULL,
-                          .subscription_call = 0 };
+                          .subscription_call = 0, .running = 0, .first = NULL, .last = NULL };
     opterr = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
@@ -407,44 +494,32 @@ int main(int argc, char **argv)
             (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
     }
 
-    /* Signals arrive through a descriptor, so that one poll() waits for them and the broker. */
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGCHLD);
-    if (sigprocmask(SIG_BLOCK, &mask, NULL) != 0) {
-        complain("sigprocmask: %s", strerror(errno));
-        return 1;
-    }
-    int signals = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (signals < 0) {
-        complain("signalfd: %s", strerror(errno));
-        return 1;
-    }
-
     seam_error err;
     seam_client *c = seam_connect(socket_path, &err);
     if (!c) {
         complain("%s", err.message);
-        close(signals);
         return 1;
     }
+    /* Until the subscription is in place, SIGTERM and SIGINT keep their default action: a
+     * broker that never answers Hello cannot make this process deaf to them. */
     static const char *const reads[] = { "Session", NULL };
     json_object *hello = NULL;
     int status = 1;
+    int signals = -1;
     if (seam_hello(c, "plugin", "seam-notify", reads, NULL, &hello, &err) != SEAM_OK) {
         complain("Hello: %s%s%s", err.name, err.name[0] ? ": " : "", err.message);
     } else if (seam_subscribe(c, "Session", "state == \"finished\"", NULL, &n.subscription_call,
                               &err) != SEAM_OK) {
         complain("Subscribe: %s", err.message);
-    } else {
+    } else if ((signals = signal_descriptor()) >= 0) {
         n.finished = json_object_new_object();
         status = n.finished ? follow(&n, c, signals) : 1;
     }
+    forget_waiting(&n);
     json_object_put(hello);
     json_object_put(n.finished);
     seam_close(c);
-    close(signals);
+    if (signals >= 0)
+        close(signals);
     return status;
 }

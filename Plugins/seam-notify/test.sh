@@ -8,9 +8,11 @@
 #   1. seamd --no-roles, seam-ticker and seam-notify beside it (socket by path): a session
 #      that finished before seam-notify started is not announced; `seam flash 1s --name Tea`
 #      is, once, through --run with $1, $SEAM_SESSION_NAME and $SEAM_SESSION_UUID.
-#   2. SIGTERM: seam-notify exits 0.
+#   2. SIGTERM: seam-notify exits 0; and it stops, too, while a broker never answers its Hello.
 #   3. Without --run, with notify-send on PATH (a fake that records how it was run): it runs
 #      once as `notify-send Seam "NAME finished"`, with $SEAM_SESSION_UUID; nothing on stdout.
+#   3b. A burst of 20 sessions finishing together: every one announced, at most 8 commands
+#      running at once.
 #   4. Without --run and without notify-send on PATH: "finished: NAME (UUID)" on stdout;
 #      when seamd stops, seam-notify exits 1.
 #   5. seamd supervising seam-notify as a plugin (seamd.json): the socket handed over in
@@ -143,6 +145,29 @@ else
     fail "SIGTERM: exit $status, want 0"
 fi
 
+# ---- 2b. SIGTERM while a broker that accepted never answers Hello --------------------------
+python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen()
+c, _ = s.accept()
+time.sleep(30)' "$tmp/silent.sock" &
+pids+=($!)
+wait_for 5 test -S "$tmp/silent.sock" || fail "the silent listener did not start"
+"$notify" --socket "$tmp/silent.sock" >/dev/null 2>"$tmp/notify6.err" &
+notify_pid=$!
+pids+=("$notify_pid")
+sleep 0.5
+kill -TERM "$notify_pid"
+gone() { ! kill -0 "$notify_pid" 2>/dev/null; }
+if wait_for 3 gone; then
+    echo "ok   SIGTERM before Hello is answered: it stops"
+else
+    fail "SIGTERM before Hello is answered: still running after 3 s"
+    kill -KILL "$notify_pid" 2>/dev/null || true
+fi
+wait "$notify_pid" 2>/dev/null || true
+
 # ---- 3. notify-send ----------------------------------------------------------------------
 mkdir "$tmp/bin"
 sent=$tmp/notify-send.calls
@@ -161,6 +186,37 @@ wait_for 15 grep -q "watching" "$tmp/notify3.err" || fail "seam-notify (notify-s
 expect_once "$sent" '--|Seam|Jam finished|' Jam '--|Seam|Jam finished|{uuid}|' \
     'with notify-send on PATH: notify-send -- Seam "Jam finished", once' "notify-send ran as"
 [[ -s $tmp/notify3.out ]] && fail "with notify-send on PATH, seam-notify printed: $(cat "$tmp/notify3.out")"
+kill -TERM "$notify_pid" 2>/dev/null || true
+wait "$notify_pid" || true
+
+# ---- 3b. a burst: at most 8 commands at once, and every session announced ------------------
+burst=$tmp/burst
+mkdir -p "$burst/running"
+# Each run marks itself running, records how many run, takes a second, and says it is done.
+# shellcheck disable=SC2016  # expanded by seam-notify's shell, not this one
+burst_command='touch "$BURST/running/$SEAM_SESSION_UUID"; ls "$BURST/running" | wc -l >> "$BURST/peaks"; sleep 1
+rm "$BURST/running/$SEAM_SESSION_UUID"; echo "$1" >> "$BURST/done"'
+BURST=$burst "$notify" --socket "$socket" --run "$burst_command" >"$tmp/notify5.out" 2>"$tmp/notify5.err" &
+notify_pid=$!
+pids+=("$notify_pid")
+wait_for 15 grep -q "watching" "$tmp/notify5.err" || fail "seam-notify (burst) did not start watching"
+flashes=()
+for i in $(seq 1 20); do
+    "$seam" flash 1s --name "Burst$i" >/dev/null &
+    flashes+=($!)
+done
+wait "${flashes[@]}"
+all_done() { [[ $(wc -l <"$burst/done") -eq 20 ]]; }
+if wait_for 20 all_done; then
+    peak=$(sort -n "$burst/peaks" | tail -1)
+    if [[ $peak -le 8 ]]; then
+        echo "ok   a burst of 20: all announced, at most $peak commands at once"
+    else
+        fail "a burst of 20 ran $peak commands at once (at most 8)"
+    fi
+else
+    fail "a burst of 20: $(wc -l < "$burst/done" 2>/dev/null || echo 0) announced"
+fi
 kill -TERM "$notify_pid" 2>/dev/null || true
 wait "$notify_pid" || true
 
