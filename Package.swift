@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "SeamQuery", dependencies: ["SeamSchema"]),
 
         // MARK: - Storage
-        .target(name: "SeamStore", dependencies: ["SeamSchema", "SeamSystem", "CSQLite"]),
+        .target(name: "SeamStore", dependencies: ["SeamSchema", "SeamQuery", "SeamSystem", "CSQLite"]),
 
         // MARK: - One context over every store
         .target(name: "SeamContext", dependencies: ["SeamSchema", "SeamStore", "SeamQuery", "SeamSystem"]),

@@ -194,24 +194,66 @@ struct LikePattern: Sendable, Hashable {
 
     // MARK: - SQL
 
+    /// The pattern as LIKE text again (`*`, `?` and `\` in literals escaped): what `seam_like`
+    /// parses back, to the same pieces.
+    var source: String {
+        spelled { b, out in
+            if b == UInt8(ascii: "*") || b == UInt8(ascii: "?") || b == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+            out.append(b)
+        }
+    }
+
+    /// Whether SQLite's GLOB matches this pattern without backtracking, so that the query may
+    /// keep it (and the index a prefix uses): literal text, then at most one `*`, at the end.
+    var globIsLinear: Bool {
+        switch pieces.count {
+        case 0: return true
+        case 1: return pieces[0] != .one
+        case 2: if case .literal = pieces[0] { return pieces[1] == .any } else { return false }
+        default: return false
+        }
+    }
+
     /// The equivalent SQLite GLOB pattern: `*` and `?` as themselves, literal `*`, `?` and `[`
     /// in brackets (GLOB has no escape character).
     var glob: String {
+        spelled { b, out in
+            if b == UInt8(ascii: "*") || b == UInt8(ascii: "?") || b == UInt8(ascii: "[") {
+                out.append(contentsOf: [UInt8(ascii: "["), b, UInt8(ascii: "]")])
+            } else {
+                out.append(b)
+            }
+        }
+    }
+
+    /// The pieces written out: `*` and `?` as themselves, each literal byte as `literal` writes it.
+    private func spelled(_ literal: (UInt8, inout [UInt8]) -> Void) -> String {
         var out: [UInt8] = []
         for piece in pieces {
             switch piece {
             case .any: out.append(UInt8(ascii: "*"))
             case .one: out.append(UInt8(ascii: "?"))
-            case .literal(let bytes):
-                for b in bytes {
-                    if b == UInt8(ascii: "*") || b == UInt8(ascii: "?") || b == UInt8(ascii: "[") {
-                        out.append(contentsOf: [UInt8(ascii: "["), b, UInt8(ascii: "]")])
-                    } else {
-                        out.append(b)
-                    }
-                }
+            case .literal(let bytes): for b in bytes { literal(b, &out) }
             }
         }
         return String(decoding: out, as: UTF8.self)
     }
+}
+
+/// A LIKE pattern, parsed once, for SQLite's `seam_like(pattern, text, folded)` (which the
+/// store registers on every connection): a query runs the broker's own matcher, which never
+/// backtracks, rather than GLOB, which does.
+public final class LikeMatcher: Sendable {
+    private let pattern: LikePattern
+    private let folded: Bool
+
+    /// Nil when `pattern` is no LIKE pattern (a trailing `\`, a NUL).
+    public init?(pattern: String, folded: Bool) {
+        guard let parsed = try? LikePattern(pattern, folded: folded) else { return nil }
+        self.pattern = parsed
+        self.folded = folded
+    }
+
+    /// Whether `text` (UTF-8) matches.
+    public func matches(_ text: UnsafeBufferPointer<UInt8>) -> Bool { pattern.matches(text, folded: folded) }
 }

@@ -118,7 +118,16 @@ struct SQLCompiler {
         bind(.binary(pattern))
     }
 
+    /// A prefix (or whole text) stays a GLOB, which SQLite matches in linear time and may answer
+    /// from an index; any other pattern goes to `seam_like`, the store's function running the
+    /// broker's matcher: GLOB backtracks, and a long pattern against long texts held the broker
+    /// for the text's length times the pattern's on every row.
     private mutating func writeLike(_ c: Column, _ pattern: LikePattern, folded: Bool) {
+        guard pattern.globIsLinear else {
+            sql += "coalesce(seam_like(?, \(c.quoted), \(folded ? 1 : 0)), 0)"
+            bind(.string(pattern.source))
+            return
+        }
         sql += "(\(c.quoted) IS NOT NULL AND instr(CAST(\(c.quoted) AS BLOB), x'00') = 0"
         sql += " AND \(operand(c, folded: folded)) GLOB ?)"
         bind(.string(pattern.glob))

@@ -95,6 +95,7 @@ public final class Database {
             // value (a migration copied it into the new store as data).
             _ = seam_sqlite_db_config_bool(db, SQLITE_DBCONFIG_DQS_DML, 0)
             _ = seam_sqlite_db_config_bool(db, SQLITE_DBCONFIG_DQS_DDL, 0)
+            try check(SQLFunctions.register(on: db))
             if wal {
                 try execute("PRAGMA journal_mode=WAL")
                 // NORMAL for both: with full durability, the WAL hook below flushes each commit.

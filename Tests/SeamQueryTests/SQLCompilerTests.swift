@@ -25,7 +25,13 @@ final class SQLCompilerTests: XCTestCase {
                 sql: #"("name" IS NOT NULL AND coalesce(substr(CAST("name" AS BLOB), 1, ?) = ?, 0))"#,
                 arguments: [.integer(2), .binary([0xC3, 0xA9])]))
         XCTAssertEqual(try sql("name ENDSWITH 'ab'").arguments, [.integer(-2), .binary([0x61, 0x62])])
-        XCTAssertEqual(try sql("name LIKE[c] 'A*[?'").arguments, [.string("a*[[]?")])
+        // A prefix is a GLOB (linear in SQLite, and an index can answer it); any other pattern
+        // goes to seam_like, the broker's matcher, given the pattern as LIKE text again.
+        XCTAssertEqual(try sql(#"name LIKE[c] "A\\?[*""#).arguments, [.string("a[?][[]*")])
+        XCTAssertTrue(try sql(#"name LIKE "A\\?[*""#).sql.contains(" GLOB ?"))
+        XCTAssertEqual(try sql("name LIKE[c] 'A*[?'"),
+                       CompiledSQL(sql: #"coalesce(seam_like(?, "name", 1), 0)"#, arguments: [.string("a*[?")]))
+        XCTAssertEqual(try sql(#"name LIKE "*\\*x""#).arguments, [.string(#"*\*x"#)], "an escaped star stays escaped")
         XCTAssertEqual(
             try sql("(count == 1 OR count == 2) AND NOT (flag == TRUE OR at > 0)").sql,
             #"(("count" IS ?) OR ("count" IS ?)) AND NOT (("flag" IS ?) OR ("at" IS NOT NULL AND "at" > ?))"#)
