@@ -908,21 +908,56 @@ public final class SyncWorker {
     /// applied again: the record is pending now, so the server's version no longer goes over it.
     private func finishBatch(_ state: inout ImportState) throws {
         for attempt in 1...Self.raceAttempts {
-            guard let batch = state.saving else { return }
-            state.saving = nil
-            let refusal: ClientError
-            do {
-                _ = try broker.finish(batch.id)
-                state.applied += batch.applied
+            guard let batch = state.saving, let refusal = waitForSave(&state) else { return }
+            if Self.isRefusedRecord(refusal) {
+                try applyOneByOne(batch, &state)
                 return
-            } catch {
-                refusal = error
             }
             guard Self.isRace(refusal), attempt < Self.raceAttempts else { throw refusal }
             log("a local save touched records of the import's batch meanwhile; applying it again (\(refusal))")
             state.token = batch.token
             tokens["server"] = batch.tokenRow
             try apply(batch.rows, &state)
+        }
+    }
+
+    /// Waits for the answer to the batch's save in flight, if any: nil when it was applied (and
+    /// counted), else why seamd refused it.
+    private func waitForSave(_ state: inout ImportState) -> ClientError? {
+        guard let batch = state.saving else { return nil }
+        state.saving = nil
+        do {
+            _ = try broker.finish(batch.id)
+            state.applied += batch.applied
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Whether seamd refused a save for what a record holds (`InvalidRequest`: a value this
+    /// build cannot store, written by another client or build), not for a race or a failure.
+    static func isRefusedRecord(_ error: Error) -> Bool { (error as? ClientError)?.remoteName == "org.seam.Store.InvalidRequest" }
+
+    /// A batch seamd refused for what a record holds, applied again record by record: the
+    /// records it takes are applied, one it refuses is passed over (logged; it comes again when
+    /// it changes on the server) and the token moves past it. Else that one record would stop
+    /// every later server change from reaching this machine, at every cycle, for good.
+    private func applyOneByOne(_ batch: Batch, _ state: inout ImportState) throws {
+        state.token = batch.token
+        tokens["server"] = batch.tokenRow
+        for row in batch.rows {
+            let tokenRow = tokens["server"]
+            try apply([row], &state)
+            guard let refusal = waitForSave(&state) else { continue }
+            guard Self.isRefusedRecord(refusal) else { throw refusal }
+            log("the server's \(row[0] ?? "?") \(row[1] ?? "?") (change tag \(row[3] ?? "?")) cannot be stored here, passed "
+                + "over: \(refusal). Correct or delete it on the server; it comes again when it changes.")
+            tokens["server"] = tokenRow
+            guard state.movesToken else { continue }
+            var save = SaveBuilder()
+            tokenChange("server", state.token, into: &save)
+            try save.send(broker)
         }
     }
 

@@ -104,6 +104,34 @@ final class SyncTests: XCTestCase {
         }
     }
 
+    /// A server record this build cannot store (another client wrote a required field as null)
+    /// is passed over, and later changes still arrive: it used to fail its batch's save at every
+    /// cycle, and no server change after it ever reached the machine.
+    func testARecordThisBuildCannotStoreIsPassedOverAndTheRestArrive() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "alice")
+        let b = try SyncMachine("b", server: server, user: "alice")
+        let timer = try a.addTimer("Tea \(UUID().uuidString.prefix(4))")
+        try eventually(10, "B has the timer") { try b.timer(timer) != nil }
+        let admin = try PostgresConnection(server.adminConnection)
+        let bad = UUID().uuidString.lowercased(), good = UUID().uuidString.lowercased()
+        for (uuid, fields) in [(bad, #"{"name":"Bad","colour":null}"#), (good, #"{"name":"Good"}"#)] {
+            try admin.query("INSERT INTO seam.records (zone, record_type, uuid, fields, versions, change_tag) "
+                            + "VALUES ('alice', 'Timer', $1::uuid, $2::jsonb, '{}', nextval('seam.changes'))", [uuid, fields])
+        }
+        try admin.query("SELECT pg_notify('seam_changes', 'alice')")
+        try a.update("Timer", timer, ["name": "Green tea"])
+        try eventually(15, "B has the record after the bad one, and A's later edit") {
+            try b.timer(good)?["name"]?.stringValue == "Good" && b.timer(timer)?["name"]?.stringValue == "Green tea"
+        }
+        XCTAssertNil(try b.timer(bad))
+        try eventually(5, "the log says which record, and what to do") {
+            b.broker.log.contains("the server's Timer \(bad)") && b.broker.log.contains("Correct or delete it on the server")
+        }
+        let status = try b.connection.call("org.seam.Sync.Status")
+        XCTAssertTrue(status["lastError"] == nil || status["lastError"] == .null, "\(status)")
+    }
+
     /// A local edit saved while the import is applying the server's version of that record
     /// (after the import read which records have edits waiting) is not overwritten: the import's
     /// save is refused (`unchangedSince`), and the batch is applied again without that record.
