@@ -8,6 +8,15 @@ extension Context {
         ) STRICT
         """
 
+    /// A store's changes in the order its statements run: deletes first, so that a row may take
+    /// the place of one deleted in the same save (a timer's new session where its old one was,
+    /// under the unique `timerUUID`), whatever the order of the request. Nothing a delete does
+    /// depends on an insert or update of the same save.
+    static func deletesFirst(_ changes: [RowChange]) -> [RowChange] {
+        guard changes.contains(where: { $0.kind == .delete }), changes.contains(where: { $0.kind != .delete }) else { return changes }
+        return changes.filter { $0.kind == .delete } + changes.filter { $0.kind != .delete }
+    }
+
     /// Writes a worked-out save into its stores (see the type's documentation for the promise).
     func commit(_ set: ChangeSet, work: WorkingSet) throws(ContextError) {
         syncCommits()  // an owner that has not synced the last save yet: before anything else
@@ -27,7 +36,7 @@ extension Context {
                 begun.append(handle)
             }
             for handle in begun {
-                for change in byStore[handle.name]! {
+                for change in Self.deletesFirst(byStore[handle.name]!) {
                     applying = change
                     try apply(change, in: handle)
                 }
@@ -39,7 +48,7 @@ extension Context {
             try writeHistory(set)
             if names.count > 1 {
                 for target in names.dropFirst() {
-                    let ops = byStore[target]!.map {
+                    let ops = Self.deletesFirst(byStore[target]!).map {
                         SaveJournal.Operation(table: $0.entity, uuid: $0.uuid, values: $0.new)
                     }
                     try SaveJournal.record(ops, sequence: set.sequence, target: target, in: begun[0].db)
@@ -87,7 +96,7 @@ extension Context {
     private func finishLater(
         _ set: ChangeSet, store h: StoreHandle, intentIn first: String, byStore: [String: [RowChange]], error: DatabaseError
     ) throws(ContextError) {
-        let ops = byStore[h.name]!.map { SaveJournal.Operation(table: $0.entity, uuid: $0.uuid, values: $0.new) }
+        let ops = Self.deletesFirst(byStore[h.name]!).map { SaveJournal.Operation(table: $0.entity, uuid: $0.uuid, values: $0.new) }
         do {
             try apply(UnfinishedSave(sequence: set.sequence, target: h.name, intentIn: first, operations: ops), to: h)
         } catch {

@@ -11,17 +11,45 @@ extension Context {
         var new: [String: AttributeValue]?
     }
 
-    /// The save being worked out: every row it touches, in the order first touched.
+    /// The save being worked out: every row it touches, in the order first touched, and which
+    /// staged rows link to which uuid (so that link rules find them without a pass over every
+    /// row staged: a save deleting thousands of linked rows was quadratic, and held the broker).
     struct WorkingSet {
         var rows: [String: Pending] = [:]
         var order: [String] = []
+        /// Each row's place in `order`.
+        private var places: [String: Int] = [:]
+        /// (entity, link attribute, uuid linked to) → the staged rows whose new values link so.
+        private var linking: [String: Set<String>] = [:]
 
         static func key(_ entity: String, _ uuid: String) -> String { entity + "\u{0}" + uuid }
 
         mutating func set(_ p: Pending, uuid: String) {
             let k = Self.key(p.entity.name, uuid)
-            if rows[k] == nil { order.append(k) }
+            let before = rows[k]
+            if before == nil {
+                places[k] = order.count
+                order.append(k)
+            }
             rows[k] = p
+            for link in p.entity.links {
+                let was = before?.new?[link.attribute]?.stringValue, now = p.new?[link.attribute]?.stringValue
+                guard was != now else { continue }
+                if let was { linking[Self.linkKey(p.entity.name, link.attribute, was)]?.remove(uuid) }
+                if let now { linking[Self.linkKey(p.entity.name, link.attribute, now), default: []].insert(uuid) }
+            }
+        }
+
+        /// Where the row came in the order the save first touched rows.
+        func place(_ entity: String, _ uuid: String) -> Int { places[Self.key(entity, uuid)] ?? Int.max }
+
+        /// The staged rows of `entity` whose `attribute` now holds `uuid`.
+        func rows(of entity: String, linkingBy attribute: String, to uuid: String) -> Set<String> {
+            linking[Self.linkKey(entity, attribute, uuid)] ?? []
+        }
+
+        private static func linkKey(_ entity: String, _ attribute: String, _ uuid: String) -> String {
+            entity + "\u{0}" + attribute + "\u{0}" + uuid
         }
     }
 
@@ -165,7 +193,15 @@ extension Context {
     private func stageDelete(_ entity: String, _ uuid: String, author: String, into work: inout WorkingSet) throws(ContextError) {
         let r = try route(entity)
         var p = try current(r.entity, uuid, store: r.store, in: work)
+        // Deleted already by this save (a cascade from a row deleted before it): done, as it
+        // would be had the operations come in the other order.
+        if p.old != nil && p.new == nil { return }
         guard p.new != nil else { throw ContextError(.notFound(entity: entity, uuid: uuid)) }
+        // Inserted by this save: an insert is not checked against the store before its INSERT,
+        // which a delete now takes away; a row of that uuid in the store makes it a duplicate.
+        if p.old == nil, try readRow(r.entity, uuid: uuid, from: stores[r.store]!.db, handle: stores[r.store]) != nil {
+            throw ContextError(.duplicate(entity: entity, uuid: uuid))
+        }
         p.new = nil
         work.set(p, uuid: uuid)
         for (source, link) in incoming[entity] ?? [] {
@@ -205,18 +241,15 @@ extension Context {
         } catch {
             throw ContextError(.database(error))
         }
-        // Staged state wins over the store: skip rows already deleted or relinked, add rows staged to link.
+        // Staged state wins over the store: skip rows already deleted or relinked, add rows staged
+        // to link (in the order the save first touched them).
         var result: [String] = []
         for u in found {
             if let p = work.rows[WorkingSet.key(source.name, u)], p.new?[link.attribute]?.stringValue != uuid { continue }
             result.append(u)
         }
-        for key in work.order {
-            guard let p = work.rows[key], p.entity.name == source.name, let new = p.new,
-                  new[link.attribute]?.stringValue == uuid, let u = new[Entity.identity]?.stringValue, !result.contains(u)
-            else { continue }
-            result.append(u)
-        }
+        let staged = work.rows(of: source.name, linkingBy: link.attribute, to: uuid).subtracting(result)
+        result += staged.sorted { work.place(source.name, $0) < work.place(source.name, $1) }
         return result
     }
 }
