@@ -588,7 +588,7 @@ extension Broker {
     public static func varlink(_ error: ContextError) -> VarlinkError {
         switch error.kind {
         case .notFound(let e, let u): return .notFound(entity: e, uuid: u)
-        case .duplicate, .constraint, .deleteDenied, .changedSince: return .conflict(error.description)
+        case .duplicate, .constraint, .deleteDenied, .changedSince, .historyForgotten: return .conflict(error.description)
         case .sequenceAhead(let since, let sequence): return .sequenceAhead(since: since, sequence: sequence)
         case .unknownAttribute(_, let a): return .invalidRequest(error.description, field: a)
         case .wrongType(_, let a, _, _), .missingValue(_, let a), .valueTooLarge(_, let a, _, _), .invalidValue(_, let a, _):

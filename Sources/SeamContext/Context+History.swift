@@ -66,11 +66,33 @@ extension Context {
             """, [.double(time), .double(Self.now() + 86_400)])
     }
 
+    /// Runs a purge of the history, and records how far it reached (`historyPurgedThrough`, in
+    /// the store's `seam_store`), in the same transaction.
     private func purge(_ sql: String, _ arguments: [AttributeValue]) throws(ContextError) {
         guard let h = historyStore else { return }
         do {
             guard try h.db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'seam_history'").integerValue == 1 else { return }
-            try h.db.run(sql, arguments)
+            try h.db.transaction {
+                let gone = try h.db.rows(sql + " RETURNING sequence", arguments, types: [.integer]).compactMap { $0[0].integerValue }
+                guard let last = gone.max() else { return }
+                try h.db.run("""
+                    INSERT INTO seam_store(key, value) VALUES ('historyPurgedThrough', ?1)
+                    ON CONFLICT(key) DO UPDATE SET value = max(CAST(value AS INTEGER), ?1)
+                    """, [.string(String(last))])
+            }
+        } catch let e as DatabaseError {
+            throw ContextError(.database(e))
+        } catch {
+            throw ContextError(.database(DatabaseError(code: 1, message: "\(error)", path: h.db.path)))
+        }
+    }
+
+    /// The last sequence number whose history a purge forgot (0: none).
+    func historyPurgedThrough() throws(ContextError) -> Int64 {
+        guard let h = historyStore else { return 0 }
+        do {
+            let value = try h.db.scalar("SELECT value FROM seam_store WHERE key = 'historyPurgedThrough'")
+            return value.stringValue.flatMap { Int64($0) } ?? value.integerValue ?? 0
         } catch {
             throw ContextError(.database(error))
         }

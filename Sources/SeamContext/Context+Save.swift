@@ -93,6 +93,9 @@ extension Context {
     /// saved since the writer last read it.
     private func checkUnchanged(_ changes: [RowChange], since: Int64) throws(ContextError) {
         guard since <= sequence else { throw ContextError(.sequenceAhead(since: since, sequence: sequence)) }
+        // What the history no longer holds cannot be checked: a save it changed would pass.
+        let forgotten = try historyPurgedThrough()
+        if since < forgotten { throw ContextError(.historyForgotten(since: since, through: forgotten)) }
         let keys = Set(changes.map { WorkingSet.key($0.entity, $0.uuid) })
         var from = since
         while true {

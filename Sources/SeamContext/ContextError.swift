@@ -17,6 +17,9 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         case deleteDenied(entity: String, uuid: String, linkedFrom: String, count: Int)
         /// A save with `unchangedSince` would change a row the history changed after it.
         case changedSince(entity: String, uuid: String, sequence: Int64, since: Int64)
+        /// A save with `unchangedSince` older than the history kept: what changed after it is
+        /// no longer known, so whether the rows changed cannot be told.
+        case historyForgotten(since: Int64, through: Int64)
         /// A sequence number beyond the last save's (a client that read a store since restored
         /// from an older copy).
         case sequenceAhead(since: Int64, sequence: Int64)
@@ -49,6 +52,9 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
             return "cannot delete \(e) \(u): \(n) \(from) row(s) link to it and the rule is deny"
         case .changedSince(let e, let u, let n, let since):
             return "\(e) \(u) was changed by save \(n), after sequence \(since): read what changed since then and save again"
+        case .historyForgotten(let since, let through):
+            return "the history after sequence \(since) is forgotten through \(through) (purged): whether the rows changed "
+                + "since cannot be told; read them again and save with that sequence"
         case .sequenceAhead(let since, let n):
             return "sequence \(since) is beyond the last save (\(n)): the store is older than what was read from it"
         case .snapshotUnsupported:

@@ -23,6 +23,9 @@ final class ContextTests: ContextTestCase {
     func testInsertingAnExistingRowAndDeletingItIsADuplicate() throws { try onFilesAndInMemory(checkInsertingAnExistingRowAndDeletingItIsADuplicate) }
     func testASaveReplacesATimersSessionInAnyOrder() throws { try onFilesAndInMemory(checkASaveReplacesATimersSessionInAnyOrder) }
     func testManyLinkedRowsDeleteInOneSave() throws { try onFilesAndInMemory(checkManyLinkedRowsDeleteInOneSave) }
+    func testAConditionalSaveOlderThanTheHistoryKeptIsRefused() throws {
+        try onFilesAndInMemory(checkAConditionalSaveOlderThanTheHistoryKeptIsRefused)
+    }
     func testDanglingLinksAreReported() throws { try onFilesAndInMemory(checkDanglingLinksAreReported) }
     func testHistoryKeepsCloudChangesAndCanBePurged() throws { try onFilesAndInMemory(checkHistoryKeepsCloudChangesAndCanBePurged) }
     func testSnapshotsPinReads() throws { try onFilesAndInMemory(checkSnapshotsPinReads) }
@@ -242,6 +245,25 @@ final class ContextTests: ContextTestCase {
         let set = try XCTUnwrap(try context.save(SaveRequest(timers.map { .delete(entity: "Timer", uuid: $0) })))
         XCTAssertEqual(set.changes.count, 4000)
         XCTAssertEqual(try context.count(FetchRequest("Session")), 0)
+    }
+
+    /// A conditional save older than the history kept is refused: what changed after it is
+    /// forgotten, so a change to its rows cannot be seen. (It passed, and overwrote that change.)
+    func checkAConditionalSaveOlderThanTheHistoryKeptIsRefused() throws {
+        let timer = try addTimer("Tea")
+        let read = context.sequence
+        try context.save(SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("Green tea")])]))
+        let changed = context.sequence
+        try context.purgeHistory(through: changed)  // what sync does once it has exported
+        var stale = SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("Black tea")])])
+        stale.unchangedSince = read
+        expectError({ try self.context.save(stale) }) {
+            if case .historyForgotten(read, changed) = $0 { return true } else { return false }
+        }
+        XCTAssertEqual(try context.fetch(FetchRequest("Timer", where: "uuid == $u", parameters: ["u": .string(timer)])).first?["name"],
+                       .string("Green tea"))
+        stale.unchangedSince = changed
+        XCTAssertNotNil(try context.save(stale), "from where the history is kept, it holds")
     }
 
     func checkBadInputGetsTypedErrors() throws {
