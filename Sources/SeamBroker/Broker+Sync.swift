@@ -51,6 +51,13 @@ extension Broker {
         }
     }
 
+    /// Whether the Cloud store has synced before: it holds the worker's export token (or the
+    /// one a change of server keeps), so the history after it is what a later setup sends.
+    static func hasSyncedBefore(_ context: Context) -> Bool {
+        let exported = FetchRequest("SyncToken", where: #"name IN {"exported", "unexported"}"#)
+        return ((try? context.count(exported)) ?? 0) > 0
+    }
+
     /// Starts, restarts or stops the sync worker as the sync configuration now says.
     private func reloadSync() -> Result<JSONObject, VarlinkError> {
         guard let path = configuration.syncConfigurationPath else {
@@ -58,9 +65,10 @@ extension Broker {
         }
         let existing = supervised.first { $0.spec.role == "sync" && !$0.retired }
         let configured = FileSystem.exists(path)
-        // History waits for the worker to export it while sync is set up, and is forgotten by
-        // age again once it is not.
-        context.syncConfigured = configured
+        // History waits for the worker to export it while sync is set up, or while a store that
+        // synced before may sync again (sync off, or seamd without roles): a setup later sends
+        // the edits made meanwhile from it. Forgotten by age only in a store that never synced.
+        context.syncConfigured = configured || Self.hasSyncedBefore(context)
         switch (configured, existing) {
         case (true, nil):
             // A worker retired before and ended is forgotten; one still ending is left to end.

@@ -79,9 +79,13 @@ public final class Broker {
         options.historyIgnoresAuthors = ["sync"]
         // Synced, a save's diffs are worked out while the disk takes its commit (`publish`).
         options.defersSync = true
-        do { context = try Context(directory: configuration.dataDirectory, schema: schema, options: options) } catch {
+        let opened: Context
+        do { opened = try Context(directory: configuration.dataDirectory, schema: schema, options: options) } catch {
             throw BrokerError("cannot open the stores: \(error)")
         }
+        // And while a store that synced before may sync again (see `reloadSync`).
+        if !options.syncConfigured, Self.hasSyncedBefore(opened) { opened.syncConfigured = true }
+        context = opened
         do { loop = try EventLoop() } catch { throw BrokerError("cannot start the event loop: \(error)") }
         if let fd = configuration.listenDescriptor {
             listener = fd

@@ -83,11 +83,17 @@ public final class SyncWorker {
                 for record in records { forget.delete("SyncRecord", record) }
                 try forget.send(broker)
             }
+            // Edits made for the old server and never sent (it was unreachable, sync was off)
+            // have history after its `exported` token: the first export to the new server sends
+            // them again with their real times, after every row as it stands (whose fields lose
+            // to any versioned edit). Kept as a token, so that a crash before that export keeps it.
+            let unexported = tokens["exported"]?.value ?? tokens["unexported"]?.value
             for (_, token) in tokens { save.delete("SyncToken", token.uuid) }
             if let covered { save.delete("SyncToken", covered.uuid) }
             save.update("SyncToken", uuid, ["value": .string(configuration.url)])
             tokens = [:]
             covered = nil
+            if let unexported { tokenChange("unexported", unexported, into: &save) }
         } else {
             save.insert("SyncToken", ["name": "serverURL", "value": .string(configuration.url)])
         }
@@ -458,7 +464,15 @@ public final class SyncWorker {
         let sequence = start["sequence"]?.int64Value ?? 0
         let written = try exportRows(of: synced.keys.sorted(), on: pg)
         var save = SaveBuilder()
-        tokenChange("exported", sequence, into: &save)
+        // After a change of server, the history not exported to the old one follows, with its
+        // real times: its edits win over the server's older versions, as they would have there.
+        if let unexported = tokens["unexported"] {
+            tokenChange("exported", min(sequence, unexported.value), into: &save)
+            save.delete("SyncToken", unexported.uuid)
+            tokens["unexported"] = nil
+        } else {
+            tokenChange("exported", sequence, into: &save)
+        }
         try save.send(broker)
         if written > 0 { log("first export: \(written) record(s)") }
         return written

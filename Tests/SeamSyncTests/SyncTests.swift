@@ -341,6 +341,37 @@ final class SyncTests: XCTestCase {
         XCTAssertEqual(after.count, 1, "\(after)")
     }
 
+    /// Edits a machine made while it did not sync reach the server when it is set up again
+    /// under another URL (another spelling of the same server, here): the worker starts over
+    /// (every row as it stands, whose fields lose to any versioned edit) and then sends the
+    /// history not yet exported, with its real times. They used to lose to the server's older
+    /// versions, and be overwritten here too.
+    func testEditsMadeWhileNotSyncingReachANewServerURL() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "alice")
+        let b = try SyncMachine("b", server: server, user: "alice")
+        let admin = try PostgresConnection(server.adminConnection)
+        func onServer(_ uuid: String) throws -> String? {
+            try admin.query("SELECT fields->>'name' FROM seam.records WHERE uuid = $1::uuid", [uuid]).first?[0] ?? nil
+        }
+        let env = ["SEAM_SOCKET": b.broker.socketPath]
+        let timer = try a.addTimer("Tea \(UUID().uuidString.prefix(4))")
+        try eventually(10, "B has the timer") { try b.timer(timer) != nil }
+        XCTAssertEqual(try Executables.run("seam", ["sync", "off", "--config-dir", b.config], environment: env).status, 0)
+        try a.update("Timer", timer, ["name": "A's name"])
+        try eventually(10, "the server has A's name") { try onServer(timer) == "A's name" }
+        Thread.sleep(forTimeInterval: 0.05)
+        try b.update("Timer", timer, ["name": "B's later name"])
+        let url = server.url("alice").replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        let setup = try Executables.run("seam", ["sync", "setup", url, "--password-stdin", "--config-dir", b.config],
+                                        environment: env, input: (server.passwords["alice"] ?? "") + "\n")
+        XCTAssertEqual(setup.status, 0, setup.stderr)
+        try eventually(20, "B's later edit is everywhere") {
+            try onServer(timer) == "B's later name" && a.timer(timer)?["name"]?.stringValue == "B's later name"
+                && b.timer(timer)?["name"]?.stringValue == "B's later name"
+        }
+    }
+
     /// Records larger together than a frame seamd takes (300 timers with 20 KB names: 6 MB)
     /// arrive: the import saves a batch in parts.
     func testLargeRecordsArriveInSavesSeamdTakes() throws {
