@@ -528,7 +528,8 @@ public final class SyncWorker {
             sent = try exportRows(of: gained, on: pg)
             let token = tokens["server"]?.value ?? 0
             var state = ImportState(token: token, fresh: false, movesToken: false)
-            brought = try importRecords(where: { _ in "record_type = ANY($1::text[]) AND change_tag <= \(token) AND NOT deleted" },
+            // Tombstones too: a row a migration made here that was deleted elsewhere goes here as well.
+            brought = try importRecords(where: { _ in "record_type = ANY($1::text[]) AND change_tag <= \(token)" },
                                         [PostgresArray.literal(gained)], &state, on: pg)
             log("the store now has \(gained.joined(separator: ", ")): sent \(sent) row(s), brought \(brought) earlier record(s)")
         }

@@ -2,6 +2,7 @@ import Foundation
 import SeamClient
 import SeamJSON
 import SeamPostgres
+import SeamStore
 import SeamSync
 import SeamTestSupport
 import XCTest
@@ -369,6 +370,37 @@ final class SyncTests: XCTestCase {
         try eventually(20, "B's later edit is everywhere") {
             try onServer(timer) == "B's later name" && a.timer(timer)?["name"]?.stringValue == "B's later name"
                 && b.timer(timer)?["name"]?.stringValue == "B's later name"
+        }
+    }
+
+    /// An entity a store gains (here made to look so: its rows without sync records, the
+    /// `entities` token without it, the server token past everything) catches up with the
+    /// server's tombstones too: a row deleted elsewhere goes here, and the machines agree.
+    func testAGainedEntityCatchesUpWithDeletionsMadeElsewhere() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "alice")
+        var b = try SyncMachine("b", server: server, user: "alice")
+        let kitchen = try a.insert("UserGroup", ["name": "Kitchen"]), garden = try a.insert("UserGroup", ["name": "Garden"])
+        try eventually(10, "B has both groups") { try b.connection.row("UserGroup", uuid: kitchen) != nil && b.connection.row("UserGroup", uuid: garden) != nil }
+        b.broker.stop()
+        try a.connection.save([.delete(entity: "UserGroup", uuid: kitchen)])
+        try a.update("UserGroup", garden, ["name": "Garden 2"])
+        let admin = try PostgresConnection(server.adminConnection)
+        try eventually(10, "the server has the tombstone and the new name") {
+            try admin.query("SELECT 1 FROM seam.records WHERE uuid = $1::uuid AND deleted", [kitchen]).count == 1
+                && admin.query("SELECT 1 FROM seam.records WHERE uuid = $1::uuid AND fields->>'name' = 'Garden 2'", [garden]).count == 1
+        }
+        let last = try XCTUnwrap(try admin.query("SELECT max(change_tag) FROM seam.records").first?[0] ?? nil)
+        let cloud = try Database(path: b.data + "/Cloud.sqlite")
+        try cloud.run("UPDATE SyncToken SET value = 'Timer' WHERE name = 'entities'")
+        try cloud.run("UPDATE SyncToken SET value = ? WHERE name = 'server'", [.string(last)])
+        try cloud.run("DELETE FROM SyncRecord WHERE recordType = 'UserGroup'")
+        cloud.close()
+        b = try SyncMachine("b", server: server, user: "alice", reusing: (b.home, b.data, b.config))
+        try eventually(15, "both machines have Garden 2 alone") {
+            let here = try b.connection.fetch("UserGroup").compactMap { $0["name"]?.stringValue }
+            let there = try a.connection.fetch("UserGroup").compactMap { $0["name"]?.stringValue }
+            return here == ["Garden 2"] && there == ["Garden 2"]
         }
     }
 
