@@ -490,7 +490,7 @@ extension Broker {
         }
         if let denied = deniedWrite(c, request) { return Reply(denied, id: id).frame() }
         let set: ChangeSet?
-        do { set = try commit(request, author: author) } catch { return Reply(Self.varlink(error), id: id).frame() }
+        do { set = try commit(request, author: author) } catch { return Reply(Self.varlink(error, in: request), id: id).frame() }
         // Link rules may change rows of entities the caller may not read (the broker's doing,
         // as PROTOCOL.md says); the reply lists only those it may.
         let shows = c.hello.flatMap { $0.capabilities.reads == nil ? nil : $0.capabilities.mayRead }
@@ -582,6 +582,32 @@ extension Broker {
             for (k, v) in (c.hello?.capabilities ?? .everything).json { o[k] = v }
             return .object(o)
         })
+    }
+
+    /// A save's error as the varlink error a client receives, a value's naming its place in
+    /// the call (`inserts[2].values.name`): the request holds the call's inserts, updates and
+    /// deletes in that order.
+    static func varlink(_ error: ContextError, in request: SaveRequest) -> VarlinkError {
+        let attribute: String
+        switch error.kind {
+        case .unknownAttribute(_, let a), .wrongType(_, let a, _, _), .missingValue(_, let a), .valueTooLarge(_, let a, _, _),
+             .invalidValue(_, let a, _):
+            attribute = a
+        default:
+            return varlink(error)
+        }
+        guard let i = error.operation, request.operations.indices.contains(i) else { return varlink(error) }
+        func kind(_ op: SaveRequest.Operation) -> Int {
+            switch op {
+            case .insert: return 0
+            case .update: return 1
+            case .delete: return 2
+            }
+        }
+        let k = kind(request.operations[i])
+        let place = request.operations[..<i].filter { kind($0) == k }.count
+        let member = ["inserts", "updates", "deletes"][k]
+        return .invalidRequest(error.description, field: "\(member)[\(place)]" + (k == 2 ? "" : ".values.\(attribute)"))
     }
 
     /// A context error as the varlink error a client receives.

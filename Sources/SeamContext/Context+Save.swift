@@ -66,11 +66,17 @@ extension Context {
     public func save(_ request: SaveRequest, author: String = "cli", time: Double? = nil) throws(ContextError) -> ChangeSet? {
         try finishUnfinished()  // before anything is read: the stores as every earlier save left them
         var work = WorkingSet()
-        for op in request.operations {
-            switch op {
-            case .insert(let entity, let values): try stageInsert(entity, values, into: &work)
-            case .update(let entity, let uuid, let values): try stageUpdate(entity, uuid, values, into: &work)
-            case .delete(let entity, let uuid): try stageDelete(entity, uuid, author: author, into: &work)
+        for (i, op) in request.operations.enumerated() {
+            do {
+                switch op {
+                case .insert(let entity, let values): try stageInsert(entity, values, into: &work)
+                case .update(let entity, let uuid, let values): try stageUpdate(entity, uuid, values, into: &work)
+                case .delete(let entity, let uuid): try stageDelete(entity, uuid, author: author, into: &work)
+                }
+            } catch {
+                var placed = error
+                placed.operation = placed.operation ?? i
+                throw placed
             }
         }
         var changes: [RowChange] = []

@@ -33,6 +33,9 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
     }
 
     public var kind: Kind
+    /// The place in the save's `operations` of the one being worked out when the error arose
+    /// (its link rules' effects included); nil for errors of no one operation.
+    public var operation: Int?
     public init(_ kind: Kind) { self.kind = kind }
 
     public var description: String {
@@ -41,7 +44,7 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         case .unknownAttribute(let e, let a): return "\(e) has no attribute '\(a)'"
         case .wrongType(let e, let a, let expected, let got):
             return "\(e).\(a) is of type \(expected.rawValue), not \(got)"
-        case .missingValue(let e, let a): return "\(e).\(a) is required and has no default: give it a value"
+        case .missingValue(let e, let a): return "\(e).\(a) is required: give it a value (nil is none)"
         case .valueTooLarge(let e, let a, let bytes, let limit):
             return "\(e).\(a) is \(bytes) bytes; the limit is \(limit)"
         case .invalidValue(let e, let a, let reason): return "\(e).\(a): \(reason)"

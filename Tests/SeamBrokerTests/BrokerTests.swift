@@ -210,8 +210,24 @@ final class BrokerTests: XCTestCase {
             guard case .remote(let v)? = (e as? ClientError)?.kind else { return XCTFail("\(e)") }
             XCTAssertEqual(v.parameters["field"]?.stringValue, "sort", "\(e)")
         }
+        // A value the store refuses is named by its place in the call, as a value the wire refuses is.
+        func field(_ p: JSONObject) -> String? {
+            do { _ = try c.call("org.seam.Store.Save", p) } catch {
+                if case .remote(let v)? = (error as? ClientError)?.kind { return v.parameters["field"]?.stringValue }
+            }
+            return nil
+        }
+        let tea = try c.save([.insert(entity: "Timer", values: ["name": "Tea"])]).inserted[0]
+        XCTAssertEqual(field(["inserts": [["entity": "Timer", "values": ["name": "a"]],
+                                          ["entity": "Timer", "values": ["name": "b", "uuid": "0F8FAD5B-D9CB-469F-A165-70867728950E"]]]]),
+                       "inserts[1].values.uuid")
+        XCTAssertEqual(field(["inserts": [["entity": "Timer", "values": ["name": "a"]]],
+                              "updates": [["entity": "Timer", "uuid": .string(tea), "values": ["name": "ok"]],
+                                          ["entity": "Timer", "uuid": .string(tea), "values": ["name": "Te\u{0}a"]]]]),
+                       "updates[1].values.name")
+        XCTAssertEqual(field(["updates": [["entity": "Timer", "uuid": .string(tea), "values": ["name": .null]]]]), "updates[0].values.name")
         // Count takes no sort: like a limit, one given is ignored, not checked.
-        XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "Timer", "sort": "nosuch"])["count"]?.int64Value, 0)
+        XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "Timer", "sort": "nosuch"])["count"]?.int64Value, 1, "Tea")
         expect("org.seam.Store.NotFound", "org.seam.Store.Save",
                ["deletes": [["entity": "Timer", "uuid": "00000000-0000-4000-8000-000000000000"]]])
         expect("org.seam.Store.UnsupportedVersion", "org.seam.Store.Hello", ["version": 99])
