@@ -69,8 +69,11 @@ public final class Context {
     public internal(set) var servedVersions: [String: [String: ModelVersion]] = [:]
     /// Entity name → its definition (as its store holds it) and the store, for open stores only.
     var routes: [String: (entity: Entity, store: String)] = [:]
-    /// Target entity name → the links that point at it.
-    let incoming: [String: [(entity: Entity, link: Link)]]
+    /// Target entity name → the links that point at it, as each source's store is served: the
+    /// served version's links for an open store (an outdated one served until it is migrated
+    /// has its own), the current version's for a closed one (so that a delete that would reach
+    /// into it is refused, not left half done).
+    var incoming: [String: [(entity: Entity, link: Link)]]
     /// The sequence number of the last committed save.
     public internal(set) var sequence: Int64
     public internal(set) var ring: ChangeRing
@@ -289,6 +292,21 @@ public final class Context {
         }
         self.routes = routes
         attributeNames = routes.mapValues { $0.0.attributes.map(\.name) }
+        var incoming: [String: [(entity: Entity, link: Link)]] = [:]
+        for model in schema.models {
+            for e in model.current.entities {
+                let source: Entity
+                if let r = routes[e.name] {
+                    source = r.0
+                } else if let c = model.current.configuration(of: e.name), servedVersions[c] == nil {
+                    source = e  // its store is closed: a rule reaching it is refused there
+                } else {
+                    continue  // its store is open at a version without it: no rows, no rule
+                }
+                for l in source.links { incoming[l.target, default: []].append((source, l)) }
+            }
+        }
+        self.incoming = incoming
     }
 
     /// Model name → the version a classified file holds (the current one for a new file).

@@ -337,6 +337,34 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertGreaterThan(first.rows.count, 0)
     }
 
+    /// A Local store left at Timers v3 (its sessions are Runs) by a migration that failed is
+    /// served as it is: its link rules are its own version's, so a timer can be deleted (the
+    /// current version's rule, on a Session it does not have, refused every timer's delete). While
+    /// it migrates, a delete whose rule would reach into it is refused, as before.
+    func testAStoreServedAtAnOlderVersionUsesItsOwnLinkRules() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        try BadInputSupport.writeFixture(timersVersion: TimerModel.history.current.version, rows: 5, to: data)
+        let older = data + "-v3"
+        try BadInputSupport.writeFixture(timersVersion: 3, rows: 5, to: older)
+        try FileManager.default.removeItem(atPath: data + "/Local.sqlite")
+        try FileManager.default.copyItem(atPath: older + "/Local.sqlite", toPath: data + "/Local.sqlite")
+        let fake = try MigrationRoleSupport.FakeWorker(in: tmp, mode: "crash")
+        let broker = try BrokerProcess(arguments: ["--config", fake.config], dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        try eventually(10, "Local is migrating") { try MigrationRoleSupport.store("Local", c)["state"]?.stringValue == "migrating" }
+        let timers = try c.fetch("Timer", limit: 2).compactMap { $0["uuid"]?.stringValue }
+        XCTAssertEqual(timers.count, 2)
+        XCTAssertThrowsError(try c.save([.delete(entity: "Timer", uuid: timers[0])])) { error in
+            XCTAssertEqual((error as? ClientError)?.remoteName, "org.seam.Store.StoreUnavailable", "\(error)")
+        }
+        try fake.go()
+        try eventually(10, "Local serves again, at v3") { try MigrationRoleSupport.store("Local", c)["state"]?.stringValue == "outdated" }
+        XCTAssertNoThrow(try c.save([.delete(entity: "Timer", uuid: timers[0])]))
+        XCTAssertNil(try c.row("Timer", uuid: timers[0]))
+    }
+
     /// A worker that hands over a copy that does not verify (here: the original itself, at the
     /// old version) is refused: Finished fails with MigrationFailed, nothing is swapped, the
     /// copy is removed, the original serves at its old version, byte for byte as it was.
