@@ -8,12 +8,14 @@ import Synchronization
 enum InheritedSocket {
     private static let taken = Mutex<Set<Int32>>([])
 
-    /// `$SEAM_FD`, made non-blocking (reads wait in poll), unless a client of this process has
-    /// it already.
+    /// `$SEAM_FD`, made non-blocking (reads wait in poll) and close-on-exec (a command the
+    /// process runs does not inherit the broker connection), unless a client of this process
+    /// has it already, or it names no open descriptor.
     static func take() -> Int32? {
-        guard let text = Environment.value("SEAM_FD"), let fd = Int32(text), fd >= 0,
+        guard let text = Environment.value("SEAM_FD"), let fd = Int32(text), fd >= 3,
               taken.withLock({ $0.insert(fd).inserted })
         else { return nil }
+        guard UnixSocket.setCloseOnExec(fd) else { return nil }
         UnixSocket.setNonBlocking(fd, true)
         return fd
     }

@@ -150,6 +150,15 @@ public enum UnixSocket {
         _ = fcntl(fd, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK)
     }
 
+    /// Marks `fd` close-on-exec, so that no program this process starts inherits it; false when
+    /// `fd` is no open descriptor.
+    @discardableResult
+    public static func setCloseOnExec(_ fd: Int32) -> Bool {
+        let flags = fcntl(fd, F_GETFD)
+        guard flags >= 0 else { return false }
+        return fcntl(fd, F_SETFD, flags | FD_CLOEXEC) == 0
+    }
+
     /// Shuts both directions of a socket down: a thread blocked reading it wakes to end-of-file.
     public static func shutdown(_ fd: Int32) { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
 

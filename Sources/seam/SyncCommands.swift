@@ -91,6 +91,9 @@ enum SyncCommands {
         do {
             let pg = try PostgresConnection(text)
             try pg.pinSearchPath()
+            // As the worker does: a lock another role holds (the schema lock's key is public)
+            // makes setup fail with a reason, not wait for ever.
+            try pg.setTimeouts(statement: 120, lock: 15)
             let version = try ServerSchema.ensure(pg)
             print("connected to " + (url.service.map { "service \($0)" } ?? "\(url.host):\(url.port)/\(url.database) as \(url.user)")
                   + (version == 0 ? "; created the sync tables" : ""))

@@ -55,6 +55,8 @@ enum WatchCommand {
         screen.open()
         for await event in events {
             let now = WallClock.now()
+            // Times of day in the zone's offset now: a change to or from summer time shows.
+            board.utcOffset = WallClock.utcOffset(at: now)
             switch event {
             case .update(let update):
                 let happened: [WatchBoard.Event]

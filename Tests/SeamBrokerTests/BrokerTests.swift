@@ -352,7 +352,11 @@ final class BrokerTests: XCTestCase {
         let inherited = try SeamConnection.connect()
         XCTAssertEqual(inherited.path, "fd \(fd)")
         XCTAssertEqual(try inherited.call("org.seam.Store.Status")["product"]?.stringValue, "seamd")
+        XCTAssertNotEqual(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0, "a command the process runs does not inherit it")
         // The inherited socket has one client; a second would take the first one's replies.
+        XCTAssertEqual(try SeamConnection.connect().path, broker.socketPath)
+        // A number that names no open descriptor is passed over: the socket path serves.
+        setenv("SEAM_FD", "699", 1)
         XCTAssertEqual(try SeamConnection.connect().path, broker.socketPath)
     }
 
