@@ -275,6 +275,25 @@ public final class Database {
         }
     }
 
+    /// The first bytes of the main database file, at most `count`, read through SQLite's own
+    /// handle of it. Opening and closing the file any other way would drop every lock SQLite
+    /// holds on it in this process (POSIX locks belong to the process, and any close of the
+    /// file releases them): another process closing its last connection would then take the
+    /// store for unused, fold its WAL in and delete it while seamd still writes there.
+    public func fileHeader(count: Int) throws(DatabaseError) -> [UInt8] {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK, let file,
+              let methods = file.pointee.pMethods, let read = methods.pointee.xRead, let sizeOf = methods.pointee.xFileSize
+        else { throw DatabaseError(code: SQLITE_CANTOPEN, message: "the database file is not open", path: path) }
+        var size: sqlite3_int64 = 0
+        var rc = sizeOf(file, &size)
+        guard rc == SQLITE_OK else { throw DatabaseError(code: rc, message: "cannot tell the file's size", path: path) }
+        var bytes = [UInt8](repeating: 0, count: max(0, min(count, Int(size))))
+        rc = bytes.withUnsafeMutableBytes { read(file, $0.baseAddress, Int32($0.count), 0) }
+        guard rc == SQLITE_OK else { throw DatabaseError(code: rc, message: "cannot read the file's header", path: path) }
+        return bytes
+    }
+
     /// Whether no transaction is open.
     public var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
 

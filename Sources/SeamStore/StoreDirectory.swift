@@ -96,9 +96,8 @@ public struct StoreDirectory: Sendable {
                                          schema: schema)
         }
         guard let size = FileSystem.size(path), size > 0 else { return result(nil, empty: true) }
-        try checkHeader(path, size: size)
         do {
-            let db = try openForReading(path)
+            let db = try openForReading(path) { db throws(StoreError) in try Self.checkHeader(of: db, path: path, size: size) }
             let tables = try db.scalar("SELECT count(*) FROM sqlite_schema").integerValue ?? 0
             let metadata = try StoreMetadata.read(from: db)
             if let metadata, metadata.configuration != configuration {
@@ -129,31 +128,37 @@ public struct StoreDirectory: Sendable {
           DatabaseError.noMemory, DatabaseError.permission, DatabaseError.locked].contains(e.primaryCode)
     }
 
-    /// Opens a store read-only. A WAL store on a read-only file system cannot get its `-shm`
-    /// file, so there it is read as immutable (nothing can be writing it anyway).
-    private func openForReading(_ path: String) throws(DatabaseError) -> Database {
+    /// Opens a store read-only, and has `check` look at it before anything is read. A WAL store
+    /// on a read-only file system cannot get its `-shm` file, so there it is read as immutable
+    /// (nothing can be writing it anyway).
+    private func openForReading(_ path: String, check: (Database) throws(StoreError) -> Void) throws -> Database {
         var o = Database.Options()
         o.readOnly = true
         let firstError: DatabaseError
         do {
             let db = try Database(path: path, options: o)
+            try check(db)
             _ = try db.scalar("SELECT count(*) FROM sqlite_schema")
             return db
-        } catch {
-            firstError = error
+        } catch let e as DatabaseError {
+            firstError = e
         }
         guard firstError.primaryCode == DatabaseError.cantOpen, FileSystem.writeProblem(layout.directory) != nil else {
             throw firstError
         }
         o.uri = true
-        return try Database(path: Database.readOnlyURI(path) + "&immutable=1", options: o)
+        let db = try Database(path: Database.readOnlyURI(path) + "&immutable=1", options: o)
+        try check(db)
+        return db
     }
 
     /// Refuses files that are not SQLite, or are shorter than their header says (truncated),
-    /// before SQLite is asked to read them.
-    private func checkHeader(_ path: String, size: Int64) throws(StoreError) {
+    /// before SQLite is asked to read them. The header is read through the connection's own
+    /// handle of the file (`Database.fileHeader`), never by opening the file again: closing
+    /// that would drop the locks this process holds on a store it serves.
+    private static func checkHeader(of db: Database, path: String, size: Int64) throws(StoreError) {
         let header: [UInt8]
-        do { header = try FileSystem.readPrefix(path, count: 100) } catch { throw StoreError(.system(error), path: path) }
+        do { header = try db.fileHeader(count: 100) } catch { throw StoreError(.database(error), path: path) }
         guard header.count == 100, Array(header[0..<16]) == Array("SQLite format 3\u{0}".utf8) else {
             throw StoreError(.notAStore(detail: "no SQLite header"), path: path)
         }
