@@ -374,6 +374,36 @@ final class SyncTests: XCTestCase {
         }
     }
 
+    /// With sync off, a store that synced keeps its history past the week after which history
+    /// is forgotten: a later setup sends the edits made meanwhile from it. (Forgotten, those
+    /// edits never left the machine, and the next server change of the record overwrote them.)
+    func testAStoreThatSyncedKeepsItsHistoryWhileSyncIsOff() throws {
+        let server = try pg()
+        let b = try SyncMachine("b", server: server, user: "alice")
+        let timer = try b.addTimer("Tea \(UUID().uuidString.prefix(4))")
+        let admin = try PostgresConnection(server.adminConnection)
+        try eventually(10, "the timer is on the server") {
+            try admin.query("SELECT 1 FROM seam.records WHERE uuid = $1::uuid", [timer]).count == 1
+        }
+        let env = ["SEAM_SOCKET": b.broker.socketPath]
+        XCTAssertEqual(try Executables.run("seam", ["sync", "off", "--config-dir", b.config], environment: env).status, 0)
+        try b.update("Timer", timer, ["name": "Renamed while off"])
+        let path = b.data + "/Cloud.sqlite"
+        func kept() throws -> Int64 {
+            let cloud = try Database(path: path, options: { var o = Database.Options(); o.create = false; return o }())
+            defer { cloud.close() }
+            return try cloud.scalar("SELECT count(*) FROM seam_history WHERE instr(changes, ?) > 0", [.string("Renamed while off")])
+                .integerValue ?? -1
+        }
+        XCTAssertEqual(try kept(), 1)
+        // A week passes, and the machine saves on: the purge by age runs every 64 saves.
+        let cloud = try Database(path: path, options: { var o = Database.Options(); o.create = false; return o }())
+        try cloud.run("UPDATE seam_history SET time = time - 8 * 86400")
+        cloud.close()
+        for i in 0..<70 { try b.connection.save([.insert(entity: "Session", values: ["name": .string("s\(i)"), "startedAt": 1])]) }
+        XCTAssertEqual(try kept(), 1, "the edit waits in the history for the next setup")
+    }
+
     /// An entity a store gains (here made to look so: its rows without sync records, the
     /// `entities` token without it, the server token past everything) catches up with the
     /// server's tombstones too: a row deleted elsewhere goes here, and the machines agree.
