@@ -221,8 +221,12 @@ extension Context {
             if author == "sync", configuration(of: source.name) == configuration(of: entity) { continue }
             for linking in try linkingRows(source, link, to: uuid, in: work) {
                 var rule = link.deleteRule
-                // Kept, cleared where nil is a value for it (a required link stays, dangling).
-                if author == "sync" { rule = source.attribute(link.attribute)?.isOptional == true ? .nullify : .none }
+                // A cascade or deny is not obeyed: the linking row is kept, its link cleared where
+                // nil is a value for it (a required link stays, dangling). A nullify or none rule
+                // is what it says.
+                if author == "sync", rule == .cascade || rule == .deny {
+                    rule = source.attribute(link.attribute)?.isOptional == true ? .nullify : .none
+                }
                 switch rule {
                 case .cascade:
                     try stageDelete(source.name, linking, author: author, into: &work)

@@ -150,6 +150,29 @@ final class ContextTests: ContextTestCase {
         XCTAssertEqual(try context.row("Timer", b)?["groupUUID"], .null)
     }
 
+    /// A sync delete reaching into another store keeps the linking rows: a cascade (or deny)
+    /// clears their link instead, but a `none` rule leaves it as it is, dangling, as the rule
+    /// says. (Every rule became a nullify.)
+    func testASyncDeleteKeepsANoneLinkAsItIs() throws {
+        var m = ModelDraft(model: "Links")
+        try m.addConfiguration("Cloud")
+        try m.addConfiguration("Local")
+        try m.addEntity(Entity("Parent", attributes: [Attribute("uuid", .uuid)]), in: "Cloud")
+        try m.addEntity(Entity("Kept", attributes: [Attribute("uuid", .uuid), Attribute("parentUUID", .uuid, optional: true)],
+                               links: [Link("parentUUID", to: "Parent", onDelete: .none)]), in: "Local")
+        try m.addEntity(Entity("Owned", attributes: [Attribute("uuid", .uuid), Attribute("parentUUID", .uuid, optional: true)],
+                               links: [Link("parentUUID", to: "Parent", onDelete: .cascade)]), in: "Local")
+        let schema = try Schema([try VersionedModel([m])])
+        let links = try Context(directory: temp.file("links"), schema: schema)
+        let parent = UUIDText.random(), kept = UUIDText.random(), owned = UUIDText.random()
+        try links.save(SaveRequest([.insert(entity: "Parent", values: ["uuid": .uuid(parent)])]))
+        try links.save(SaveRequest([.insert(entity: "Kept", values: ["uuid": .uuid(kept), "parentUUID": .uuid(parent)]),
+                                    .insert(entity: "Owned", values: ["uuid": .uuid(owned), "parentUUID": .uuid(parent)])]))
+        try links.save(SaveRequest([.delete(entity: "Parent", uuid: parent)]), author: "sync")
+        XCTAssertEqual(try links.row("Kept", kept)?["parentUUID"], .uuid(parent), "none: left as it is")
+        XCTAssertEqual(try links.row("Owned", owned)?["parentUUID"], .null, "cascade: kept, its link cleared")
+    }
+
     /// The seed: a remote delete leaves the run alone. A sync-authored delete of a timer keeps its
     /// running session, as an orphan.
     func checkASyncDeleteLeavesTheRunningSessionAsAnOrphan() throws {
