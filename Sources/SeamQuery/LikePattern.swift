@@ -1,10 +1,10 @@
 /// An NSPredicate-style `LIKE` pattern: `*` matches any run of characters, `?` exactly one
 /// character (one Unicode scalar), and `\` makes the next character literal.
 ///
-/// The same parsed pattern is matched in memory and translated to an SQLite `GLOB` pattern, so
-/// both sides agree on what matches. In memory nothing backtracks (see `matches`). Text
-/// containing U+0000 never matches (SQLite's GLOB would stop reading at the NUL); a pattern
-/// cannot contain U+0000.
+/// The same parsed pattern is matched in memory, where nothing backtracks (see `matches`), and
+/// in SQLite: by the same matcher through the store's `seam_like`, or, for a literal prefix, as
+/// a `GLOB` pattern (`glob`). Text containing U+0000 never matches (SQLite's GLOB would stop
+/// reading at the NUL); a pattern cannot contain U+0000.
 struct LikePattern: Sendable, Hashable {
     enum Piece: Sendable, Hashable {
         case literal([UInt8])

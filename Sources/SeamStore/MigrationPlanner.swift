@@ -148,16 +148,12 @@ public enum MigrationPlanner {
             // An index is kept only when the target has it as it is: same name, same statement,
             // over no renamed column (a rename rewrites the index; traded names keep its name).
             let moved = Set(renamed.map(\.from))
-            let kept = SchemaSQL.indexes(copy.sourceEntity).filter { o in
-                o.attributes.allSatisfy { !moved.contains($0) }
-                    && SchemaSQL.indexes(copy.targetEntity).contains { $0.name == o.name && $0.sql == o.sql }
-            }
-            for o in SchemaSQL.indexes(copy.sourceEntity) where !kept.contains(where: { $0.name == o.name }) {
-                dropIndexes.append("DROP INDEX \(q(o.name))")
-            }
-            for n in SchemaSQL.indexes(copy.targetEntity) where !kept.contains(where: { $0.name == n.name }) {
-                createIndexes.append(n.sql)
-            }
+            let old = SchemaSQL.indexes(copy.sourceEntity), new = SchemaSQL.indexes(copy.targetEntity)
+            let kept = Set(old.filter { o in
+                o.attributes.allSatisfy { !moved.contains($0) } && new.contains { $0.name == o.name && $0.sql == o.sql }
+            }.map(\.name))
+            for o in old where !kept.contains(o.name) { dropIndexes.append("DROP INDEX \(q(o.name))") }
+            for n in new where !kept.contains(n.name) { createIndexes.append(n.sql) }
         }
         let copied = Set(copies.map(\.entity))
         var creates: [String] = []

@@ -925,7 +925,7 @@ public final class SyncWorker {
         for attempt in 1...Self.raceAttempts {
             guard let batch = state.saving, let refusal = waitForSave(&state) else { return }
             if Self.isRefusedRecord(refusal) {
-                try applyOneByOne(batch, refused: refusal, &state)
+                try applyAgainInHalves(batch, refused: refusal, &state)
                 return
             }
             guard Self.isRace(refusal), attempt < Self.raceAttempts else { throw refusal }
@@ -959,7 +959,7 @@ public final class SyncWorker {
     /// (logged; it comes again when it changes on the server) and the token moves past it, the
     /// rest are applied. One bad record among 2,000 costs some 20 saves, not 2,000. Else it
     /// would stop every later server change from reaching this machine, at every cycle.
-    private func applyOneByOne(_ batch: Batch, refused refusal: ClientError, _ state: inout ImportState) throws {
+    private func applyAgainInHalves(_ batch: Batch, refused refusal: ClientError, _ state: inout ImportState) throws {
         state.token = batch.token
         tokens["server"] = batch.tokenRow
         try applyHalves(batch.rows[...], refused: refusal, &state)

@@ -149,22 +149,6 @@ public enum FileSystem {
         try retrying("fsync", to) { fsync(output) }
     }
 
-    /// At most the first `count` bytes of a file.
-    public static func readPrefix(_ path: String, count: Int) throws(SystemError) -> [UInt8] {
-        let fd = try retrying("open", path) { open(path, O_RDONLY | O_CLOEXEC) }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: count)
-        var filled = 0
-        while filled < count {
-            let n = try retrying("read", path) {
-                Int32(truncatingIfNeeded: buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, count - filled) })
-            }
-            if n == 0 { break }
-            filled += Int(n)
-        }
-        return Array(buffer[0..<filled])
-    }
-
     /// Writes `bytes` to `path` so that a crash leaves either the old file or the whole new one:
     /// a temporary file, fsync, rename, fsync of the directory.
     public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(SystemError) {
