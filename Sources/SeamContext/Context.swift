@@ -81,6 +81,10 @@ public final class Context {
     /// not even on a second try: finished before the next save (`finishUnfinished`), or by
     /// recovery at the next open.
     var unfinished: [UnfinishedSave] = []
+    /// `StoreLayout.openMarker`, while this context keeps it (see `Context+Sequence`).
+    var openMarker: String?
+    /// Set when a start's sequence jump could not be recorded yet (no store was open).
+    var sequenceJumpUnrecorded = false
     /// Set when the stores changed in a way no change set told (a save committed in part, or such
     /// a part finished later): whoever keeps results of queries must fetch them again.
     public internal(set) var resultsInvalidated = false
@@ -127,6 +131,7 @@ public final class Context {
                 }
             }
         }
+        try markOpen(storeDirectory.layout)
     }
 
     /// Opens every store that can be served, each at the version it holds; the rest stay
@@ -201,6 +206,7 @@ public final class Context {
             }
             let db = try storeDirectory.openStore(c, durability: options.durability)
             try attach(name, db: db, versions: Self.versions(of: c, schema: schema))
+            if sequenceJumpUnrecorded { try recordSequenceJump() }
             // A store swapped in may hold another shape: results from before are not results
             // after. It takes a sequence number of its own, kept in the file, and the ring
             // starts over, so that no resume reaches back across it: a subscriber from before
@@ -337,7 +343,7 @@ public final class Context {
         return (try? SaveJournal.sequence(in: db)) ?? 0
     }
 
-    deinit { for c in checkpointers.values { c.stop() } }
+    deinit { finish() }
 
     /// The single in-memory `Default` store holding every entity: for tests and previews.
     /// Snapshots are not available there (see `withSnapshot`).

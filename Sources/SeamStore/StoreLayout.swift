@@ -17,6 +17,9 @@ public struct StoreLayout: Sendable {
     public func copy(_ configuration: String) -> String { FileSystem.join(directory, ".\(configuration).sqlite.migrating") }
     public var intent: String { FileSystem.join(directory, "migration.intent") }
     public var backups: String { FileSystem.join(directory, "backups") }
+    /// Present while a context has the stores open (`Context` with normal durability): found at
+    /// an open, it says the last one did not close cleanly, and saves it numbered may be lost.
+    public var openMarker: String { FileSystem.join(directory, "stores.open") }
     public func backup(_ configuration: String) -> String { FileSystem.join(backups, "\(configuration).sqlite") }
 
     /// The companion files SQLite may keep beside a database.

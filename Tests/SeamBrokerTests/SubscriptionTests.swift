@@ -177,6 +177,48 @@ final class SubscriptionTests: BrokerTestCase {
         XCTAssertEqual(live.rows, try fetch(c2, q))
     }
 
+    /// A power cut takes back saves a subscriber was told of (normal durability): the broker
+    /// that starts on what reached the disk numbers its saves past them, so that a resume from
+    /// before gets a fresh result, never "nothing since" over rows that are gone.
+    func testAResumeAfterAPowerCutGetsAFreshResult() throws {
+        let c = try client()
+        try addSession(c, "a")
+        let q: JSONObject = ["entity": "Session", "sort": "name", "fields": ["name"]]
+        let raw = try RawClient(broker.socketPath)
+        var live = LiveResult()
+        try live.apply(try subscribe(raw, q))
+        // What the disk holds when the power goes: the directory as it is now (seamd running).
+        let diskDirectory = TemporaryDirectory("seam-disk")
+        let disk = diskDirectory.path
+        defer { withExtendedLifetime(diskDirectory) {} }
+        for name in try FileManager.default.contentsOfDirectory(atPath: broker.dataDirectory)
+        where !name.hasSuffix("-shm") && name != "seamd.lock" && name != "backups" {
+            try FileManager.default.copyItem(atPath: broker.dataDirectory + "/" + name, toPath: disk + "/" + name)
+        }
+        // A save the subscriber hears of, then the cut: it never reached the disk.
+        try addSession(c, "lost")
+        try live.apply(try next(raw))
+        XCTAssertEqual(live.rows.map { $0["name"]?.stringValue }, ["a", "lost"])
+        kill(broker.process.processIdentifier, SIGKILL)
+        broker.process.waitUntilExit()
+
+        broker = try BrokerProcess(dataDirectory: disk)
+        let c2 = try client()
+        try addSession(c2, "b")  // on the old broker, it took the number the lost save had
+        var p = q
+        p["since"] = .integer(live.sequence!)
+        let resumed = try subscribe(try RawClient(broker.socketPath), p)
+        XCTAssertEqual(resumed.kind, .resync, "a resume from a number the cut took back")
+        try live.apply(resumed)
+        XCTAssertEqual(live.rows.map { $0["name"]?.stringValue }, ["a", "b"])
+        XCTAssertEqual(live.rows, try fetch(c2, q))
+
+        // A clean stop leaves the numbers as they are.
+        let before = try c2.status()["sequence"]?.int64Value
+        broker = try broker.restarted()
+        XCTAssertEqual(try client().status()["sequence"]?.int64Value, before)
+    }
+
     /// SeamSubscriber: an AsyncSequence that survives a broker restart without missing a change.
     func testSubscriberStreamResumesAcrossARestart() async throws {
         let c = try client()
