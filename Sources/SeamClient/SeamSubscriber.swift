@@ -61,6 +61,11 @@ public final class SeamSubscriber: Sendable {
         var cancelled = false
         /// The pause before the next try while its store is closed (a migration), or nil.
         var retryPause: Double?
+        /// The broker's number for a subscription ended because the stream's consumer fell
+        /// `bufferLimit` updates behind: its replies are passed over, down to its `end`.
+        var abandoned: Int?
+        /// The pause before it is subscribed again after such an end, or nil.
+        var catchUpPause: Double?
     }
 
     private struct State {
@@ -78,20 +83,26 @@ public final class SeamSubscriber: Sendable {
     private let inherited: Bool
     /// Seconds the reader keeps trying to reconnect before it fails every subscription.
     public let reconnectTimeout: Double
+    /// Updates a stream holds for its consumer. One more, and the subscription ends at the
+    /// broker and resumes later from the last update held: a consumer that falls behind gets one
+    /// diff (or resync) for all it missed, and the subscriber's memory stays bounded.
+    public let bufferLimit: Int
     private let state: Mutex<State>
 
     /// Connects to `path`, else takes the socket inherited on `$SEAM_FD` (as `SeamConnection`
     /// does; that connection holds the process's role and cannot be opened again, so when it
     /// breaks every stream fails with `disconnected`), else `$SEAM_SOCKET`, else the default path.
-    public static func connect(path: String? = nil, reconnectTimeout: Double = 30) throws(ClientError) -> SeamSubscriber {
+    public static func connect(path: String? = nil, reconnectTimeout: Double = 30,
+                               bufferLimit: Int = 1024) throws(ClientError) -> SeamSubscriber {
         let subscriber: SeamSubscriber
+        let limit = max(1, bufferLimit)
         if path == nil, let fd = InheritedSocket.take() {
-            subscriber = SeamSubscriber(fd: fd, path: "fd \(fd)", inherited: true, reconnectTimeout: reconnectTimeout)
+            subscriber = SeamSubscriber(fd: fd, path: "fd \(fd)", inherited: true, reconnectTimeout: reconnectTimeout, bufferLimit: limit)
         } else {
             let target = path ?? Environment.socketPath
             let fd: Int32
             do { fd = try UnixSocket.connect(path: target) } catch { throw ClientError(.cannotConnect(path: target, error)) }
-            subscriber = SeamSubscriber(fd: fd, path: target, inherited: false, reconnectTimeout: reconnectTimeout)
+            subscriber = SeamSubscriber(fd: fd, path: target, inherited: false, reconnectTimeout: reconnectTimeout, bufferLimit: limit)
         }
         do { try Threads.detach { [subscriber] in subscriber.readLoop() } } catch {
             subscriber.close()  // deinit closes the descriptor
@@ -100,10 +111,11 @@ public final class SeamSubscriber: Sendable {
         return subscriber
     }
 
-    private init(fd: Int32, path: String, inherited: Bool, reconnectTimeout: Double) {
+    private init(fd: Int32, path: String, inherited: Bool, reconnectTimeout: Double, bufferLimit: Int) {
         self.path = path
         self.inherited = inherited
         self.reconnectTimeout = reconnectTimeout
+        self.bufferLimit = bufferLimit
         state = Mutex(State(fd: fd))
     }
 
@@ -114,7 +126,7 @@ public final class SeamSubscriber: Sendable {
     /// closed (`close`, or no broker answered within `reconnectTimeout`), the stream fails at
     /// once with `disconnected`: connect a new subscriber.
     public func subscribe(_ query: LiveQuery, since: Int64? = nil) -> Updates {
-        let (stream, continuation) = Updates.makeStream()
+        let (stream, continuation) = Updates.makeStream(bufferingPolicy: .bufferingOldest(bufferLimit))
         let id: Int64? = state.withLock { s in
             guard !s.closed else { return nil }
             s.nextID += 1
@@ -219,8 +231,15 @@ public final class SeamSubscriber: Sendable {
         let last: Bool
         if case .success(let update) = parsed { last = update.kind == .end || !reply.continues } else { last = true }
         var retryPlan: (pause: Double, generation: Int)?
+        var held: Int64?  // the sequence of the last update its stream held before this one
+        var catchingUp = false
         let continuation: Updates.Continuation? = state.withLock { s in
             guard var e = s.entries[id] else { return nil }  // an Unsubscribe's reply, or one for a cancelled stream
+            if let abandoned = e.abandoned, case .success(let update) = parsed, update.subscription == abandoned {
+                if last { e.abandoned = nil }  // its end: the broker holds nothing of it now
+                s.entries[id] = e
+                return nil
+            }
             if e.cancelled {
                 // Its stream has ended: what the broker numbered, it unsubscribes now.
                 s.entries[id] = nil
@@ -247,6 +266,8 @@ public final class SeamSubscriber: Sendable {
                 return nil
             }
             if case .success(let update) = parsed {
+                held = e.sequence
+                catchingUp = e.catchUpPause != nil
                 e.subscription = update.subscription
                 e.sequence = update.sequence
                 e.retryPause = nil
@@ -258,11 +279,33 @@ public final class SeamSubscriber: Sendable {
         guard let continuation else { return }
         switch parsed {
         case .success(let update):
-            continuation.yield(update)
+            switch continuation.yield(update) {
+            case .dropped where !last: fellBehind(id, update: update, held: held)
+            case .enqueued where catchingUp: state.withLock { s in s.entries[id]?.catchUpPause = nil }  // caught up
+            default: break
+            }
             if last { continuation.finish() }
         case .failure(let error):
             continuation.finish(throwing: error)
         }
+    }
+
+    /// The stream of `id` holds `bufferLimit` updates its consumer has not taken, and could not
+    /// take `update`: its subscription ends at the broker, and it is subscribed again after a
+    /// pause from the last update it held (`held`), until the one reply that resumes it fits.
+    private func fellBehind(_ id: Int64, update: SubscriptionUpdate, held: Int64?) {
+        let plan: (pause: Double, generation: Int)? = state.withLock { s in
+            guard var e = s.entries[id], !s.closed else { return nil }
+            let pause = min((e.catchUpPause ?? 0.025) * 2, 2)
+            e.sequence = held
+            e.subscription = nil
+            e.abandoned = update.subscription
+            e.catchUpPause = pause
+            s.entries[id] = e
+            Self.sendUnsubscribe(update.subscription, s: &s)
+            return (pause, s.generation)
+        }
+        if let plan { retry(id, after: plan.pause, generation: plan.generation) }
     }
 
     /// Subscribes `id` again after `pause` seconds, on the same connection, unless it ended
@@ -319,6 +362,7 @@ public final class SeamSubscriber: Sendable {
                         }
                         // Its number was the old connection's; the new one's comes with its first reply.
                         s.entries[id]?.subscription = nil
+                        s.entries[id]?.abandoned = nil
                         Self.sendSubscribe(id, e, fd: fd)
                     }
                     return true

@@ -244,6 +244,37 @@ final class SubscriptionTests: BrokerTestCase {
         XCTAssertEqual(live.rows, try fetch(c2, ["entity": "Session", "sort": "name", "fields": ["name"]]))
     }
 
+    /// A consumer that falls behind costs the subscriber `bufferLimit` updates, not one per
+    /// commit: the rest comes as one diff (or resync) once it takes what is held.
+    func testASlowConsumerHoldsAtMostTheBufferLimit() async throws {
+        let c = try client()
+        try addSession(c, "a")
+        let subscriber = try SeamSubscriber.connect(path: broker.socketPath, reconnectTimeout: 20, bufferLimit: 4)
+        defer { subscriber.close() }
+        let query = LiveQuery("Session", sort: "name", fields: ["name"])
+        var updates = subscriber.subscribe(query).makeAsyncIterator()
+        var live = LiveResult()
+        try live.apply(try await XCTUnwrapAsync(try await updates.next()))
+        for i in 0..<200 { try addSession(c, String(format: "s%03d", i)) }
+        // Nothing taken meanwhile: the broker hears that the stream is full and ends its subscription.
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let expected = try fetch(c, ["entity": "Session", "sort": "name", "fields": ["name"]])
+        var taken = 0
+        while live.rows != expected {
+            let u = try await XCTUnwrapAsync(try await updates.next())
+            try live.apply(u)
+            taken += 1
+            XCTAssertLessThan(taken, 20, "one update per commit: the stream held them all")
+            if taken >= 20 { break }
+        }
+        XCTAssertEqual(live.rows.count, 201)
+        // It follows again, one diff per commit.
+        try addSession(c, "z")
+        try live.apply(try await XCTUnwrapAsync(try await updates.next()))
+        XCTAssertEqual(live.rows.last?["name"]?.stringValue, "z")
+        XCTAssertEqual(try c.status()["subscriptions"]?.int64Value, 1)
+    }
+
     /// A stream ended before its first reply came still unsubscribes: the broker keeps nothing
     /// for it (it used to keep the subscription until the connection closed).
     func testAStreamEndedBeforeItsFirstReplyIsUnsubscribed() async throws {
