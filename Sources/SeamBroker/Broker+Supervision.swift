@@ -205,7 +205,7 @@ extension Broker {
             }
             let uptime = WallClock.monotonic() - p.startedAt
             p.pid = nil
-            if let c = p.connection { close(c) }
+            if let c = p.connection { drainAndClose(c) }
             p.connection = nil
             if stopping || p.retired {
                 // A retired role (sync, after its configuration was removed) is not started again.
@@ -224,6 +224,17 @@ extension Broker {
             let delay = scheduleRestart(p, uptime: uptime)
             log.warning("\(p.spec.name) (pid \(pid)) \(exit) after \(Self.seconds(uptime)); restarting in \(Self.seconds(delay))")
         }
+    }
+
+    /// Handles what an ended role sent before it ended, then closes its connection. Its writes
+    /// returned, so its calls are in the socket: a role that saves (one-way, say) and exits at
+    /// once must not lose them. Nobody reads the replies. Bounded, against a process the role
+    /// left behind that keeps writing (its group was told to stop).
+    private func drainAndClose(_ c: Connection) {
+        c.discardsOutput = true
+        var reads = 0
+        while reads < 4096, read(c) { reads += 1 }
+        close(c)
     }
 
     /// A one-shot process ended (or could not start): tell what it was for.

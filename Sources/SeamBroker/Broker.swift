@@ -195,26 +195,28 @@ public final class Broker {
     }
 
     /// Reads once per readiness event: level-triggered epoll reports the socket again if more
-    /// is waiting, so a second read that would only say "nothing yet" is saved.
-    private func read(_ c: Connection) {
-        if !c.closed {
-            let result: UnixSocket.ReadResult
-            do { result = try UnixSocket.read(c.fd, into: scratch) } catch {
-                log.debug("\(c.label): \(error)")
-                close(c)
-                return
-            }
-            switch result {
-            case .closed:
-                log.debug("\(c.label) disconnected")
-                close(c)
-                return
-            case .wouldBlock:
-                return
-            case .bytes(let n):
-                c.decoder.append(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
-                processFrames(c)
-            }
+    /// is waiting, so a second read that would only say "nothing yet" is saved. True when it
+    /// read something (more may be waiting).
+    @discardableResult
+    func read(_ c: Connection) -> Bool {
+        guard !c.closed else { return false }
+        let result: UnixSocket.ReadResult
+        do { result = try UnixSocket.read(c.fd, into: scratch) } catch {
+            log.debug("\(c.label): \(error)")
+            close(c)
+            return false
+        }
+        switch result {
+        case .closed:
+            log.debug("\(c.label) disconnected")
+            close(c)
+            return false
+        case .wouldBlock:
+            return false
+        case .bytes(let n):
+            c.decoder.append(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
+            processFrames(c)
+            return true
         }
     }
 
@@ -269,7 +271,7 @@ public final class Broker {
 
     /// Sends a reply frame; an empty one means the call is answered later (see `Finished`).
     func send(frame: [UInt8], to c: Connection) {
-        guard !frame.isEmpty else { return }
+        guard !frame.isEmpty, !c.discardsOutput else { return }
         // The common case — nothing queued before it — writes the reply straight from its own
         // bytes; only what the socket does not take is copied to the outbox.
         if c.pendingOutput == 0, !c.closed {
@@ -290,7 +292,7 @@ public final class Broker {
     /// closed, or has just been closed for reading too slowly.
     @discardableResult
     func queue(frame: [UInt8], to c: Connection) -> Bool {
-        guard !c.closed else { return false }
+        guard !c.closed, !c.discardsOutput else { return false }
         let before = c.pendingOutput
         c.enqueue(frame)
         // One reply is never too much on its own (a result may be large: clients accept frames up

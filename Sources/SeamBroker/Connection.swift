@@ -18,6 +18,8 @@ final class Connection {
     var supervisedAs: String?
     var handshakeTimer: Int?
     var closed = false
+    /// Set while the calls a role sent before it ended are handled: nobody reads the replies.
+    var discardsOutput = false
     /// Whether the event loop is also watching for writability (only while output is queued).
     var watchingWrites = false
     /// This connection's subscriptions, by subscription number.

@@ -166,6 +166,38 @@ final class ServiceTests: XCTestCase {
         try eventually(5, "the plugin's child stopped with seamd") { sleeping().isEmpty }
     }
 
+    /// A role that sends its saves and exits at once: every call it sent is handled. seamd used
+    /// to close the connection of a role it reaped, with calls still unread in it.
+    func testARoleThatSavesAndExitsLosesNothing() throws {
+        let flag = directory.file("saver-ran-\(UUID().uuidString.prefix(6))")
+        let script = """
+            import json, os, socket, sys, time
+            if os.path.exists('\(flag)'): time.sleep(600); sys.exit(0)
+            open('\(flag)', 'w').close()
+            s = socket.socket(fileno=int(os.environ['SEAM_FD']))
+            frames = [{"method": "org.seam.Store.Hello", "parameters": {"version": 1, "role": "plugin",
+                                                          "capabilities": {"reads": [], "writes": ["Session"]}}}]
+            frames += [{"method": "org.seam.Store.Save", "oneway": True, "parameters": {"inserts": [{"entity": "Session",
+                        "values": {"name": "s%d" % i, "state": "paused", "stepIndex": 0, "startedAt": 1700000000}}]}}
+                       for i in range(3000)]
+            s.sendall(b''.join(json.dumps(f).encode() + b'\\0' for f in frames))
+            """
+        let broker = try supervisingBroker(config: """
+            {"plugins": [{"name": "saver", "command": ["/usr/bin/python3", "-c", \(String(decoding: JSON.string(script).encoded(), as: UTF8.self))]}]}
+            """)
+        defer { broker.stop() }
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try eventually(10, "the saver ran and ended") {
+            try roles(broker).first { $0["name"]?.stringValue == "plugin:saver" }?["restarts"]?.int64Value ?? 0 >= 1
+        }
+        var count: Int64?
+        try? eventually(5, "every save it sent is stored") {
+            count = try c.call("org.seam.Store.Count", ["entity": "Session"])["count"]?.int64Value
+            return count == 3000
+        }
+        XCTAssertEqual(count, 3000, broker.log)
+    }
+
     /// A plugin in Python that says Hello on the socket it inherited (SEAM_FD), claiming to be a
     /// plain CLI, prints the reply, and stays.
     static let probe = #"import os, socket, sys, time; s = socket.socket(fileno=int(os.environ['SEAM_FD'])); s.sendall(b'{\"method\":\"org.seam.Store.Hello\",\"parameters\":{\"version\":1,\"role\":\"cli\"}}\\0'); print(s.recv(4096).rstrip(b'\\0').decode(), flush=True); time.sleep(60)"#
