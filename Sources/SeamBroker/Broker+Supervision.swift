@@ -78,6 +78,7 @@ extension Broker {
         environment["SEAM_FD"] = "3"
         environment["SEAM_ROLE"] = p.spec.name
         environment["SEAM_SOCKET"] = configuration.socketPath
+        environment[Processes.parentPIDVariable] = String(Environment.processID)
         let pid: Int32
         do {
             // Its own process group: a Ctrl-C meant for seamd reaches seamd, which stops it in order.

@@ -97,12 +97,17 @@ public enum Processes {
     @discardableResult
     public static func signal(_ pid: Int32, _ signo: Int32) -> Bool { kill(pid, signo) == 0 }
 
+    /// The variable in which seamd gives the processes it starts its pid.
+    public static let parentPIDVariable = "SEAM_PARENT_PID"
+
     /// Makes the kernel kill this process (SIGKILL) as soon as its parent dies: for a worker
     /// whose work means nothing without the parent that started it. False when the parent is
-    /// already gone.
+    /// already gone, which shows as a parent of pid 1 (init took the process over) — unless
+    /// seamd is pid 1 itself (a container's first process), as `SEAM_PARENT_PID` then says.
     public static func dieWithParent() -> Bool {
         let parent = getppid()
-        return parent > 1 && seam_die_with_parent(parent) == 0
+        let parentIsInit = parent == 1 && Environment.value(parentPIDVariable) != "1"
+        return parent > 0 && !parentIsInit && seam_die_with_parent(parent) == 0
     }
 
     /// Whether a process `pid` runs. A zombie does not count: it has ended, and a parent that

@@ -166,6 +166,42 @@ final class ServiceTests: XCTestCase {
         try eventually(5, "the plugin's child stopped with seamd") { sleeping().isEmpty }
     }
 
+    /// seamd as a container's first process (pid 1, no init): its roles see a parent of pid 1,
+    /// which is seamd, not a seamd that is gone. They used to give up and be restarted for ever.
+    func testRolesRunUnderASeamdThatIsPID1() throws {
+        guard (try? Executables.runTool("/usr/bin/unshare", ["--pid", "--fork", "true"]))?.status == 0 else {
+            throw XCTSkip("this machine cannot make a pid namespace (unshare --pid needs CAP_SYS_ADMIN)")
+        }
+        let socket = "/tmp/seam-pid1-\(getpid())-\(UUID().uuidString.prefix(6)).sock"
+        let log = directory.file("pid1.log")
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        p.arguments = ["--pid", "--fork", "--kill-child=SIGTERM", Executables.path("seamd"), "--data-dir", directory.file("pid1-data"),
+                       "--socket", socket, "--config", directory.file("no-such-seamd.json")]
+        p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        defer {
+            // unshare blocks SIGTERM while it waits; killed, it has seamd sent SIGTERM (--kill-child).
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: socket)
+        }
+        var ticker: JSON?
+        try eventually(10, "the ticker runs") {
+            guard let c = try? SeamConnection.connect(path: socket) else { return false }  // not up yet
+            ticker = try c.status()["roles"]?.arrayValue?.first { $0["name"]?.stringValue == "ticker" }
+            return ticker?["state"]?.stringValue == "running"
+        }
+        Thread.sleep(forTimeInterval: 1.5)
+        ticker = try SeamConnection.connect(path: socket).status()["roles"]?.arrayValue?.first { $0["name"]?.stringValue == "ticker" }
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        XCTAssertEqual(ticker?["restarts"]?.int64Value, 0, text)
+        XCTAssertEqual(ticker?["state"]?.stringValue, "running", text)
+        XCTAssertFalse(text.contains("is gone"), text)
+    }
+
     /// A role that sends its saves and exits at once: every call it sent is handled. seamd used
     /// to close the connection of a role it reaped, with calls still unread in it.
     func testARoleThatSavesAndExitsLosesNothing() throws {
