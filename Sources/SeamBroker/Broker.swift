@@ -59,6 +59,7 @@ public final class Broker {
         self.log = log
         startedAt = WallClock.monotonic()
         Signals.ignoreBrokenPipes()
+        Signals.watchChildren()
         do { try FileSystem.makeDirectory(configuration.dataDirectory, mode: 0o700) } catch {
             throw BrokerError("cannot create the store directory \(configuration.dataDirectory): \(error.message)")
         }

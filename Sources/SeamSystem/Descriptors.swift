@@ -41,6 +41,11 @@ public enum Signals {
     /// it starts get the default back (`Processes.spawn` resets every signal).
     public static func ignoreBrokenPipes() { signal(SIGPIPE, SIG_IGN) }
 
+    /// For a process that supervises children: SIGCHLD back to its default, whatever the process
+    /// inherited. Ignored (a parent that set it so, and exec keeps it), the kernel reaps every
+    /// child at once and says nothing: none would be seen to end, or be started again.
+    public static func watchChildren() { signal(SIGCHLD, SIG_DFL) }
+
     /// Routes `signals` to a pipe, whichever thread they land on: read one byte per signal
     /// (its number) from the descriptor returned. Once per process.
     public static func pipe(_ signals: [Int32]) throws(SystemError) -> Int32 {

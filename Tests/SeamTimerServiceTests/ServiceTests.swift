@@ -166,6 +166,35 @@ final class ServiceTests: XCTestCase {
         try eventually(5, "the plugin's child stopped with seamd") { sleeping().isEmpty }
     }
 
+    /// A seamd started with SIGCHLD ignored (its parent set it so) still sees its roles end:
+    /// the kernel reaped them unseen, and a killed ticker stayed "running" for good.
+    func testARoleEndsSeenThoughSIGCHLDWasIgnored() throws {
+        let socket = "/tmp/seam-sigchld-\(getpid())-\(UUID().uuidString.prefix(6)).sock"
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        p.arguments = ["-c", "import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])",
+                       Executables.path("seamd"), "--data-dir", directory.file("sigchld-data"), "--socket", socket,
+                       "--config", directory.file("no-such-seamd.json")]
+        p.standardError = FileHandle.nullDevice
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        defer {
+            p.terminate()
+            p.waitUntilExit()
+        }
+        func ticker() throws -> JSON? {
+            try SeamConnection.connect(path: socket).status()["roles"]?.arrayValue?.first { $0["name"]?.stringValue == "ticker" }
+        }
+        var pid: Int32?
+        try eventually(10, "the ticker runs") {
+            guard let t = try? ticker(), t["state"]?.stringValue == "running" else { return false }
+            pid = t["pid"]?.int64Value.map { Int32($0) }
+            return pid != nil
+        }
+        kill(try XCTUnwrap(pid), SIGKILL)
+        try eventually(5, "seamd saw it end and started it again") { try ticker()?["restarts"]?.int64Value == 1 }
+    }
+
     /// seamd as a container's first process (pid 1, no init): its roles see a parent of pid 1,
     /// which is seamd, not a seamd that is gone. They used to give up and be restarted for ever.
     func testRolesRunUnderASeamdThatIsPID1() throws {
