@@ -24,6 +24,8 @@ final class SupervisedProcess {
     var connection: Connection?
     /// Stopped for good (its configuration went away): never restarted.
     var retired = false
+    /// Stopped to start again at once, with a new configuration: no crash, no backoff.
+    var reloading = false
 
     init(spec: RoleSpec) { self.spec = spec }
 }
@@ -131,6 +133,22 @@ extension Broker {
         log.error("\(p.spec.name): \(message); trying again in \(Self.seconds(delay))")
     }
 
+    /// Starts `p` again now, as after a clean start: what a reload of its configuration does.
+    /// A running `p` is stopped first (SIGTERM) and started when it has ended (`reapRoles`).
+    func restartNow(_ p: SupervisedProcess) {
+        p.backoff = Backoff()
+        p.lastError = nil
+        if let pid = p.pid {
+            p.reloading = true
+            Processes.signal(pid, Signals.terminate)
+            return
+        }
+        p.reloading = false
+        if let t = p.restartTimer { loop.cancel(t) }
+        p.restarts += 1
+        start(p)
+    }
+
     /// Returns the delay chosen.
     @discardableResult
     private func scheduleRestart(_ p: SupervisedProcess, uptime: Double) -> Double {
@@ -208,6 +226,11 @@ extension Broker {
             p.pid = nil
             if let c = p.connection { drainAndClose(c) }
             p.connection = nil
+            if p.reloading, !stopping, !p.retired {
+                log.info("\(p.spec.name) (pid \(pid)) \(exit); starting it again with its new configuration")
+                restartNow(p)
+                continue
+            }
             if stopping || p.retired {
                 // A retired role (sync, after its configuration was removed) is not started again.
                 p.state = .stopped

@@ -78,8 +78,8 @@ extension Broker {
             start(p)
             return .success(["action": .string("started")])
         case (true, let p?):
-            // It comes back with the new configuration, after the usual first backoff.
-            if let pid = p.pid { Processes.signal(pid, Signals.terminate) }
+            // It comes back with the new configuration at once (once it has ended, if it runs).
+            restartNow(p)
             return .success(["action": .string("restarted")])
         case (false, let p?):
             p.retired = true

@@ -166,6 +166,24 @@ final class ServiceTests: XCTestCase {
         try eventually(5, "the plugin's child stopped with seamd") { sleeping().isEmpty }
     }
 
+    /// Reload (what `seam sync setup` calls) starts the sync worker again at once, with the
+    /// backoff of its failures forgotten; it used to wait out the backoff (up to a minute).
+    func testReloadStartsTheSyncWorkerAtOnce() throws {
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: directory.file("sync.json")))  // a worker that fails at once
+        let broker = try supervisingBroker(config: "{}")
+        defer { broker.stop() }
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        _ = try c.hello()
+        func sync() throws -> JSON? { try roles(broker).first { $0["role"]?.stringValue == "sync" } }
+        try eventually(15, "the failing worker waits 4 s for its next start") {
+            try sync()?["restartIn"]?.doubleValue ?? 0 > 3
+        }
+        let before = try XCTUnwrap(try sync()?["restarts"]?.int64Value)
+        XCTAssertEqual(try c.call("org.seam.Sync.Reload")["action"]?.stringValue, "restarted")
+        let after = try sync()
+        XCTAssertEqual(after?["restarts"]?.int64Value, before + 1, "\(String(describing: after))")
+    }
+
     /// A seamd started with SIGCHLD ignored (its parent set it so) still sees its roles end:
     /// the kernel reaped them unseen, and a killed ticker stayed "running" for good.
     func testARoleEndsSeenThoughSIGCHLDWasIgnored() throws {
