@@ -236,9 +236,11 @@ extension Broker {
 
     private func conclude(_ run: MigrationRun, verified failure: StoreError?, directory: StoreDirectory, worker c: Connection, id: JSON?) {
         let reply: Reply
+        var swapping = false
         do {
             if let failure { throw failure }
             run.progress.phase = .swapping
+            swapping = true
             let backups: [String]
             do { backups = try directory.swapVerified(run.plan) } catch {
                 // The swap began (migration.intent names the copies) and stopped part way: some
@@ -259,7 +261,9 @@ extension Broker {
             end(run, error: nil, backups: backups)
             reply = Reply(parameters: ["backups": .array(backups.map(JSON.string))], id: id)
         } catch {
-            let message = "the worker's copy was refused: \(error)"
+            // A swap that could not begin (no intent written) leaves the originals as they were.
+            let message = swapping ? "the verified copies could not be swapped in: \(error); the stores are served as they were"
+                : "the worker's copy was refused: \(error)"
             end(run, error: message)
             reply = Reply(.migrationFailed(message), id: id)
         }

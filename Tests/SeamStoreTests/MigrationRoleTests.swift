@@ -241,6 +241,8 @@ final class MigrationRoleTests: XCTestCase {
         try eventually(20, "the migration ended") { try c.status()["migration"]?["last"]?["error"]?.stringValue != nil }
         let error = try c.status()["migration"]?["last"]?["error"]?.stringValue ?? ""
         XCTAssertTrue(error.contains("backups") && error.contains("Not a directory"), error)
+        // Said as what it is: the copies were fine, the swap could not begin.
+        XCTAssertTrue(error.hasPrefix("the verified copies could not be swapped in"), error)
         XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/migration.intent"), "no swap began")
         for name in ["Cloud", "Local"] {
             XCTAssertEqual(try MigrationRoleSupport.store(name, c)["state"]?.stringValue, "outdated", "\(name) serves at its old version")
