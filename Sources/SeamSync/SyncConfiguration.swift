@@ -11,6 +11,8 @@ public struct SyncSetupError: Error, Sendable, CustomStringConvertible {
 public struct SyncURL: Sendable, Equatable {
     public var text: String
     public var user: String
+    /// As libpq takes it: a name, an address (an IPv6 one without its brackets), or the
+    /// directory of a Unix socket (`%2F`-escaped in the URL, or its `host=` parameter).
     public var host: String
     public var port: Int
     public var database: String
@@ -25,12 +27,16 @@ public struct SyncURL: Sendable, Equatable {
         }
         var rest = Substring(text.dropFirst(scheme.count))
         var service: String?
+        var query: [Substring] = []
+        func parameter(_ name: String) -> Substring? {
+            query.last { $0.hasPrefix(name + "=") }.map { $0.dropFirst(name.count + 1) }
+        }
         if let q = rest.firstIndex(of: "?") {
-            let query = rest[rest.index(after: q)...].split(separator: "&")
-            if query.contains(where: { $0.hasPrefix("password=") }) {
+            query = rest[rest.index(after: q)...].split(separator: "&")
+            if parameter("password") != nil {
                 throw SyncSetupError("put no password in the URL: seam sync setup asks for it and keeps it in a 0600 file")
             }
-            service = query.first { $0.hasPrefix("service=") }.map { String($0.dropFirst("service=".count)) }
+            service = parameter("service").map(String.init)
             rest = rest[..<q]
         }
         guard let at = rest.lastIndex(of: "@") else {
@@ -54,15 +60,24 @@ public struct SyncURL: Sendable, Equatable {
         }
         var port = 5432
         if let colon = hostPart.lastIndex(of: ":"), !hostPart.hasSuffix("]") {
-            guard let p = Int(hostPart[hostPart.index(after: colon)...]), (1...65535).contains(p) else {
-                throw SyncSetupError("the port in the URL is not a number from 1 to 65535")
-            }
-            port = p
+            port = try Self.port(hostPart[hostPart.index(after: colon)...])
             hostPart = hostPart[..<colon]
         }
+        // libpq reads the query after the rest: its host and port win.
+        if let h = parameter("host") { hostPart = h }
+        if let p = parameter("port") { port = try Self.port(p) }
         guard !userPart.isEmpty, !hostPart.isEmpty else { throw SyncSetupError("the URL needs a user and a host: postgresql://USER@HOST/DATABASE") }
-        return SyncURL(text: text, user: Self.decoded(userPart), host: String(hostPart), port: port, database: Self.decoded(Substring(database)),
+        var host = Self.decoded(hostPart)
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }  // an IPv6 address
+        return SyncURL(text: text, user: Self.decoded(userPart), host: host, port: port, database: Self.decoded(Substring(database)),
                        service: service)
+    }
+
+    private static func port(_ text: Substring) throws(SyncSetupError) -> Int {
+        guard let p = Int(text), (1...65535).contains(p) else {
+            throw SyncSetupError("the port in the URL is not a number from 1 to 65535")
+        }
+        return p
     }
 
     /// Undoes %XX escapes (a user name with an @, say).
@@ -94,7 +109,8 @@ public struct SyncURL: Sendable, Equatable {
     }
 
     /// The line of a libpq password file for this URL (`host:port:database:user:password`,
-    /// with `:` and `\` escaped).
+    /// with `:` and `\` escaped). libpq matches its host field against the host as it takes it:
+    /// an IPv6 address without brackets, a socket's directory as a path.
     public func passwordFileLine(password: String) -> String {
         func escaped(_ s: String) -> String {
             var out = ""

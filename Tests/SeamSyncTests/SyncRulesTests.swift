@@ -19,6 +19,22 @@ final class SyncRulesTests: XCTestCase {
         XCTAssertEqual(u.passwordFileLine(password: "p:w\\d"), "db.example.net:6543:timers:alice:p\\:w\\\\d\n")
     }
 
+    /// The password file's host field is the host as libpq takes it, or libpq never finds the
+    /// line: an IPv6 address without its brackets, a socket directory as its path (escaped in
+    /// the URL, or given as `host=`, which wins over the one before it, as the port does).
+    func testThePasswordLineOfIPv6AndSocketURLs() throws {
+        let v6 = try SyncURL.parse("postgresql://alice@[2001:db8::1]:6543/seam")
+        XCTAssertEqual([v6.host, String(v6.port)], ["2001:db8::1", "6543"])
+        XCTAssertEqual(v6.passwordFileLine(password: "pw"), "2001\\:db8\\:\\:1:6543:seam:alice:pw\n")
+        XCTAssertEqual(try SyncURL.parse("postgresql://alice@[::1]/seam").host, "::1")
+        let socket = try SyncURL.parse("postgresql://alice@%2Fvar%2Frun%2Fpostgresql/seam")
+        XCTAssertEqual(socket.passwordFileLine(password: "pw"), "/var/run/postgresql:5432:seam:alice:pw\n")
+        let query = try SyncURL.parse("postgresql://alice@ignored:1/seam?host=/tmp/pg&port=5433")
+        XCTAssertEqual(query.passwordFileLine(password: "pw"), "/tmp/pg:5433:seam:alice:pw\n")
+        XCTAssertEqual(try SyncURL.parse("postgresql://alice@/seam?host=%2Ftmp").host, "/tmp")
+        XCTAssertThrowsError(try SyncURL.parse("postgresql://alice@h/seam?port=0"))
+    }
+
     func testTheConfigurationFile() throws {
         var c = SyncConfiguration(url: "postgresql://a@h/db", passwordFile: "/x/sync.pgpass")
         c.pollInterval = 2
