@@ -40,7 +40,7 @@ func pick(_ kind: String, _ text: String, from rows: [JSONObject], listing: Stri
     case .many(let rows): throw ambiguous(text, rows)
     case .none:
         let short = text.count < 4 && text.allSatisfy(\.isHexDigit) ? " (a uuid prefix needs at least 4 characters)" : ""
-        throw CLIError("no \(kind) named '\(text)' or with a uuid starting so\(short); \(listing) lists them")
+        throw CLIError("no \(kind) named '\(Terminal.printable(text))' or with a uuid starting so\(short); \(listing) lists them")
     }
 }
 
@@ -50,26 +50,40 @@ enum Found {
     case none
 }
 
-/// The rows `text` names, at the first of the ways `pick` reads it that names any.
+/// The rows `text` names. A whole uuid names its row. Otherwise `text` names the rows called so
+/// (exactly, else in another case when none is) and, together with them, the rows whose uuid
+/// starts with it: a timer called `beef` and another whose uuid starts with beef are both
+/// named, and the caller asks which is meant rather than guess (`seam timer rm beef` once
+/// deleted the other one, a uuid prefix being tried first).
 func find(_ text: String, in rows: [JSONObject]) -> Found {
     let lower = text.lowercased()
-    let stages: [(JSONObject) -> Bool] = [
-        { $0["uuid"]?.stringValue == lower },
-        { lower.count >= 4 && ($0["uuid"]?.stringValue?.hasPrefix(lower) ?? false) },
-        { $0["name"]?.stringValue == text },
-        { $0["name"]?.stringValue?.lowercased() == lower },
-    ]
-    for matches in stages {
-        let found = rows.filter(matches)
-        if found.count == 1 { return .one(found[0]) }
-        if found.count > 1 { return .many(found) }
-    }
-    return .none
+    let whole = rows.filter { $0["uuid"]?.stringValue == lower }
+    if !whole.isEmpty { return found(whole) }
+    var named = rows.filter { $0["name"]?.stringValue == text }
+    if named.isEmpty { named = rows.filter { $0["name"]?.stringValue?.lowercased() == lower } }
+    let prefixed = lower.count < 4 ? [] : rows.filter { $0["uuid"]?.stringValue?.hasPrefix(lower) ?? false }
+    let namedUUIDs = Set(named.compactMap { $0["uuid"]?.stringValue })
+    return found(named + prefixed.filter { !namedUUIDs.contains($0["uuid"]?.stringValue ?? "") })
 }
 
+private func found(_ rows: [JSONObject]) -> Found {
+    switch rows.count {
+    case 0: .none
+    case 1: .one(rows[0])
+    default: .many(rows)
+    }
+}
+
+/// The most rows an ambiguity lists: a store of thousands of look-alikes must not fill the screen.
+let ambiguityListLimit = 10
+
+/// "'tea' could be any of: …": each row's name (as store text, escaped) and the start of its uuid.
 func ambiguous(_ text: String, _ rows: [JSONObject]) -> CLIError {
-    let names = rows.map { "\($0["name"]?.stringValue ?? "?") (\(($0["uuid"]?.stringValue ?? "").prefix(8)))" }
-    return CLIError("'\(text)' could be any of: \(names.joined(separator: ", ")); give more of the uuid")
+    var names = rows.prefix(ambiguityListLimit).map { row in
+        Terminal.printable("\(row["name"]?.stringValue ?? "?") (\((row["uuid"]?.stringValue ?? "").prefix(8)))")
+    }
+    if rows.count > ambiguityListLimit { names.append("… and \(rows.count - ambiguityListLimit) more") }
+    return CLIError("'\(Terminal.printable(text))' could be any of: \(names.joined(separator: ", ")); give a longer uuid prefix")
 }
 
 func timers(_ c: SeamConnection) throws -> [JSONObject] { try c.fetch("Timer", sort: "sortOrder, name[c]") }
@@ -98,7 +112,7 @@ func resolveSession(_ c: SeamConnection, _ text: String) throws -> String {
     let timer = try pick("session or timer", text, from: try timers(c), listing: "seam ls")
     let u = timer["uuid"]!.stringValue!
     guard let s = sessions.first(where: { $0["timerUUID"]?.stringValue == u }) else {
-        throw CLIError("'\(timer["name"]?.stringValue ?? text)' is not running; start it with seam start")
+        throw CLIError("'\(Terminal.printable(timer["name"]?.stringValue ?? text))' is not running; start it with seam start")
     }
     return s["uuid"]!.stringValue!
 }

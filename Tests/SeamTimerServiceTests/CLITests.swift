@@ -210,4 +210,47 @@ final class CLITests: BrokerTestCase {
         XCTAssertTrue(r.stderr.contains("start it with `seam up`"), r.stderr)
         XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "one line")
     }
+
+    /// A timer named as the start of another timer's uuid: `seam timer rm` asks which is meant
+    /// rather than delete the other one (the uuid prefix used to win over the name). A name in
+    /// another case is no different.
+    func testANameThatStartsAnotherUUIDIsNotTakenForIt() throws {
+        let victim = try seam("timer", "add", "Victim", "--step", "a=1m").trimmingCharacters(in: .whitespacesAndNewlines)
+        let prefix = String(victim.prefix(4))
+        let named = try seam("timer", "add", prefix, "--step", "a=1m").trimmingCharacters(in: .whitespacesAndNewlines)
+        let said = try seam("timer", "rm", prefix, status: 1)
+        XCTAssertTrue(said.contains("could be any of") && said.contains("Victim (\(victim.prefix(8)))")
+                      && said.contains("\(prefix) (\(named.prefix(8)))"), said)
+        func names() throws -> [String] { (try json(try seam("timer", "ls", "--json")).arrayValue ?? []).compactMap { $0["name"]?.stringValue } }
+        XCTAssertEqual(try names().sorted(), [prefix, "Victim"].sorted(), "nothing was deleted")
+        try seam("timer", "rm", String(named.prefix(8)))
+        XCTAssertEqual(try names(), ["Victim"], "more of the uuid says which")
+
+        let shouty = String(victim.prefix(35)).uppercased()
+        try seam("timer", "add", shouty, "--step", "a=1m")
+        XCTAssertTrue(try seam("timer", "rm", shouty.lowercased(), status: 1).contains("could be any of"))
+        XCTAssertEqual(try names().count, 2, "nothing was deleted")
+        try seam("timer", "rm", "victim")
+        XCTAssertEqual(try json(try seam("timer", "show", shouty.lowercased(), "--json"))["name"]?.stringValue, shouty,
+                       "no uuid starts so any more: the name alone")
+    }
+
+    /// Names are store text, which anything may have written: errors show them escaped. A list
+    /// of look-alikes stops at ten.
+    func testStoreTextInErrorsIsEscapedAndTheListIsShort() throws {
+        let name = "kettle\u{1B}[2J"
+        for i in 1...12 {
+            let variant = String(name.enumerated().map { n, c in i >> n & 1 == 1 ? Character(c.uppercased()) : c })
+            try seam("timer", "add", variant, "--step", "a=1m")
+        }
+        let said = try seam("start", name, status: 1)
+        XCTAssertFalse(said.contains("\u{1B}"), said)
+        XCTAssertTrue(said.contains("could be any of: ") && said.contains("\\u{1B}[2J"), said)
+        XCTAssertEqual(said.components(separatedBy: "[2J (").count - 1, 10, said)
+        XCTAssertTrue(said.contains("… and 2 more; give a longer uuid prefix"), said)
+
+        try seam("timer", "add", "Idle\u{1B}]0;owned\u{07}", "--step", "a=1m")
+        let idle = try seam("pause", "idle\u{1B}]0;owned\u{07}", status: 1)
+        XCTAssertTrue(idle.contains("'Idle\\u{1B}]0;owned\\u{7}' is not running"), idle)
+    }
 }
