@@ -127,6 +127,10 @@ enum ServiceCommands {
             throw CLIError("cannot find seamd beside seam or on PATH; build it (swift build -c release) first")
         }
         let seamd = found.hasPrefix("/") ? found : FileSystem.join(Environment.value("PWD") ?? ".", found)
+        guard systemdAcceptsExecutable(seamd) else {
+            throw CLIError("systemd runs no executable whose path has a quote, a backslash or a control character, as "
+                           + "\(Terminal.printable(seamd)) has; move seam and seamd to another directory and run this again")
+        }
         let units = [("seamd.socket", socketUnit), ("seamd.service", serviceUnit(seamd))]
         for (name, text) in units {
             let path = FileSystem.join(directory, name)
@@ -167,6 +171,29 @@ enum ServiceCommands {
 
         """
 
+    /// Whether systemd runs an executable at `path`: it refuses one whose path has a quote, a
+    /// backslash or a control character ("Executable name contains special characters"), however
+    /// the line quotes it. Spaces, `%` and `$` are fine once quoted.
+    static func systemdAcceptsExecutable(_ path: String) -> Bool {
+        !path.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || "\"'\\".unicodeScalars.contains($0) }
+    }
+
+    /// `path` as one word of a systemd command line: in double quotes (a space would split it),
+    /// a backslash and `"` escaped within them, and `%` doubled, since systemd expands specifiers (`%h`,
+    /// `%t`) before it splits the line. `$` stays as it is: systemd substitutes variables in the
+    /// arguments, never in the executable's path.
+    static func systemdQuoted(_ path: String) -> String {
+        var out = "\""
+        for c in path {
+            switch c {
+            case "\\", "\"": out += "\\" + String(c)
+            case "%": out += "%%"
+            default: out.append(c)
+            }
+        }
+        return out + "\""
+    }
+
     static func serviceUnit(_ seamd: String) -> String {
         """
         [Unit]
@@ -177,7 +204,7 @@ enum ServiceCommands {
 
         [Service]
         Type=simple
-        ExecStart=\(seamd)
+        ExecStart=\(systemdQuoted(seamd))
         Restart=on-failure
         RestartSec=1
 

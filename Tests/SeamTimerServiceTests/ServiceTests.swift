@@ -334,8 +334,9 @@ final class ServiceTests: XCTestCase {
         let socket = try String(contentsOfFile: units + "/seamd.socket", encoding: .utf8)
         let service = try String(contentsOfFile: units + "/seamd.service", encoding: .utf8)
         XCTAssertTrue(socket.contains("ListenStream=%t/seam/seamd.sock\nSocketMode=0600\n"), socket)
-        let exec = try XCTUnwrap(service.split(separator: "\n").first { $0.hasPrefix("ExecStart=") }).dropFirst("ExecStart=".count)
-        XCTAssertTrue(exec.hasPrefix("/") && exec.hasSuffix("/seamd") && FileManager.default.isExecutableFile(atPath: String(exec)), String(exec))
+        let line = try XCTUnwrap(service.split(separator: "\n").first { $0.hasPrefix("ExecStart=") })
+        let exec = try XCTUnwrap(systemdWord(String(line.dropFirst("ExecStart=".count))), String(line))
+        XCTAssertTrue(exec.hasPrefix("/") && exec.hasSuffix("/seamd") && FileManager.default.isExecutableFile(atPath: exec), exec)
         XCTAssertEqual(try Executables.run("seam", ["install-units", "--dir", units]).status, 0, "the same units again: fine")
         try Data("# mine\n".utf8).write(to: URL(fileURLWithPath: units + "/seamd.service"))
         r = try Executables.run("seam", ["install-units", "--dir", units])
@@ -343,6 +344,53 @@ final class ServiceTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("exists and differs") && r.stderr.contains("--force"), r.stderr)
         XCTAssertEqual(try Executables.run("seam", ["install-units", "--dir", units, "--force"]).status, 0)
         XCTAssertEqual(try String(contentsOfFile: units + "/seamd.service", encoding: .utf8), service)
+    }
+
+    /// seamd in a directory whose name has a space, a percent sign and a dollar: ExecStart= holds
+    /// the path as one word that systemd reads back as the path. A quote or a backslash, which
+    /// systemd refuses in an executable's path however quoted, is refused up front.
+    func testInstallUnitsQuotesAnAwkwardPath() throws {
+        func install(beside name: String) throws -> (Executables.Result, units: String) {
+            let odd = directory.file(name)
+            try FileManager.default.createDirectory(atPath: odd, withIntermediateDirectories: true)
+            for tool in ["seam", "seamd"] { try FileManager.default.copyItem(atPath: Executables.path(tool), toPath: odd + "/" + tool) }
+            let units = directory.file("units of \(name.count)")
+            return (try Executables.runTool(odd + "/seam", ["install-units", "--dir", units]), units)
+        }
+        let (r, units) = try install(beside: "my dir, 100% $HOME")
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let service = try String(contentsOfFile: units + "/seamd.service", encoding: .utf8)
+        let exec = try XCTUnwrap(service.split(separator: "\n").first { $0.hasPrefix("ExecStart=") }).dropFirst("ExecStart=".count)
+        XCTAssertEqual(exec, "\"\(directory.path)/my dir, 100%% $HOME/seamd\"")
+        XCTAssertEqual(systemdWord(String(exec)), directory.file("my dir, 100% $HOME") + "/seamd", String(exec))
+
+        let (refused, none) = try install(beside: "it's \"odd\"")
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("systemd runs no executable whose path has a quote"), refused.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: none), "nothing written")
+    }
+
+    /// One word of a systemd command line as systemd reads it: `%%` is a percent sign (any other
+    /// `%` a specifier), then a double-quoted word with `\\` and `\"` escapes. Nil for anything else.
+    func systemdWord(_ text: String) -> String? {
+        guard !text.replacingOccurrences(of: "%%", with: "").contains("%") else { return nil }
+        let unspecified = text.replacingOccurrences(of: "%%", with: "%")
+        guard unspecified.count >= 2, unspecified.hasPrefix("\""), unspecified.hasSuffix("\"") else { return nil }
+        var word = ""
+        var escaped = false
+        for c in unspecified.dropFirst().dropLast() {
+            if escaped {
+                word.append(c)
+                escaped = false
+            } else if c == "\\" {
+                escaped = true
+            } else if c == "\"" {
+                return nil
+            } else {
+                word.append(c)
+            }
+        }
+        return escaped ? nil : word
     }
 }
 
