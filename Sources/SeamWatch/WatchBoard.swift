@@ -51,6 +51,9 @@ public struct WatchBoard: Sendable {
         switch update.kind {
         case .result, .resync:
             for row in live.rows { events.append(event(.now, row, now: now)) }
+            // A resync may find a highlighted session started again, or gone, meanwhile.
+            let finished = Set(live.rows.filter { $0["state"]?.stringValue == "finished" }.compactMap { $0["uuid"]?.stringValue })
+            highlightedUntil = highlightedUntil.filter { finished.contains($0.key) }
         case .diff:
             for d in update.deleted {
                 let name = before[d.uuid].map(Self.name) ?? d.uuid
@@ -73,7 +76,12 @@ public struct WatchBoard: Sendable {
                 } else {
                     continue
                 }
-                if kind == .finished { highlightedUntil[u.uuid] = now + Self.highlightSeconds }
+                if kind == .finished {
+                    highlightedUntil[u.uuid] = now + Self.highlightSeconds
+                } else if state != "finished" {
+                    // Reset and running again: "just finished" no longer holds.
+                    highlightedUntil[u.uuid] = nil
+                }
                 events.append(event(kind, u.row, now: now))
             }
         case .end:

@@ -1,0 +1,53 @@
+import SeamJSON
+import SeamProtocol
+import SeamWatch
+import XCTest
+
+/// `WatchBoard` as a pure function of updates and time: no broker, no terminal.
+final class WatchBoardTests: XCTestCase {
+    var sequence: Int64 = 0
+
+    func session(_ uuid: String, _ name: String, state: String = "running", at t: Double = 1_000) -> JSONObject {
+        var row: JSONObject = ["uuid": .string(uuid), "name": .string(name), "state": .string(state), "startedAt": .double(t),
+                               "steps": [["label": "Boil", "seconds": 600]], "stepIndex": 0, "round": 0, "repeatCount": 1,
+                               "stepEndsAt": .double(t + 600)]
+        if state == "finished" { row["finishedAt"] = .double(t + 1) }
+        return row
+    }
+
+    func update(_ kind: String, _ members: JSONObject) throws -> SubscriptionUpdate {
+        sequence += 1
+        var p: JSONObject = ["subscription": 1, "kind": .string(kind), "sequence": .integer(sequence)]
+        for (k, v) in members { p[k] = v }
+        return try SubscriptionUpdate(p)
+    }
+
+    func changed(_ row: JSONObject, index: Int = 0, keys: [String]) throws -> SubscriptionUpdate {
+        try update("diff", ["updated": [["uuid": row["uuid"]!, "index": .integer(Int64(index)), "row": .object(row),
+                                         "changedKeys": .array(keys.map(JSON.string))]]])
+    }
+
+    /// A session that finishes is highlighted; reset and running again, it is not (it was, for
+    /// the rest of the 30 seconds, though nothing about it had finished).
+    func testAHighlightEndsWhenTheSessionRunsAgain() throws {
+        var board = WatchBoard()
+        _ = try board.apply(try update("result", ["rows": [.object(session("s1", "Tea"))]]), now: 1_000)
+        let finished = try board.apply(try changed(session("s1", "Tea", state: "finished"), keys: ["state", "finishedAt"]), now: 1_001)
+        XCTAssertEqual(finished.map(\.kind), [.finished])
+        XCTAssertEqual(board.lines(now: 1_002, width: 80, height: 10).filter(\.highlighted).count, 1)
+
+        let again = try board.apply(try changed(session("s1", "Tea", at: 1_003), keys: ["state", "finishedAt", "stepEndsAt"]), now: 1_003)
+        XCTAssertEqual(again.map(\.kind), [.started])
+        XCTAssertEqual(board.lines(now: 1_004, width: 80, height: 10).filter(\.highlighted), [], "running again: not highlighted")
+        XCTAssertTrue(board.highlightedUntil.isEmpty)
+    }
+
+    /// A resync that finds a highlighted session no longer finished drops its highlight too.
+    func testAResyncDropsHighlightsOfSessionsNoLongerFinished() throws {
+        var board = WatchBoard()
+        _ = try board.apply(try update("result", ["rows": [.object(session("s1", "Tea"))]]), now: 1_000)
+        _ = try board.apply(try changed(session("s1", "Tea", state: "finished"), keys: ["state"]), now: 1_001)
+        _ = try board.apply(try update("resync", ["rows": [.object(session("s1", "Tea", at: 1_002))], "from": 1]), now: 1_002)
+        XCTAssertEqual(board.lines(now: 1_003, width: 80, height: 10).filter(\.highlighted), [])
+    }
+}
