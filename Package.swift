@@ -118,10 +118,11 @@ let package = Package(
         ),
         .testTarget(
             name: "SeamTimerServiceTests",
-            dependencies: ["SeamTimerService", "SeamTicker", "SeamWatch", "SeamBroker", "SeamSystem", "SeamClient", "SeamProtocol", "SeamJSON", "SeamSchema", "SeamTestSupport"]
+            dependencies: ["SeamTimerService", "SeamTicker", "SeamWatch", "SeamCommandLine", "SeamBroker", "SeamSystem", "SeamClient", "SeamProtocol", "SeamJSON", "SeamSchema", "SeamTestSupport"]
         ),
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
         .testTarget(name: "SeamJSONTests", dependencies: ["SeamJSON"]),
+        .testTarget(name: "SeamCommandLineTests", dependencies: ["SeamCommandLine"]),
         .testTarget(name: "SeamSyncTests", dependencies: ["SeamSync", "SeamPostgres", "SeamClient", "SeamJSON", "SeamSchema", "SeamStore", "SeamTestSupport", "SeamTimers"]),
     ]
 )

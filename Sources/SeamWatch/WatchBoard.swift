@@ -6,7 +6,8 @@ import SeamTimers
 
 /// What `seam watch` shows, as a pure function of the sessions it follows and the time: the
 /// live result of a query channel on `Session`, kept current by its diffs, drawn as lines of at
-/// most a given width. No I/O: the command feeds it updates and ticks, and writes its lines.
+/// most a given width in terminal columns (a CJK character or an emoji takes two). No I/O: the
+/// command feeds it updates and ticks, and writes its lines.
 public struct WatchBoard: Sendable {
     /// Something worth a line of its own (and, for `finished`, the bell).
     public struct Event: Sendable, Equatable {
@@ -100,7 +101,7 @@ public struct WatchBoard: Sendable {
                         highlighted: false)]
         let room = max(0, height - 2)
         let shown = rows.count > room ? max(0, room - 1) : rows.count
-        let nameWidth = min(24, max(4, rows.prefix(shown).map { Self.name($0).count }.max() ?? 4))
+        let nameWidth = min(24, max(4, rows.prefix(shown).map { DisplayWidth.columns(Self.name($0)) }.max() ?? 4))
         for row in rows.prefix(shown) {
             let uuid = row["uuid"]?.stringValue ?? ""
             let lit = (highlightedUntil[uuid] ?? 0) > now
@@ -109,7 +110,7 @@ public struct WatchBoard: Sendable {
         if shown < rows.count { out.append(Line(text: "… and \(rows.count - shown) more (a taller terminal shows them)", highlighted: false)) }
         out.append(Line(text: rows.isEmpty ? "start one with: seam flash 25m, or seam start TIMER · Ctrl-C quits" : "Ctrl-C quits",
                         highlighted: false))
-        return out.map { Line(text: Self.cut($0.text, to: width), highlighted: $0.highlighted) }
+        return out.map { Line(text: DisplayWidth.cut($0.text, to: width), highlighted: $0.highlighted) }
     }
 
     /// Forgets highlights that have run out; true when one did (the screen should be drawn).
@@ -128,8 +129,7 @@ public struct WatchBoard: Sendable {
 
     /// `Tea  ▶ running  Steep 2/3 · round 1/2  3:12 left  “for the guests”` (the note, when there is one)
     func describe(_ row: JSONObject, now: Double, nameWidth: Int) -> String {
-        let name = Self.cut(Self.name(row), to: nameWidth)
-        let padded = name + String(repeating: " ", count: max(0, nameWidth - name.count))
+        let padded = DisplayWidth.padded(DisplayWidth.cut(Self.name(row), to: nameWidth), to: nameWidth)
         guard let clock = Self.clock(row) else { return "\(padded)  ? unreadable session" }
         let steps = Self.steps(row)
         var parts: [String] = []
@@ -153,7 +153,7 @@ public struct WatchBoard: Sendable {
     }
 
     func event(_ kind: Event.Kind, _ row: JSONObject, now: Double) -> Event {
-        Event(kind: kind, uuid: row["uuid"]?.stringValue ?? "", text: describe(row, now: now, nameWidth: Self.name(row).count))
+        Event(kind: kind, uuid: row["uuid"]?.stringValue ?? "", text: describe(row, now: now, nameWidth: DisplayWidth.columns(Self.name(row))))
     }
 
     static func clock(_ row: JSONObject) -> SessionClock? {
@@ -176,11 +176,5 @@ public struct WatchBoard: Sendable {
         let s = ((Int(t.rounded(.down)) + utcOffset) % 86_400 + 86_400) % 86_400
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
         return "\(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60))"
-    }
-
-    /// At most `width` characters (one column each, near enough for names and labels).
-    static func cut(_ s: String, to width: Int) -> String {
-        guard s.count > width else { return s }
-        return width <= 1 ? String(s.prefix(width)) : String(s.prefix(width - 1)) + "…"
     }
 }

@@ -140,14 +140,27 @@ func describeSteps(_ json: JSON?) -> String {
     return steps.isEmpty ? "(no steps)" : steps.joined(separator: ", ")
 }
 
-/// Rows as aligned columns; cells shown as `Terminal.printable` makes them.
-func table(_ rows: [[String]]) {
-    let rows = rows.map { $0.map(Terminal.printable) }
-    guard let first = rows.first else { return }
-    var widths = first.map(\.count)
-    for r in rows { for (i, cell) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) } }
+/// On a terminal, the most columns a cell of these columns (by header) takes: one long name or
+/// note must not widen the table past the screen, which wraps every line of it. A pipe or a
+/// file gets every cell whole.
+let terminalCellLimits = ["NAME": 40, "GROUP": 24, "NOTE": 40]
+
+/// Rows as aligned columns, the first row the header; cells shown as `Terminal.printable` makes
+/// them, measured in terminal columns (a CJK character or an emoji takes two).
+func table(_ rows: [[String]], limits: [String: Int] = Terminal.stdoutIsTerminal ? terminalCellLimits : [:]) {
+    guard let header = rows.first else { return }
+    let limitOfColumn = header.map { limits[$0] }
+    let rows = rows.map { row in
+        row.enumerated().map { i, cell in
+            let shown = Terminal.printable(cell)
+            guard i < limitOfColumn.count, let limit = limitOfColumn[i] else { return shown }
+            return DisplayWidth.cut(shown, to: limit)
+        }
+    }
+    var widths = header.map { _ in 0 }
+    for r in rows { for (i, cell) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], DisplayWidth.columns(cell)) } }
     for r in rows {
-        let cells = r.enumerated().map { i, cell in i == r.count - 1 ? cell : cell + String(repeating: " ", count: widths[i] - cell.count) }
+        let cells = r.enumerated().map { i, cell in i == r.count - 1 ? cell : DisplayWidth.padded(cell, to: widths[i]) }
         print(cells.joined(separator: "  "))
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
+import SeamCommandLine
 import SeamJSON
+import SeamSystem
 import SeamTestSupport
 import XCTest
 
@@ -252,5 +254,35 @@ final class CLITests: BrokerTestCase {
         try seam("timer", "add", "Idle\u{1B}]0;owned\u{07}", "--step", "a=1m")
         let idle = try seam("pause", "idle\u{1B}]0;owned\u{07}", status: 1)
         XCTAssertTrue(idle.contains("'Idle\\u{1B}]0;owned\\u{7}' is not running"), idle)
+    }
+
+    /// Tables line up in terminal columns (a CJK name takes two per character); on a terminal a
+    /// long name is cut, piped it is whole.
+    func testTablesLineUpWideNamesAndCutLongOnesOnATerminal() throws {
+        let long = String(repeating: "Very long name ", count: 6) + "end"
+        for name in ["お茶", "Tea", long] { try seam("timer", "add", name, "--step", "Steep=1m") }
+        func stepsColumns(_ lines: [String]) -> Set<Int> {
+            Set(lines.map { line in
+                DisplayWidth.columns(String(line[..<(line.range(of: "STEPS") ?? line.range(of: "Steep")!).lowerBound]))
+            })
+        }
+        let piped = try seam("timer", "ls").split(separator: "\n").map(String.init)
+        XCTAssertEqual(piped.count, 4, "\(piped)")
+        XCTAssertEqual(stepsColumns(piped).count, 1, "\(piped)")
+        XCTAssertTrue(piped.contains { $0.hasPrefix(long + "  ") }, "\(piped)")
+
+        let tty = try WatchTests.PseudoTerminal(rows: 24, columns: 200)
+        let pid = try Processes.spawn(Executables.path("seam"), arguments: ["timer", "ls", "--socket", broker.socketPath],
+                                      environment: ["PATH": "/usr/bin:/bin"], descriptors: [-1, -1, -1],
+                                      placement: .init(newSession: true, terminal: tty.slavePath))
+        defer { if Processes.isAlive(pid) { kill(pid, SIGKILL); _ = Processes.wait(pid) } }
+        XCTAssertTrue(tty.read(until: 10) { $0.unicodeScalars.filter { $0 == "\n" }.count >= 4 }, tty.text)
+        XCTAssertEqual(Processes.wait(pid, timeout: 5), .status(0))
+        let shown = tty.text.replacingOccurrences(of: "\r", with: "").split(separator: "\n").map(String.init)
+        XCTAssertEqual(stepsColumns(shown).count, 1, "\(shown)")
+        let cut = try XCTUnwrap(shown.first { $0.hasPrefix("Very long") }, "\(shown)")
+        XCTAssertFalse(cut.contains("end"), cut)
+        XCTAssertTrue(cut.contains("…  Steep"), cut)
+        XCTAssertLessThanOrEqual(stepsColumns(shown).first ?? 99, 42, "\(shown)")
     }
 }

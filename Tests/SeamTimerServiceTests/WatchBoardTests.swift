@@ -1,3 +1,4 @@
+import SeamCommandLine
 import SeamJSON
 import SeamProtocol
 import SeamWatch
@@ -49,5 +50,26 @@ final class WatchBoardTests: XCTestCase {
         _ = try board.apply(try changed(session("s1", "Tea", state: "finished"), keys: ["state"]), now: 1_001)
         _ = try board.apply(try update("resync", ["rows": [.object(session("s1", "Tea", at: 1_002))], "from": 1]), now: 1_002)
         XCTAssertEqual(board.lines(now: 1_003, width: 80, height: 10).filter(\.highlighted), [])
+    }
+
+    /// Wide names (CJK, emoji) take two columns each: lines fit the width in columns, and the
+    /// state column lines up under names of any script.
+    func testWideNamesAreMeasuredInColumns() throws {
+        var board = WatchBoard()
+        let rows = [session("s1", "お茶"), session("s2", "Tea", at: 1_001), session("s3", "🍝 pasta", at: 1_002)]
+        _ = try board.apply(try update("result", ["rows": .array(rows.map(JSON.object))]), now: 1_010)
+        let lines = board.lines(now: 1_010, width: 80, height: 10).map(\.text)
+        let sessionLines = lines.filter { $0.contains("▶") }
+        XCTAssertEqual(sessionLines.count, 3, "\(lines)")
+        let stateColumns = sessionLines.map { line in DisplayWidth.columns(String(line[..<line.firstIndex(of: "▶")!])) }
+        XCTAssertEqual(Set(stateColumns), [10], "\(sessionLines)")
+
+        let long = session("s4", String(repeating: "長い名前", count: 10), at: 1_003)
+        _ = try board.apply(try update("diff", ["inserted": [["uuid": "s4", "index": 3, "row": .object(long)]]]), now: 1_010)
+        for width in [20, 30, 41] {
+            for line in board.lines(now: 1_010, width: width, height: 10) {
+                XCTAssertLessThanOrEqual(DisplayWidth.columns(line.text), width, line.text)
+            }
+        }
     }
 }
