@@ -2,6 +2,8 @@
 ///
 /// Understands `--name value`, `--name=value`, `-x` and `--` (everything after is positional).
 /// Options may repeat (`--step a=1 --step b=2`). Unknown options are an error that names them.
+/// A dash followed by a digit (`-5`, `-5m`) is positional: a negative number for the command to
+/// judge (and refuse in its own words), not an option no command has.
 public struct Arguments: Sendable {
     public struct UsageError: Error, Sendable, CustomStringConvertible {
         public var message: String
@@ -22,7 +24,7 @@ public struct Arguments: Sendable {
         while i < arguments.count {
             let arg = arguments[i]
             i += 1
-            if rest || !arg.hasPrefix("-") || arg == "-" {
+            if rest || !arg.hasPrefix("-") || arg == "-" || Self.isNegativeNumber(arg) {
                 positional.append(arg)
                 continue
             }
@@ -48,6 +50,12 @@ public struct Arguments: Sendable {
                 throw UsageError("unknown option \(arg)")
             }
         }
+    }
+
+    /// `-5`, `-1.5`, `-5m`: a dash, then a digit.
+    static func isNegativeNumber(_ arg: String) -> Bool {
+        guard arg.hasPrefix("-"), let second = arg.dropFirst().first else { return false }
+        return ("0"..."9").contains(second)
     }
 
     public func flag(_ name: String) -> Bool { flags.contains(name) }

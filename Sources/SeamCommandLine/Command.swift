@@ -98,30 +98,10 @@ public struct CommandSet: Sendable {
 
     /// Runs the command `arguments` name; never returns.
     public func main(_ given: [String]) async -> Never {
+        if let problem = commonValueProblem(given) { Terminal.fail(tool, problem, status: Terminal.usageError) }
         let arguments = commonOptionsLast(given)
-        let words = arguments.prefix { !$0.hasPrefix("-") }
-        guard let command = find(Array(words)) else {
-            if arguments.isEmpty {  // a usage error: the help goes where errors go
-                Terminal.error(help)
-                Terminal.exit(Terminal.usageError)
-            }
-            if arguments.contains("--help") || arguments.contains("-h") || arguments == ["help"] {
-                print(help)
-                Terminal.exit(0)
-            }
-            if arguments == ["--version"], let version {
-                print("\(tool) \(version)")
-                Terminal.exit(0)
-            }
-            // The first word of a group (`seam timer`): what may follow it.
-            let following = commands.filter { Array($0.words.prefix(words.count)) == Array(words) && $0.words.count > words.count }
-            if !words.isEmpty, !following.isEmpty {
-                Terminal.fail(tool, "\(tool) \(words.joined(separator: " ")) takes one of: "
-                              + following.map { $0.words[words.count...].joined(separator: " ") }.joined(separator: ", ")
-                              + "; \(tool) --help says what each does", status: Terminal.usageError)
-            }
-            Terminal.fail(tool, "unknown command '\(words.joined(separator: " "))'; \(tool) --help lists them", status: Terminal.usageError)
-        }
+        let words = Array(arguments.prefix { !$0.hasPrefix("-") })
+        guard let command = find(words) else { noCommand(arguments, words: words) }
         do {
             let parsed = try Arguments(Array(arguments.dropFirst(command.words.count)), options: command.options.union(commonOptions),
                                        flags: command.flags.union(commonFlags))
@@ -129,19 +109,111 @@ public struct CommandSet: Sendable {
                 print(help(for: command))
                 Terminal.exit(0)
             }
-            guard command.operands.contains(parsed.positional.count) else {
-                throw Arguments.UsageError("usage: \(tool) \(command.name) \(command.usage)")
-            }
+            if let problem = operandProblem(command, parsed.positional) { throw problem }
             try await command.run(parsed.positional, parsed)
             Terminal.flushOutput()
             Terminal.exit(0)
         } catch let e as Arguments.UsageError {
-            let hint = e.message.contains("--help") || e.message.hasPrefix("usage:") ? "" : "; \(tool) \(command.name) --help lists its options"
+            let hint = e.message.contains("--help") || e.message.contains("usage:") ? "" : "; \(tool) \(command.name) --help lists its options"
             Terminal.fail(tool, e.message + hint, status: Terminal.usageError)
         } catch {
             Terminal.flushOutput()
             Terminal.fail(tool, "\(error)")
         }
+    }
+
+    /// The help, the version, or what is wrong when `arguments` name no command; never returns.
+    func noCommand(_ arguments: [String], words: [String]) -> Never {
+        if arguments.isEmpty {  // a usage error: the help goes where errors go
+            Terminal.error(help)
+            Terminal.exit(Terminal.usageError)
+        }
+        if arguments.contains("--help") || arguments.contains("-h") || arguments == ["help"] {
+            print(help)
+            Terminal.exit(0)
+        }
+        if arguments == ["--version"], let version {
+            print("\(tool) \(version)")
+            Terminal.exit(0)
+        }
+        if words.isEmpty { Terminal.fail(tool, optionsBeforeCommand(arguments), status: Terminal.usageError) }
+        // The longest run of leading words that starts a group (`seam timer`, `seam timer foo`): what may follow it.
+        for n in stride(from: words.count, to: 0, by: -1) {
+            let group = Array(words.prefix(n))
+            let following = commands.filter { $0.words.count > n && Array($0.words.prefix(n)) == group }
+            guard !following.isEmpty else { continue }
+            let name = "\(tool) \(group.joined(separator: " "))"
+            let unknown = n < words.count ? "'\(Terminal.printable(words[n]))' is not a command; " : ""
+            Terminal.fail(tool, "\(unknown)\(name) takes one of: " + following.map { $0.words[n...].joined(separator: " ") }.joined(separator: ", ")
+                          + "; \(tool) --help says what each does", status: Terminal.usageError)
+        }
+        Terminal.fail(tool, "unknown command '\(Terminal.printable(words.joined(separator: " ")))'; \(tool) --help lists them",
+                      status: Terminal.usageError)
+    }
+
+    /// What to say when `arguments` start with an option that is not a common one (`seam --json
+    /// ls`, `seam -v`): options go after the command, and the line as it should be when it has one.
+    func optionsBeforeCommand(_ arguments: [String]) -> String {
+        let leading = Array(arguments.prefix { $0.hasPrefix("-") })
+        let rest = Array(arguments.dropFirst(leading.count))
+        let first = Terminal.printable(leading[0])
+        if let name = commonName(leading[0]), commonOptions.contains(name) || commonFlags.contains(name) {
+            return "\(first) needs a command to go with; \(tool) --help lists them"
+        }
+        guard let command = find(Array(rest.prefix { !$0.hasPrefix("-") })) else {
+            return "unknown option \(first): options go after the command; \(tool) --help lists the commands, "
+                + "\(tool) COMMAND --help a command's options"
+        }
+        let line = [tool] + command.words + rest.dropFirst(command.words.count) + leading
+        return "options go after the command: " + line.map(Terminal.printable).joined(separator: " ")
+    }
+
+    /// `socket` for `--socket` and `--socket=PATH`; nil for what is not a long option.
+    func commonName(_ argument: String) -> String? {
+        guard argument.hasPrefix("--") else { return nil }
+        return String(argument.dropFirst(2).prefix { $0 != "=" })
+    }
+
+    /// A common option's value that is a missing one in disguise: empty (`--socket=` from an
+    /// unset variable), or a command's first word (`seam --socket status`, the path forgotten).
+    func commonValueProblem(_ arguments: [String]) -> String? {
+        var i = 0
+        while i < arguments.count, arguments[i] != "--" {
+            let argument = arguments[i]
+            i += 1
+            guard let name = commonName(argument), commonOptions.contains(name) else { continue }
+            let value: String
+            if let eq = argument.firstIndex(of: "=") {
+                value = String(argument[argument.index(after: eq)...])
+            } else if i < arguments.count {
+                value = arguments[i]
+                i += 1
+            } else {
+                continue  // no value at all: the parser says so
+            }
+            if value.isEmpty { return "--\(name) needs a value, not an empty one" }
+            if commands.contains(where: { $0.words.first == value }) {
+                return "--\(name) needs a value before the command '\(value)': \(tool) --\(name) VALUE \(value) …"
+            }
+        }
+        return nil
+    }
+
+    /// What is wrong with the number of `operands` `command` was given, if anything: which are
+    /// one too many, or how many it needs, and its usage.
+    func operandProblem(_ command: Command, _ operands: [String]) -> Arguments.UsageError? {
+        let range = command.operands
+        guard !range.contains(operands.count) else { return nil }
+        let usage = "usage: \(tool) \(command.name)" + (command.usage.isEmpty ? "" : " " + command.usage)
+        let takes = range.upperBound == 0 ? "none"
+            : range.lowerBound == range.upperBound ? "\(range.lowerBound) operand\(range.lowerBound == 1 ? "" : "s")"
+            : "\(range.lowerBound) to \(range.upperBound) operands"
+        if operands.count > range.upperBound {
+            let extra = operands[range.upperBound...].map { "'\(Terminal.printable($0))'" }
+            let tooMany = extra.count == 1 ? "is one operand too many" : "are \(extra.count) operands too many"
+            return Arguments.UsageError("\(extra.joined(separator: ", ")) \(tooMany): \(tool) \(command.name) takes \(takes); \(usage)")
+        }
+        return Arguments.UsageError("\(tool) \(command.name) takes \(takes), \(operands.count) given; \(usage)")
     }
 }
 

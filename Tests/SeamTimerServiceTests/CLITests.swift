@@ -285,4 +285,23 @@ final class CLITests: BrokerTestCase {
         XCTAssertTrue(cut.contains("…  Steep"), cut)
         XCTAssertLessThanOrEqual(stepsColumns(shown).first ?? 99, 42, "\(shown)")
     }
+
+    /// Options before the command, a forgotten value, a negative operand, a mistyped
+    /// subcommand, an operand too many or too few: each says what was wrong (exit 64).
+    func testArgumentsOutOfPlaceSayWhatToDo() throws {
+        XCTAssertTrue(try seam("--json", "ls", status: 64).contains("options go after the command: seam ls --json"))
+        let v = try seam("-v", status: 64)
+        XCTAssertTrue(v.contains("options go after the command") && !v.contains("''"), v)
+        XCTAssertEqual(try seam("--version"), "seam 0.1.0\n")
+        XCTAssertTrue(try seam("--socket", "status", status: 64).contains("--socket needs a value"))
+        XCTAssertTrue(try seam("status", "--socket=", status: 64).contains("--socket needs a value"))
+        XCTAssertTrue(try seam("flash", "-5m", status: 64).contains("'-5m' is not a duration"))
+        let foo = try seam("timer", "foo", status: 64)
+        XCTAssertTrue(foo.contains("'foo'") && foo.contains("seam timer takes one of: add, ls, show, edit, rm"), foo)
+        let extra = try seam("flash", "5m", "extra", status: 64)
+        XCTAssertTrue(extra.contains("'extra' is one operand too many") && extra.contains("usage: seam flash DURATION"), extra)
+        XCTAssertTrue(try seam("ls", "now", status: 64).contains("'now' is one operand too many: seam ls takes none"))
+        XCTAssertTrue(try seam("group", "rename", "Kitchen", status: 64).contains("seam group rename takes 2 operands, 1 given"))
+        XCTAssertEqual(try json(try seam("ls", "--json")).arrayValue?.count, 0, "nothing was started")
+    }
 }
