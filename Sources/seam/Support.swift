@@ -117,6 +117,15 @@ func resolveSession(_ c: SeamConnection, _ text: String) throws -> String {
     return s["uuid"]!.stringValue!
 }
 
+/// `text` as the name of a new or renamed row, refused (a usage error) when it is empty or only
+/// white space: a name nobody could see in a list or type again.
+func nonEmptyName(_ text: String, of what: String) throws(Arguments.UsageError) -> String {
+    guard text.contains(where: { !$0.isWhitespace }) else {
+        throw Arguments.UsageError("\(what)'s name cannot be empty or only spaces")
+    }
+    return text
+}
+
 /// `--step LABEL=DURATION …` as the JSON the store keeps; a step of the wrong form, or too
 /// many, is a usage error (exit 64), said before anything is saved.
 func stepsJSON(_ arguments: [String]) throws -> JSON {

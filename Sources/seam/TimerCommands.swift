@@ -14,8 +14,8 @@ enum TimerCommands {
         Command("timer add", "NAME --step LABEL=DURATION … [--repeat N] [--icon I] [--colour C] [--sound NAME] [--group G] [--json]",
                 "define a timer (durations: 90s, 5m, 1h30m, 1:30)", operands: 1...1,
                 options: ["step", "repeat", "icon", "colour", "sound", "group"], flags: ["json"]) { operands, args in
+            var values: JSONObject = ["name": .string(try nonEmptyName(operands[0], of: "a timer"))]
             let c = try connect(args)
-            var values: JSONObject = ["name": .string(operands[0])]
             let steps = args.values("step")
             guard !steps.isEmpty else { throw Arguments.UsageError("a timer needs at least one --step LABEL=DURATION") }
             values["steps"] = try stepsJSON(steps)
@@ -53,10 +53,10 @@ enum TimerCommands {
         Command("timer edit", "TIMER [--name N] [--step LABEL=DURATION …] [--repeat N] [--icon I] [--colour C] [--sound NAME] [--group G | --no-group]",
                 "change a timer; a running session keeps what it started with", operands: 1...1,
                 options: ["name", "step", "repeat", "icon", "colour", "sound", "group"], flags: ["no-group", "json"]) { operands, args in
+            var values: JSONObject = [:]
+            if let n = args.value("name") { values["name"] = .string(try nonEmptyName(n, of: "a timer")) }
             let c = try connect(args)
             let t = try resolveTimer(c, operands[0])
-            var values: JSONObject = [:]
-            if let n = args.value("name") { values["name"] = .string(n) }
             if !args.values("step").isEmpty { values["steps"] = try stepsJSON(args.values("step")) }
             if let n = try args.integer("repeat", in: 1...SessionClock.maxRounds) { values["repeatCount"] = .integer(Int64(n)) }
             if let i = args.value("icon") { values["icon"] = .string(i) }
@@ -81,9 +81,10 @@ enum TimerCommands {
 
     static let group: [Command] = [
         Command("group add", "NAME [--json]", "a group for timers", operands: 1...1, flags: ["json"]) { operands, args in
+            let name = try nonEmptyName(operands[0], of: "a group")
             let c = try connect(args)
             let now = WallClock.now()
-            let uuid = try c.save([.insert(entity: "UserGroup", values: ["name": .string(operands[0]), "createdAt": .double(now),
+            let uuid = try c.save([.insert(entity: "UserGroup", values: ["name": .string(name), "createdAt": .double(now),
                                                                          "modifiedAt": .double(now)])]).inserted[0]
             if args.flag("json") { output(.object(try c.row("UserGroup", uuid: uuid) ?? [:])) } else { print(uuid) }
         },
@@ -93,9 +94,10 @@ enum TimerCommands {
             table([["NAME", "UUID"]] + rows.map { [$0["name"]?.stringValue ?? "", String(($0["uuid"]?.stringValue ?? "").prefix(8))] })
         },
         Command("group rename", "GROUP NEW-NAME", "rename a group", operands: 2...2) { operands, args in
+            let name = try nonEmptyName(operands[1], of: "a group")
             let c = try connect(args)
             let g = try resolveGroup(c, operands[0])
-            try c.save([.update(entity: "UserGroup", uuid: g["uuid"]!.stringValue!, values: ["name": .string(operands[1]),
+            try c.save([.update(entity: "UserGroup", uuid: g["uuid"]!.stringValue!, values: ["name": .string(name),
                                                                                               "modifiedAt": .double(WallClock.now())])])
         },
         Command("group rm", "GROUP", "delete a group (its timers stay, ungrouped)", operands: 1...1) { operands, args in
@@ -117,11 +119,10 @@ enum TimerCommands {
         Command("flash", "DURATION [--name NAME] [--note TEXT]", "start a one-off timer with no definition", operands: 1...1,
                 options: ["name", "note"]) { operands, args in
             var p: JSONObject = ["seconds": .integer(Int64(try asUsage { () throws(TimerInputError) in try DurationText.parse(operands[0]) }))]
-            let c = try connect(args)
-            if let n = args.value("name") { p["name"] = .string(n) }
+            if let n = args.value("name") { p["name"] = .string(try nonEmptyName(n, of: "a flash timer")) }
             if let note = args.value("note") { p["note"] = .string(note) }
-            let r = try c.call("org.seam.Timers.Flash", p)
-            print("started \(args.value("name") ?? "a flash timer") (session \((r["session"]?.stringValue ?? "").prefix(8)))")
+            let r = try connect(args).call("org.seam.Timers.Flash", p)
+            print("started \(Terminal.printable(args.value("name") ?? "a flash timer")) (session \((r["session"]?.stringValue ?? "").prefix(8)))")
         },
     ] + ["pause", "resume", "reset", "stop", "skip"].map { verb in
         Command(verb, "SESSION-OR-TIMER", "\(verb) a session (by its timer's name, its name, or uuid prefix)", operands: 1...1) { operands, args in

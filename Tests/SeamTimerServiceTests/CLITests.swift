@@ -304,4 +304,20 @@ final class CLITests: BrokerTestCase {
         XCTAssertTrue(try seam("group", "rename", "Kitchen", status: 64).contains("seam group rename takes 2 operands, 1 given"))
         XCTAssertEqual(try json(try seam("ls", "--json")).arrayValue?.count, 0, "nothing was started")
     }
+
+    /// A name nobody could see in a list or type again: refused as a usage error.
+    func testEmptyNamesAreRefused() throws {
+        try seam("group", "add", "Kitchen")
+        try seam("timer", "add", "Tea", "--step", "a=1m")
+        let attempts = [["timer", "add", "", "--step", "a=1m"], ["timer", "add", "  ", "--step", "a=1m"], ["group", "add", ""],
+                        ["group", "add", "\t"], ["timer", "edit", "Tea", "--name", ""], ["group", "rename", "Kitchen", " "],
+                        ["flash", "1m", "--name", ""]]
+        for a in attempts {
+            let said = try seam(a, status: 64)
+            XCTAssertTrue(said.contains("name cannot be empty"), said)
+        }
+        XCTAssertEqual((try json(try seam("timer", "ls", "--json")).arrayValue ?? []).compactMap { $0["name"]?.stringValue }, ["Tea"])
+        XCTAssertEqual((try json(try seam("group", "ls", "--json")).arrayValue ?? []).compactMap { $0["name"]?.stringValue }, ["Kitchen"])
+        XCTAssertEqual(try json(try seam("ls", "--json")).arrayValue?.count, 1, "no flash session")
+    }
 }
