@@ -87,6 +87,12 @@ extension Broker {
             }
             resumeChannels(in: pending)
         }
+        // A save that committed in one file and waits to complete in the other is completed
+        // first: with that other store closed, every save would be refused until the migration
+        // ended, and the store's new sequence number would then make the next start forget it.
+        do { try context.finishUnfinished() } catch {
+            return .failure(.migrationFailed("\(error.description); no migration begins while a save waits to complete"))
+        }
         let plan: MigrationPlan
         do { plan = try storeDirectory.planInService() } catch {
             return .failure(.migrationFailed("cannot plan the migration: \(error)"))
