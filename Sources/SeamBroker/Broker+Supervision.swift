@@ -209,8 +209,11 @@ extension Broker {
     func reapRoles() {
         let ended = Processes.reap { pid in
             // What the role started and left behind (in its process group) ends with it, told
-            // while the role is a zombie and the group's number still its own.
-            if supervised.contains(where: { $0.pid == pid }) { _ = Processes.signal(-pid, Signals.terminate) }
+            // while the role is a zombie and the group's number still its own; what is still
+            // there two seconds later (it ignored SIGTERM) is killed.
+            guard supervised.contains(where: { $0.pid == pid }) else { return }
+            _ = Processes.signal(-pid, Signals.terminate)
+            loop.after(2) { if Processes.groupHasMembers(pid) { _ = Processes.signal(-pid, Signals.kill) } }
         }
         for (pid, exit) in ended {
             guard let p = supervised.first(where: { $0.pid == pid }) else { continue }
@@ -268,6 +271,9 @@ extension Broker {
 
     /// Asks every role to stop (SIGTERM), gives them `grace` seconds all told, then kills the rest.
     func stopRoles(grace: Double) {
+        // Each role's process group, whichever way the role is collected below (here, or by
+        // `reapRoles` when its output pipe closes).
+        let groups = supervised.compactMap { p in p.pid.map { (name: p.spec.name, id: $0) } }
         for p in supervised {
             if let t = p.restartTimer { loop.cancel(t) }
             p.restartTimer = nil
@@ -294,6 +300,15 @@ extension Broker {
             }
             p.pid = nil
             p.state = .stopped
+            // What it sent before it ended (final saves, say) is handled before seamd stops.
+            if let c = p.connection { drainAndClose(c) }
+            p.connection = nil
+        }
+        // What a role left in its group and that outlived the grace (it ignored SIGTERM) is killed.
+        while groups.contains(where: { Processes.groupHasMembers($0.id) }), WallClock.monotonic() < deadline { Threads.sleep(0.02) }
+        for group in groups where Processes.groupHasMembers(group.id) {
+            log.warning("what \(group.name) left running (process group \(group.id)) did not stop within \(grace) s; killing it")
+            _ = Processes.signal(-group.id, Signals.kill)
         }
     }
 

@@ -278,8 +278,7 @@ public final class Broker {
         if c.pendingOutput == 0, !c.closed {
             let written: Int
             do { written = try UnixSocket.write(c.fd, frame, from: 0) } catch {
-                log.debug("\(c.label): \(error)")
-                close(c)
+                writeFailed(c, error)
                 return
             }
             if written == frame.count { return }
@@ -309,11 +308,10 @@ public final class Broker {
     /// Writes what the socket takes. Once the client has read everything queued, the resyncs
     /// its connection is owed follow, a batch at a time (`queueResyncs`), from this loop.
     func flush(_ c: Connection) {
-        while !c.closed {
+        while !c.closed, !c.discardsOutput {
             let drained: Bool
             do { drained = try c.flush() } catch {
-                log.debug("\(c.label): \(error)")
-                close(c)
+                writeFailed(c, error)
                 return
             }
             if drained == c.watchingWrites {
@@ -323,6 +321,22 @@ public final class Broker {
             }
             guard drained, c.owesResync else { return }
             queueResyncs(c)
+        }
+    }
+
+    /// A write to `c` failed. When its peer has gone (it closed its end), the calls it sent
+    /// before it went are still in the socket: they are read and handled to the end, which then
+    /// closes the connection, and their replies dropped. A client that sends and exits (one-way
+    /// saves, say) loses nothing. Any other failure closes the connection.
+    func writeFailed(_ c: Connection, _ error: SystemError) {
+        log.debug("\(c.label): \(error)")
+        guard error.errno == SystemError.brokenPipe || error.errno == SystemError.connectionReset else { return close(c) }
+        c.discardsOutput = true
+        c.outbox = []
+        c.outboxOffset = 0
+        if c.watchingWrites {
+            c.watchingWrites = false
+            loop.change(c.fd, .read)
         }
     }
 

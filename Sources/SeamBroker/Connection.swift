@@ -18,7 +18,8 @@ final class Connection {
     var supervisedAs: String?
     var handshakeTimer: Int?
     var closed = false
-    /// Set while the calls a role sent before it ended are handled: nobody reads the replies.
+    /// Set once nobody reads the replies (the peer closed, or the role ended), while the calls
+    /// it sent before are handled: nothing more is queued or written.
     var discardsOutput = false
     /// Whether the event loop is also watching for writability (only while output is queued).
     var watchingWrites = false

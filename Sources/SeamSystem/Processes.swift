@@ -93,6 +93,21 @@ public enum Processes {
         }
     }
 
+    /// Whether any process that has not ended (a zombie has) is in process group `group`. While
+    /// one is, the group's number is not given to another process, so a signal to the group
+    /// reaches only what is left of it.
+    public static func groupHasMembers(_ group: Int32) -> Bool {
+        guard let names = try? FileSystem.contents(of: "/proc") else { return false }
+        for name in names where name.first?.isNumber == true {
+            // Field 5 of /proc/PID/stat, after the command in parentheses: the process group.
+            guard let stat = try? FileSystem.read("/proc/\(name)/stat"), let close = stat.lastIndex(of: UInt8(ascii: ")")) else { continue }
+            let fields = stat[(close + 1)...].split(separator: UInt8(ascii: " "))  // state, parent, group, …
+            guard fields.count > 2, fields[0].first != UInt8(ascii: "Z") else { continue }
+            if Int32(String(decoding: fields[2], as: UTF8.self)) == group { return true }
+        }
+        return false
+    }
+
     /// Sends `signo` to `pid`; false when there is no such process (or it is not ours).
     @discardableResult
     public static func signal(_ pid: Int32, _ signo: Int32) -> Bool { kill(pid, signo) == 0 }

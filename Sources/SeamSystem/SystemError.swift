@@ -28,4 +28,7 @@ public struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let readOnlyFileSystem = EROFS
     public static let addressInUse = EADDRINUSE
     public static let wouldBlock = EWOULDBLOCK
+    /// A write to a socket or pipe whose other end is closed.
+    public static let brokenPipe = EPIPE
+    public static let connectionReset = ECONNRESET
 }

@@ -82,6 +82,34 @@ final class BrokerTests: XCTestCase {
     /// A client that saves back to back, synced: between its saves seamd copies back what the
     /// checkpoint thread left, so the WAL starts over every four thousand frames or so, instead
     /// of growing to the eight thousand after which the writer would stop to checkpoint inline.
+    /// A client that sends its calls and closes at once, reading no reply: every call it sent
+    /// is handled. seamd closed a connection whose reply it could not write (the peer gone), with
+    /// the calls after that one still unread.
+    func testAClientThatSendsAndClosesLosesNoCall() throws {
+        var frames = [#"{"method":"org.seam.Store.Hello","parameters":{"version":1,"role":"cli"}}"#]
+        func save(_ i: Int) -> String {
+            #"{"method":"org.seam.Store.Save","oneway":true,"parameters":{"inserts":[{"entity":"Timer","values":{"name":"t\#(i)"}}]}}"#
+        }
+        frames += (0..<3000).map(save)
+        // Among the last ones, still unread when it closes (a socket buffer's worth), calls
+        // with replies: seamd's writes of them fail, the client being gone.
+        for i in 3000..<4000 {
+            frames.append(save(i))
+            if i % 100 == 0 { frames.append(#"{"method":"org.seam.Store.Count","parameters":{"entity":"Timer"}}"#) }
+        }
+        do {
+            let raw = try RawClient(broker.socketPath)
+            raw.send(Array(frames.joined(separator: "\0").utf8) + [0])
+        }  // closed here, its replies unread
+        let c = try client()
+        var count = 0
+        try? eventually(10, "every save is stored") {
+            count = try c.count("Timer")
+            return count == 4000
+        }
+        XCTAssertEqual(count, 4000)
+    }
+
     func testTheWALStartsOverUnderSyncedSavesBackToBack() throws {
         let synced = try BrokerProcess(arguments: ["--durability", "full"])
         defer { _ = synced.stop() }

@@ -250,7 +250,8 @@ final class ServiceTests: XCTestCase {
     }
 
     /// A role that sends its saves and exits at once: every call it sent is handled. seamd used
-    /// to close the connection of a role it reaped, with calls still unread in it.
+    /// to close the connection of a role it reaped, with calls still unread in it, and any
+    /// connection whose reply it could not write because the peer had gone.
     func testARoleThatSavesAndExitsLosesNothing() throws {
         let flag = directory.file("saver-ran-\(UUID().uuidString.prefix(6))")
         let script = """
@@ -260,9 +261,14 @@ final class ServiceTests: XCTestCase {
             s = socket.socket(fileno=int(os.environ['SEAM_FD']))
             frames = [{"method": "org.seam.Store.Hello", "parameters": {"version": 1, "role": "plugin",
                                                           "capabilities": {"reads": [], "writes": ["Session"]}}}]
-            frames += [{"method": "org.seam.Store.Save", "oneway": True, "parameters": {"inserts": [{"entity": "Session",
-                        "values": {"name": "s%d" % i, "state": "paused", "stepIndex": 0, "startedAt": 1700000000}}]}}
-                       for i in range(3000)]
+            save = lambda i: {"method": "org.seam.Store.Save", "oneway": True, "parameters": {"inserts": [{"entity": "Session",
+                              "values": {"name": "s%d" % i, "state": "paused", "stepIndex": 0, "startedAt": 1700000000}}]}}
+            frames += [save(i) for i in range(3000)]
+            # Among the last ones, still unread when it exits, calls whose replies it never
+            # reads: seamd's writes of them fail once it has gone.
+            for i in range(3000, 6000):
+                frames.append(save(i))
+                if i % 100 == 0: frames.append({"method": "org.seam.Store.Count", "parameters": {"entity": "Session"}})
             s.sendall(b''.join(json.dumps(f).encode() + b'\\0' for f in frames))
             """
         let broker = try supervisingBroker(config: """
@@ -276,9 +282,27 @@ final class ServiceTests: XCTestCase {
         var count: Int64?
         try? eventually(5, "every save it sent is stored") {
             count = try c.call("org.seam.Store.Count", ["entity": "Session"])["count"]?.int64Value
-            return count == 3000
+            return count == 6000
         }
-        XCTAssertEqual(count, 3000, broker.log)
+        XCTAssertEqual(count, 6000, broker.log)
+    }
+
+    /// What a role leaves behind that ignores SIGTERM is killed: two seconds after the role
+    /// ended, and when seamd stops. It used to outlive both, one more at every restart.
+    func testWhatARoleLeavesBehindIgnoringSIGTERMIsKilled() throws {
+        let flag = directory.file("stubborn-ran-\(UUID().uuidString.prefix(6))")
+        let tag = 1000 + Int.random(in: 0..<900)
+        // Its first run leaves a child that ignores SIGTERM and exits; the next one stays with its own.
+        let broker = try supervisingBroker(config: """
+            {"plugins": [{"name": "stubborn", "command": ["/bin/sh", "-c",
+              "if [ -e \(flag) ]; then (trap '' TERM; exec sleep \(tag + 1)) & wait; else touch \(flag); (trap '' TERM; exec sleep \(tag)) & exit 1; fi"]}]}
+            """)
+        defer { broker.stop() }
+        try eventually(10, "the second run's child runs") { !processes(commandLine: ["sleep", "\(tag + 1)"]).isEmpty }
+        try eventually(5, "the first run's child was killed") { processes(commandLine: ["sleep", "\(tag)"]).isEmpty }
+        XCTAssertEqual(broker.stop(), 0)
+        try eventually(3, "the second run's child was killed when seamd stopped") { processes(commandLine: ["sleep", "\(tag + 1)"]).isEmpty }
+        XCTAssertTrue(broker.log.contains("plugin:stubborn left running"), broker.log)
     }
 
     /// A plugin in Python that says Hello on the socket it inherited (SEAM_FD), claiming to be a
