@@ -23,13 +23,20 @@ extension Context {
     /// still holds the sequence exactly after two million such starts).
     public static let uncleanCloseJump: Int64 = 1 << 32
 
-    /// At open: the jump if the marker is there, then the marker (see above).
+    /// At open: the jump if the marker is there (whatever the durability now: the last run's
+    /// may have been normal), then the marker, with normal durability.
     func markOpen(_ layout: StoreLayout) throws(ContextError) {
-        guard options.durability == .normal else { return }
         let marker = layout.openMarker
-        if FileSystem.exists(marker) {
+        let found = FileSystem.exists(marker)
+        if found {
             sequence += Self.uncleanCloseJump
             try recordSequenceJump()
+        }
+        guard options.durability == .normal else {
+            // Nothing is told before it is on the disk: no marker, once the jump is recorded.
+            if found, !sequenceJumpUnrecorded { try? FileSystem.remove(marker) }
+            if found, sequenceJumpUnrecorded { openMarker = marker }  // kept until a store takes the jump
+            return
         }
         let text = "The stores in this directory are open (pid \(getpid())). Found while nothing has them open, "
             + "it means they were not closed cleanly: Seam then numbers saves from further on (see Context+Sequence).\n"

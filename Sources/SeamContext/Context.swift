@@ -206,7 +206,12 @@ public final class Context {
             }
             let db = try storeDirectory.openStore(c, durability: options.durability)
             try attach(name, db: db, versions: Self.versions(of: c, schema: schema))
-            if sequenceJumpUnrecorded { try recordSequenceJump() }
+            if sequenceJumpUnrecorded {
+                do { try recordSequenceJump() } catch {
+                    close(name, reason: error.description)  // not served with numbers that may repeat
+                    throw error
+                }
+            }
             // A store swapped in may hold another shape: results from before are not results
             // after. It takes a sequence number of its own, kept in the file, and the ring
             // starts over, so that no resume reaches back across it: a subscriber from before

@@ -181,6 +181,16 @@ final class SubscriptionTests: BrokerTestCase {
     /// that starts on what reached the disk numbers its saves past them, so that a resume from
     /// before gets a fresh result, never "nothing since" over rows that are gone.
     func testAResumeAfterAPowerCutGetsAFreshResult() throws {
+        try resumeAfterAPowerCut(restartedWith: [])
+    }
+
+    /// The same, when the broker that starts after the cut has full durability (a likely answer
+    /// to a power cut): the numbers still move on, though it keeps no marker of its own.
+    func testAResumeAfterAPowerCutGetsAFreshResultUnderFullDurability() throws {
+        try resumeAfterAPowerCut(restartedWith: ["--durability", "full"])
+    }
+
+    private func resumeAfterAPowerCut(restartedWith arguments: [String]) throws {
         let c = try client()
         try addSession(c, "a")
         let q: JSONObject = ["entity": "Session", "sort": "name", "fields": ["name"]]
@@ -202,7 +212,7 @@ final class SubscriptionTests: BrokerTestCase {
         kill(broker.process.processIdentifier, SIGKILL)
         broker.process.waitUntilExit()
 
-        broker = try BrokerProcess(dataDirectory: disk)
+        broker = try BrokerProcess(arguments: arguments, dataDirectory: disk)
         let c2 = try client()
         try addSession(c2, "b")  // on the old broker, it took the number the lost save had
         var p = q
