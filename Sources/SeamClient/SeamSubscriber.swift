@@ -47,11 +47,32 @@ public struct LiveQuery: Sendable {
 ///         try live.apply(update)   // live.rows is the query's result, current
 ///     }
 public final class SeamSubscriber: Sendable {
-    public typealias Updates = AsyncThrowingStream<SubscriptionUpdate, any Error>
+    typealias Stream = AsyncThrowingStream<SubscriptionUpdate, any Error>
+
+    /// One subscription's updates, in order; iterating them is taking them (see `bufferLimit`).
+    public struct Updates: AsyncSequence, Sendable {
+        public typealias Element = SubscriptionUpdate
+        let stream: Stream
+        /// Told of every update the consumer takes.
+        let taken: @Sendable () -> Void
+
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            var base: Stream.AsyncIterator
+            let taken: @Sendable () -> Void
+
+            public mutating func next() async throws -> SubscriptionUpdate? {
+                guard let update = try await base.next() else { return nil }
+                taken()
+                return update
+            }
+        }
+
+        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator(), taken: taken) }
+    }
 
     private struct Entry {
         var query: LiveQuery
-        var continuation: Updates.Continuation
+        var continuation: Stream.Continuation
         /// The broker's number for it, once the first reply came.
         var subscription: Int?
         /// The sequence number of the last update delivered: where a resume starts.
@@ -61,11 +82,16 @@ public final class SeamSubscriber: Sendable {
         var cancelled = false
         /// The pause before the next try while its store is closed (a migration), or nil.
         var retryPause: Double?
+        /// Updates its stream holds that the consumer has not taken (about: the consumer's side
+        /// may count one before this side does).
+        var held = 0
         /// The broker's number for a subscription ended because the stream's consumer fell
-        /// `bufferLimit` updates behind: its replies are passed over, down to its `end`.
+        /// `bufferLimit` updates behind: every reply to the call is passed over, down to that
+        /// subscription's last (its `end`, or an error that ended it).
         var abandoned: Int?
-        /// The pause before it is subscribed again after such an end, or nil.
-        var catchUpPause: Double?
+        /// Set once such a subscription has ended: subscribed again, from `sequence`, when the
+        /// consumer has taken half of what the stream holds.
+        var awaitingRoom = false
     }
 
     private struct State {
@@ -126,7 +152,7 @@ public final class SeamSubscriber: Sendable {
     /// closed (`close`, or no broker answered within `reconnectTimeout`), the stream fails at
     /// once with `disconnected`: connect a new subscriber.
     public func subscribe(_ query: LiveQuery, since: Int64? = nil) -> Updates {
-        let (stream, continuation) = Updates.makeStream(bufferingPolicy: .bufferingOldest(bufferLimit))
+        let (stream, continuation) = Stream.makeStream(bufferingPolicy: .bufferingOldest(bufferLimit))
         let id: Int64? = state.withLock { s in
             guard !s.closed else { return nil }
             s.nextID += 1
@@ -140,10 +166,25 @@ public final class SeamSubscriber: Sendable {
         }
         guard let id else {
             continuation.finish(throwing: ClientError(.disconnected))
-            return stream
+            return Updates(stream: stream, taken: {})
         }
         continuation.onTermination = { [weak self] _ in self?.cancel(id) }
-        return stream
+        return Updates(stream: stream, taken: { [weak self] in self?.took(id) })
+    }
+
+    /// The consumer of `id` took an update. A stream that fell behind and whose subscription has
+    /// ended is subscribed again once half its buffer is free: a consumer that stalls costs the
+    /// broker nothing, and one that catches up gets one diff (or resync) for all it missed.
+    private func took(_ id: Int64) {
+        state.withLock { s in
+            guard var e = s.entries[id] else { return }
+            e.held -= 1
+            if e.awaitingRoom, e.held <= bufferLimit / 2, !s.closed {
+                e.awaitingRoom = false
+                Self.sendSubscribe(id, e, fd: s.fd)
+            }
+            s.entries[id] = e
+        }
     }
 
     /// Closes the connection; every stream finishes.
@@ -171,6 +212,10 @@ public final class SeamSubscriber: Sendable {
         state.withLock { s in
             guard var e = s.entries[id] else { return }
             guard !s.closed, let n = e.subscription else {
+                if e.awaitingRoom {  // its subscription has ended: nothing at the broker to end
+                    s.entries[id] = nil
+                    return
+                }
                 // Not numbered yet: the broker is told once its first reply says the number.
                 e.cancelled = true
                 s.entries[id] = s.closed ? nil : e
@@ -231,15 +276,27 @@ public final class SeamSubscriber: Sendable {
         let last: Bool
         if case .success(let update) = parsed { last = update.kind == .end || !reply.continues } else { last = true }
         var retryPlan: (pause: Double, generation: Int)?
-        var held: Int64?  // the sequence of the last update its stream held before this one
-        var catchingUp = false
-        let continuation: Updates.Continuation? = state.withLock { s in
+        var heldSequence: Int64?  // the sequence of the last update its stream held before this one
+        let continuation: Stream.Continuation? = state.withLock { s in
             guard var e = s.entries[id] else { return nil }  // an Unsubscribe's reply, or one for a cancelled stream
-            if let abandoned = e.abandoned, case .success(let update) = parsed, update.subscription == abandoned {
-                if last { e.abandoned = nil }  // its end: the broker holds nothing of it now
+            if e.abandoned != nil {
+                if last {  // the broker holds nothing of it now
+                    e.abandoned = nil
+                    if e.cancelled {
+                        s.entries[id] = nil
+                        return nil
+                    }
+                    e.awaitingRoom = true
+                    if e.held <= bufferLimit / 2 {
+                        e.awaitingRoom = false
+                        Self.sendSubscribe(id, e, fd: s.fd)
+                    }
+                }
                 s.entries[id] = e
                 return nil
             }
+            // A reply of a subscription this stream no longer follows.
+            if case .success(let update) = parsed, let current = e.subscription, update.subscription != current { return nil }
             if e.cancelled {
                 // Its stream has ended: what the broker numbered, it unsubscribes now.
                 s.entries[id] = nil
@@ -266,8 +323,7 @@ public final class SeamSubscriber: Sendable {
                 return nil
             }
             if case .success(let update) = parsed {
-                held = e.sequence
-                catchingUp = e.catchUpPause != nil
+                heldSequence = e.sequence
                 e.subscription = update.subscription
                 e.sequence = update.sequence
                 e.retryPause = nil
@@ -280,8 +336,8 @@ public final class SeamSubscriber: Sendable {
         switch parsed {
         case .success(let update):
             switch continuation.yield(update) {
-            case .dropped where !last: fellBehind(id, update: update, held: held)
-            case .enqueued where catchingUp: state.withLock { s in s.entries[id]?.catchUpPause = nil }  // caught up
+            case .enqueued: state.withLock { s in s.entries[id]?.held += 1 }
+            case .dropped where !last: fellBehind(id, update: update, heldSequence: heldSequence)
             default: break
             }
             if last { continuation.finish() }
@@ -291,21 +347,18 @@ public final class SeamSubscriber: Sendable {
     }
 
     /// The stream of `id` holds `bufferLimit` updates its consumer has not taken, and could not
-    /// take `update`: its subscription ends at the broker, and it is subscribed again after a
-    /// pause from the last update it held (`held`), until the one reply that resumes it fits.
-    private func fellBehind(_ id: Int64, update: SubscriptionUpdate, held: Int64?) {
-        let plan: (pause: Double, generation: Int)? = state.withLock { s in
-            guard var e = s.entries[id], !s.closed else { return nil }
-            let pause = min((e.catchUpPause ?? 0.025) * 2, 2)
-            e.sequence = held
+    /// take `update`: its subscription ends at the broker, and once it has ended and the
+    /// consumer has made room (`took`), it is subscribed again from the last update the stream
+    /// holds (`heldSequence`).
+    private func fellBehind(_ id: Int64, update: SubscriptionUpdate, heldSequence: Int64?) {
+        state.withLock { s in
+            guard var e = s.entries[id], !s.closed else { return }
+            e.sequence = heldSequence
             e.subscription = nil
             e.abandoned = update.subscription
-            e.catchUpPause = pause
             s.entries[id] = e
             Self.sendUnsubscribe(update.subscription, s: &s)
-            return (pause, s.generation)
         }
-        if let plan { retry(id, after: plan.pause, generation: plan.generation) }
     }
 
     /// Subscribes `id` again after `pause` seconds, on the same connection, unless it ended
@@ -314,7 +367,8 @@ public final class SeamSubscriber: Sendable {
         let planned = try? Threads.detach { [weak self] in
             Threads.sleep(pause)
             self?.state.withLock { s in
-                guard !s.closed, s.generation == generation, let e = s.entries[id], e.subscription == nil else { return }
+                guard !s.closed, s.generation == generation, let e = s.entries[id], e.subscription == nil, e.abandoned == nil,
+                      !e.awaitingRoom else { return }
                 if e.cancelled {
                     s.entries[id] = nil
                     return
@@ -363,6 +417,7 @@ public final class SeamSubscriber: Sendable {
                         // Its number was the old connection's; the new one's comes with its first reply.
                         s.entries[id]?.subscription = nil
                         s.entries[id]?.abandoned = nil
+                        s.entries[id]?.awaitingRoom = false
                         Self.sendSubscribe(id, e, fd: fd)
                     }
                     return true

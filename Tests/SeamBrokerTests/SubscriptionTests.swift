@@ -4,6 +4,7 @@ import SeamJSON
 import SeamProtocol
 import SeamSchema
 import SeamTestSupport
+import Synchronization
 import XCTest
 
 /// Subscriptions against a real seamd: results, diffs, resume, backpressure, bad input.
@@ -255,19 +256,36 @@ final class SubscriptionTests: BrokerTestCase {
     }
 
     /// A consumer that falls behind costs the subscriber `bufferLimit` updates, not one per
-    /// commit: the rest comes as one diff (or resync) once it takes what is held.
+    /// commit, and the broker nothing while it takes none: the rest comes as one diff (or
+    /// resync) once it takes what is held.
     func testASlowConsumerHoldsAtMostTheBufferLimit() async throws {
         let c = try client()
         try addSession(c, "a")
-        let subscriber = try SeamSubscriber.connect(path: broker.socketPath, reconnectTimeout: 20, bufferLimit: 4)
+        // Through a relay that counts what the broker sends the subscriber.
+        let sent = Mutex(0)
+        let proxy = try FrameProxy(upstream: broker.socketPath, in: broker.directory, drop: { _ in
+            sent.withLock { $0 += 1 }
+            return false
+        })
+        defer { proxy.stop() }
+        let subscriber = try SeamSubscriber.connect(path: proxy.socketPath, reconnectTimeout: 20, bufferLimit: 4)
         defer { subscriber.close() }
         let query = LiveQuery("Session", sort: "name", fields: ["name"])
         var updates = subscriber.subscribe(query).makeAsyncIterator()
         var live = LiveResult()
         try live.apply(try await XCTUnwrapAsync(try await updates.next()))
         for i in 0..<200 { try addSession(c, String(format: "s%03d", i)) }
-        // Nothing taken meanwhile: the broker hears that the stream is full and ends its subscription.
-        try await Task.sleep(nanoseconds: 300_000_000)
+        // Nothing taken meanwhile: the stream is full, its subscription ends at the broker, and
+        // nothing is asked of the broker while the consumer takes nothing.
+        var subscriptions: Int64?
+        for _ in 0..<100 where subscriptions != 0 {
+            subscriptions = try c.status()["subscriptions"]?.int64Value
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        XCTAssertEqual(subscriptions, 0, "the full stream's subscription ended")
+        let before = sent.withLock { $0 }
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        XCTAssertEqual(sent.withLock { $0 }, before, "not subscribed again (a fresh result each time) while nothing is taken")
         let expected = try fetch(c, ["entity": "Session", "sort": "name", "fields": ["name"]])
         var taken = 0
         while live.rows != expected {
