@@ -26,6 +26,9 @@ final class SupervisedProcess {
     var retired = false
     /// Stopped to start again at once, with a new configuration: no crash, no backoff.
     var reloading = false
+    /// The process group of its last run while something it left there (that ignored SIGTERM)
+    /// awaits its SIGKILL: killed at shutdown too, if that comes first.
+    var leftGroup: Int32?
 
     init(spec: RoleSpec) { self.spec = spec }
 }
@@ -211,9 +214,16 @@ extension Broker {
             // What the role started and left behind (in its process group) ends with it, told
             // while the role is a zombie and the group's number still its own; what is still
             // there two seconds later (it ignored SIGTERM) is killed.
-            guard supervised.contains(where: { $0.pid == pid }) else { return }
+            guard let p = supervised.first(where: { $0.pid == pid }) else { return }
             _ = Processes.signal(-pid, Signals.terminate)
-            loop.after(2) { if Processes.groupHasMembers(pid) { _ = Processes.signal(-pid, Signals.kill) } }
+            // Only a group with members left has its number kept from reuse: an empty one is let go.
+            guard Processes.groupHasMembers(pid) else { return }
+            p.leftGroup = pid
+            loop.after(2) { [weak p] in
+                guard let p, p.leftGroup == pid else { return }
+                p.leftGroup = nil
+                if Processes.groupHasMembers(pid) { _ = Processes.signal(-pid, Signals.kill) }
+            }
         }
         for (pid, exit) in ended {
             guard let p = supervised.first(where: { $0.pid == pid }) else { continue }
@@ -273,7 +283,7 @@ extension Broker {
     func stopRoles(grace: Double) {
         // Each role's process group, whichever way the role is collected below (here, or by
         // `reapRoles` when its output pipe closes).
-        let groups = supervised.compactMap { p in p.pid.map { (name: p.spec.name, id: $0) } }
+        let groups = supervised.flatMap { p in [p.pid, p.leftGroup].compactMap { $0 }.map { (name: p.spec.name, id: $0) } }
         for p in supervised {
             if let t = p.restartTimer { loop.cancel(t) }
             p.restartTimer = nil

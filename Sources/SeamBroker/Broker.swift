@@ -362,6 +362,9 @@ public final class Broker {
         if ownsSocketFile { try? FileSystem.remove(configuration.socketPath) }
         for c in connections.values {
             for s in c.subscriptions.values where s.callID != nil { queue(frame: Reply(.shuttingDown, id: s.callID).frame(), to: c) }
+            // Their calls are ended: the saves that roles still send while they stop (drained
+            // below) must not reach them as diffs after it. A subscriber resumes elsewhere.
+            for s in Array(c.subscriptions.values) { subscriptions.remove(s) }
             queue(frame: Reply(.shuttingDown, id: nil).frame(), to: c)
         }
         // Half a second, all told, for clients to take what is queued: one that does not read

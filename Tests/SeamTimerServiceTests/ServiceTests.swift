@@ -287,6 +287,38 @@ final class ServiceTests: XCTestCase {
         XCTAssertEqual(count, 6000, broker.log)
     }
 
+    /// At shutdown a subscription's call ends with ShuttingDown, and nothing follows it: the
+    /// saves roles send as they stop (drained) used to reach it as diffs after its end.
+    func testNoDiffFollowsShuttingDown() throws {
+        let script = """
+            import json, os, signal, socket, sys, time
+            s = socket.socket(fileno=int(os.environ['SEAM_FD']))
+            def send(call): s.sendall(json.dumps(call).encode() + b'\\0')
+            send({"method": "org.seam.Store.Hello", "parameters": {"version": 1, "role": "plugin",
+                                                                   "capabilities": {"reads": [], "writes": ["Session"]}}})
+            def stop(*_):
+                send({"method": "org.seam.Store.Save", "oneway": True, "parameters": {"inserts": [{"entity": "Session",
+                      "values": {"name": "last words", "state": "paused", "stepIndex": 0, "startedAt": 1700000000}}]}})
+                sys.exit(0)
+            signal.signal(signal.SIGTERM, stop)
+            print("ready", flush=True)
+            while True: time.sleep(1)
+            """
+        let broker = try supervisingBroker(config: """
+            {"plugins": [{"name": "stopper", "command": ["/usr/bin/python3", "-c", \(String(decoding: JSON.string(script).encoded(), as: UTF8.self))]}]}
+            """)
+        try eventually(10, "the plugin is ready") { broker.log.contains("plugin:stopper: ready") }
+        let raw = try RawClient(broker.socketPath)
+        raw.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session"},"more":true,"id":7}"#)
+        XCTAssertTrue(raw.readFrame()?.contains(#""kind":"result""#) == true)
+        XCTAssertEqual(broker.stop(), 0)
+        var frames: [String] = []
+        while let frame = raw.readFrame(timeout: 2) { frames.append(frame) }
+        let end = try XCTUnwrap(frames.firstIndex { $0.contains("org.seam.Store.ShuttingDown") && $0.contains(#""id":7"#) }, "\(frames)")
+        XCTAssertFalse(frames[(end + 1)...].contains { $0.contains(#""id":7"#) }, "\(frames)")
+        XCTAssertTrue(broker.log.contains("stopped at save sequence 1"), "the plugin's last save was made: \(broker.log)")
+    }
+
     /// What a role leaves behind that ignores SIGTERM is killed: two seconds after the role
     /// ended, and when seamd stops. It used to outlive both, one more at every restart.
     func testWhatARoleLeavesBehindIgnoringSIGTERMIsKilled() throws {
