@@ -418,7 +418,7 @@ public final class SyncWorker {
                         .filter { k, v in (sent[k] ?? .null) != v && (now[k] ?? .null) == (sent[k] ?? .null) }
                     if !lost.isEmpty { save.update(p.key.type, p.key.uuid, JSONObject(uniqueKeysWithValues: lost.map { ($0.key, $0.value) })) }
                 }
-                stamp(p, known: known, into: &save)
+                stamp(p, known: known, deletedHere: outgoing[p.key]?.row == nil, into: &save)
             }
             let tokenBefore = tokens["exported"]
             var done = SaveBuilder()
@@ -444,8 +444,16 @@ public final class SyncWorker {
 
     /// The `SyncRecord` change for a record written to the server: its tag, and the fields of
     /// the server's version this store has no attribute for, kept for after a migration (none
-    /// clears what was kept: the server's version has no such field now).
-    private func stamp(_ p: Pushed, known: [RecordKey: (uuid: String, tag: Int64?)], into save: inout SaveBuilder) {
+    /// clears what was kept: the server's version has no such field now). A record deleted here
+    /// keeps none once its delete is on the server: its tag would only recognise the delete
+    /// coming back, which finds nothing to delete anyway, and the rows piled up, one per record
+    /// ever deleted.
+    private func stamp(_ p: Pushed, known: [RecordKey: (uuid: String, tag: Int64?)], deletedHere: Bool = false,
+                       into save: inout SaveBuilder) {
+        if deletedHere {
+            if let existing = known[p.key] { save.delete("SyncRecord", existing.uuid) }
+            return
+        }
         var values: JSONObject = ["changeTag": .string(String(p.tag)), "modifiedAt": .string(RFC3339.format(WallClock.now())),
                                   "unknownFields": .object(localValues(p.fields, of: p.key.type).kept)]
         if let existing = known[p.key] {

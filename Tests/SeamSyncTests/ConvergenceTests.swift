@@ -74,6 +74,26 @@ final class ConvergenceTests: XCTestCase {
         try eventually(15, "the delete wins everywhere") { try a.timer(timer) == nil && b.timer(timer) == nil }
     }
 
+    /// A record deleted here keeps no SyncRecord once its delete is on the server (they piled
+    /// up, one per record ever deleted), and the delete reaches the other machine.
+    func testADeleteLeavesNoSyncRecordBehind() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "carol")
+        let b = try SyncMachine("b", server: server, user: "carol")
+        let timer = try a.addTimer("Gone \(UUID().uuidString.prefix(4))")
+        func records() throws -> Int { try a.connection.count("SyncRecord", where: "recordUUID == $u", parameters: ["u": .string(timer)]) }
+        try eventually(10, "A exported it") { try records() == 1 }
+        try eventually(10, "B has it") { try b.timer(timer) != nil }
+        try a.connection.save([.delete(entity: "Timer", uuid: timer)])
+        try eventually(10, "the delete exported, and its SyncRecord gone") { try records() == 0 }
+        try eventually(10, "B deleted it too") { try b.timer(timer) == nil }
+        // Its own delete, coming back in the next import, changes nothing.
+        try a.update("Timer", try a.addTimer("After \(UUID().uuidString.prefix(4))"), ["colour": "blue"])
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertNil(try a.timer(timer))
+        XCTAssertEqual(try records(), 0)
+    }
+
     /// A server whose sync schema is newer than this seam-sync knows stops sync with a message
     /// saying so (and what to do), rather than a guess; sync resumes once it is one it knows.
     func testANewerServerSchemaStopsSyncWithAClearMessage() throws {
