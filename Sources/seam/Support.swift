@@ -100,16 +100,27 @@ func resolveGroup(_ c: SeamConnection, _ text: String) throws -> JSONObject {
 /// A session by its uuid (or prefix) or name, or the session of a timer named so.
 func resolveSession(_ c: SeamConnection, _ text: String) throws -> String {
     let sessions = try c.fetch("Session", sort: "-startedAt")
+    let allTimers = try timers(c)
     // Running and paused sessions first: a name a finished one had too (a flash started again
     // under its name, before `seam clear`) means the one still going.
     for pool in [sessions.filter { $0["state"]?.stringValue != "finished" }, sessions] {
         switch find(text, in: pool) {
-        case .one(let s): return s["uuid"]!.stringValue!
+        case .one(let s):
+            // Found by its uuid's start, while a timer is called so (`seam stop 3af5`, a timer
+            // named 3af5 not running, another's session 3af5…): which is meant is asked, not guessed.
+            let lower = text.lowercased()
+            if s["name"]?.stringValue?.lowercased() != lower {
+                let named = allTimers.filter { t in
+                    t["name"]?.stringValue?.lowercased() == lower && t["uuid"]?.stringValue != s["timerUUID"]?.stringValue
+                }
+                if !named.isEmpty { throw ambiguous(text, [s] + named) }
+            }
+            return s["uuid"]!.stringValue!
         case .many(let rows): throw ambiguous(text, rows)
         case .none: continue
         }
     }
-    let timer = try pick("session or timer", text, from: try timers(c), listing: "seam ls")
+    let timer = try pick("session or timer", text, from: allTimers, listing: "seam ls")
     let u = timer["uuid"]!.stringValue!
     guard let s = sessions.first(where: { $0["timerUUID"]?.stringValue == u }) else {
         throw CLIError("'\(Terminal.printable(timer["name"]?.stringValue ?? text))' is not running; start it with seam start")

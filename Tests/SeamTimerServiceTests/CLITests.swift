@@ -237,6 +237,21 @@ final class CLITests: BrokerTestCase {
                        "no uuid starts so any more: the name alone")
     }
 
+    /// The same for sessions: `seam stop 3af5`, with a timer named 3af5 and another timer's
+    /// session whose uuid starts so, names both rather than stop the other one.
+    func testANameThatStartsAnotherSessionsUUIDIsNotTakenForIt() throws {
+        try seam("timer", "add", "Other", "--step", "a=10m")
+        try seam("start", "Other")
+        let session = try XCTUnwrap(try client().fetch("Session").first?["uuid"]?.stringValue)
+        let prefix = String(session.prefix(4))
+        try seam("timer", "add", prefix, "--step", "a=10m")
+        let said = try seam("stop", prefix, status: 1)
+        XCTAssertTrue(said.contains("could be any of") && said.contains("Other (\(session.prefix(8)))"), said)
+        XCTAssertEqual(try client().row("Session", uuid: session)?["state"]?.stringValue, "running", "nothing was stopped")
+        try seam("stop", "Other")
+        XCTAssertEqual(try client().row("Session", uuid: session)?["state"]?.stringValue, "finished")
+    }
+
     /// Names are store text, which anything may have written: errors show them escaped. A list
     /// of look-alikes stops at ten.
     func testStoreTextInErrorsIsEscapedAndTheListIsShort() throws {
