@@ -417,8 +417,10 @@ public final class SeamSubscriber: Sendable {
                         // Its number was the old connection's; the new one's comes with its first reply.
                         s.entries[id]?.subscription = nil
                         s.entries[id]?.abandoned = nil
-                        s.entries[id]?.awaitingRoom = false
-                        Self.sendSubscribe(id, e, fd: fd)
+                        // A stream still full waits for room (`took`), as it would have here.
+                        let full = e.held > bufferLimit / 2 && (e.abandoned != nil || e.awaitingRoom)
+                        s.entries[id]?.awaitingRoom = full
+                        if !full { Self.sendSubscribe(id, e, fd: fd) }
                     }
                     return true
                 }
