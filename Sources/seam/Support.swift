@@ -128,10 +128,11 @@ func resolveSession(_ c: SeamConnection, _ text: String) throws -> String {
     return s["uuid"]!.stringValue!
 }
 
-/// `text` as the name of a new or renamed row, refused (a usage error) when it is empty or only
-/// white space: a name nobody could see in a list or type again.
+/// `text` as the name of a new or renamed row, refused (a usage error) when it is empty, only
+/// white space or only characters of no width (U+200B): a name nobody could see in a list or
+/// type again.
 func nonEmptyName(_ text: String, of what: String) throws(Arguments.UsageError) -> String {
-    guard text.contains(where: { !$0.isWhitespace }) else {
+    guard text.contains(where: { !$0.isWhitespace && DisplayWidth.columns($0) > 0 }) else {
         throw Arguments.UsageError("\(what)'s name cannot be empty or only spaces")
     }
     return text

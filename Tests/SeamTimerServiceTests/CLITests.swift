@@ -326,7 +326,7 @@ final class CLITests: BrokerTestCase {
         try seam("timer", "add", "Tea", "--step", "a=1m")
         let attempts = [["timer", "add", "", "--step", "a=1m"], ["timer", "add", "  ", "--step", "a=1m"], ["group", "add", ""],
                         ["group", "add", "\t"], ["timer", "edit", "Tea", "--name", ""], ["group", "rename", "Kitchen", " "],
-                        ["flash", "1m", "--name", ""]]
+                        ["flash", "1m", "--name", ""], ["timer", "add", "\u{200B}\u{200D}", "--step", "a=1m"]]
         for a in attempts {
             let said = try seam(a, status: 64)
             XCTAssertTrue(said.contains("name cannot be empty"), said)
