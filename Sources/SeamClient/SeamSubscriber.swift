@@ -179,7 +179,7 @@ public final class SeamSubscriber: Sendable {
         state.withLock { s in
             guard var e = s.entries[id] else { return }
             e.held -= 1
-            if e.awaitingRoom, e.held <= bufferLimit / 2, !s.closed {
+            if e.awaitingRoom, hasRoom(e), !s.closed {
                 e.awaitingRoom = false
                 Self.sendSubscribe(id, e, fd: s.fd)
             }
@@ -286,11 +286,8 @@ public final class SeamSubscriber: Sendable {
                         s.entries[id] = nil
                         return nil
                     }
-                    e.awaitingRoom = true
-                    if e.held <= bufferLimit / 2 {
-                        e.awaitingRoom = false
-                        Self.sendSubscribe(id, e, fd: s.fd)
-                    }
+                    e.awaitingRoom = !hasRoom(e)
+                    if !e.awaitingRoom { Self.sendSubscribe(id, e, fd: s.fd) }
                 }
                 s.entries[id] = e
                 return nil
@@ -345,6 +342,9 @@ public final class SeamSubscriber: Sendable {
             continuation.finish(throwing: error)
         }
     }
+
+    /// Whether a stream that fell behind has room again to be subscribed: half its buffer free.
+    private func hasRoom(_ e: Entry) -> Bool { e.held <= bufferLimit / 2 }
 
     /// The stream of `id` holds `bufferLimit` updates its consumer has not taken, and could not
     /// take `update`: its subscription ends at the broker, and once it has ended and the
@@ -418,7 +418,7 @@ public final class SeamSubscriber: Sendable {
                         s.entries[id]?.subscription = nil
                         s.entries[id]?.abandoned = nil
                         // A stream still full waits for room (`took`), as it would have here.
-                        let full = e.held > bufferLimit / 2 && (e.abandoned != nil || e.awaitingRoom)
+                        let full = !hasRoom(e) && (e.abandoned != nil || e.awaitingRoom)
                         s.entries[id]?.awaitingRoom = full
                         if !full { Self.sendSubscribe(id, e, fd: fd) }
                     }

@@ -16,7 +16,7 @@ import SeamSystem
 /// any number that can have been told, and records that in a store, on the disk, before it
 /// numbers a save. Every resume from before then lies behind the new numbers and outside the
 /// (empty) ring, so it gets a fresh result. With full durability nothing is told before it is on
-/// the disk, and none of this is needed.
+/// the disk: a marker left by an earlier run is honoured, but none is kept.
 extension Context {
     /// How far the sequence moves on after a close that was not clean: more saves than a store
     /// can commit between two flushes of its WAL, by orders of magnitude (2³²; a JSON number
@@ -33,9 +33,10 @@ extension Context {
             try recordSequenceJump()
         }
         guard options.durability == .normal else {
-            // Nothing is told before it is on the disk: no marker, once the jump is recorded.
-            if found, !sequenceJumpUnrecorded { try? FileSystem.remove(marker) }
-            if found, sequenceJumpUnrecorded { openMarker = marker }  // kept until a store takes the jump
+            // Nothing is told before it is on the disk: no marker, once the jump is recorded
+            // (until then it stays, for `finish` to remove once a store has taken the jump).
+            if found { openMarker = marker }
+            if !sequenceJumpUnrecorded { removeOpenMarker() }
             return
         }
         let text = "The stores in this directory are open (pid \(getpid())). Found while nothing has them open, "
@@ -63,12 +64,14 @@ extension Context {
     public func finish() {
         for name in stores.keys.sorted() {
             stores[name]?.db.flushWAL()
-            close(name, reason: "the stores were closed")
+            close(name, reason: "the stores were closed")  // its checkpointer stops with it
         }
-        for c in checkpointers.values { c.stop() }
-        if let marker = openMarker, !sequenceJumpUnrecorded {
-            try? FileSystem.remove(marker)
-            openMarker = nil
-        }
+        if !sequenceJumpUnrecorded { removeOpenMarker() }
+    }
+
+    private func removeOpenMarker() {
+        guard let marker = openMarker else { return }
+        try? FileSystem.remove(marker)
+        openMarker = nil
     }
 }
