@@ -117,12 +117,24 @@ public enum Processes {
 
     /// Makes the kernel kill this process (SIGKILL) as soon as its parent dies: for a worker
     /// whose work means nothing without the parent that started it. False when the parent is
-    /// already gone, which shows as a parent of pid 1 (init took the process over) — unless
-    /// seamd is pid 1 itself (a container's first process), as `SEAM_PARENT_PID` then says.
+    /// already gone.
+    ///
+    /// A parent that is gone shows as another parent: the process that took this one over,
+    /// which is pid 1, or a subreaper (`systemd --user`, `tini -s`) with any pid. Started by
+    /// seamd, `SEAM_PARENT_PID` names seamd: a parent that is not seamd while seamd no longer
+    /// runs means it is gone, whatever took this process over. (seamd may be pid 1 itself, a
+    /// container's first process; a role started through a wrapper has the wrapper for its
+    /// parent while seamd runs, and ends with the wrapper.) Without the variable, a parent of
+    /// pid 1 is taken for init.
     public static func dieWithParent() -> Bool {
         let parent = getppid()
-        let parentIsInit = parent == 1 && Environment.value(parentPIDVariable) != "1"
-        return parent > 0 && !parentIsInit && seam_die_with_parent(parent) == 0
+        guard parent > 0 else { return false }
+        if let named = Environment.value(parentPIDVariable).flatMap(Int32.init), named > 0 {
+            if parent != named && !isAlive(named) { return false }
+        } else if parent == 1 {
+            return false
+        }
+        return seam_die_with_parent(parent) == 0
     }
 
     /// Whether a process `pid` runs. A zombie does not count: it has ended, and a parent that

@@ -249,6 +249,24 @@ final class ServiceTests: XCTestCase {
         XCTAssertFalse(text.contains("is gone"), text)
     }
 
+    /// A role whose seamd died before the role could ask to end with it was taken over by
+    /// another process: pid 1, or a subreaper (`systemd --user`, `tini -s`) with any pid. It
+    /// knew only pid 1 for a seamd that is gone, and under a subreaper ran on without seamd.
+    /// Here the test process stands for the subreaper, and `SEAM_PARENT_PID` names a seamd that
+    /// has ended.
+    func testARoleTakenOverByASubreaperKnowsSeamdIsGone() throws {
+        let gone = Process()
+        gone.executableURL = URL(fileURLWithPath: "/bin/true")
+        try gone.run()
+        gone.waitUntilExit()
+        let result = try Executables.runTool("/usr/bin/timeout", ["10", Executables.path("seam-ticker")], environment: [
+            "SEAM_FD": "3", "SEAM_ROLE": "ticker", "SEAM_PARENT_PID": String(gone.processIdentifier),
+            "SEAM_SOCKET": directory.file("no-seamd.sock"),
+        ])
+        XCTAssertNotEqual(result.status, 0)
+        XCTAssertTrue(result.stderr.contains("seamd, which started this ticker, is gone"), "status \(result.status): \(result.stderr)")
+    }
+
     /// A role that sends its saves and exits at once: every call it sent is handled. seamd used
     /// to close the connection of a role it reaped, with calls still unread in it, and any
     /// connection whose reply it could not write because the peer had gone.
