@@ -9,9 +9,8 @@ import SeamJSON
 public enum FieldVersion {
     /// The version of an edit at `time` (Unix seconds) on `device`.
     public static func stamp(time: Double, device: String) -> String {
-        let micros = max(0, Int64((time * 1_000_000).rounded()))
-        let digits = String(micros)
-        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + "." + device
+        let micros = (time * 1_000_000).rounded()
+        return stamp(micros: micros.isFinite ? Int64(min(max(micros, 0), 9e18)) : 0, device: device)
     }
 
     /// The server's record (fields and their versions; nil when it has none) with this
@@ -32,5 +31,32 @@ public enum FieldVersion {
             versions[k] = .string(mine)
         }
         return (fields, versions)
+    }
+}
+
+extension FieldVersion {
+    /// The version of an edit at `micros` (microseconds since 1970) on `device`.
+    public static func stamp(micros: Int64, device: String) -> String {
+        let digits = String(max(0, micros))
+        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + "." + device
+    }
+
+    /// The time of `version`, in microseconds since 1970; nil when it is no version.
+    public static func micros(of version: String) -> Int64? {
+        guard let dot = version.firstIndex(of: "."), dot > version.startIndex else { return nil }
+        return Int64(version[..<dot])
+    }
+
+    /// The versions of edits made after this machine had `seen` (a record's field versions, as
+    /// the server holds them): each key's stamp, or, where the version seen is not older, one
+    /// just after it. Clocks differ: an edit made after taking another machine's value, on a
+    /// clock behind that machine's, would otherwise lose to the value it replaced.
+    public static func following(_ seen: JSONObject, stamps: [String: String], device: String) -> [String: String] {
+        var out = stamps
+        for (key, mine) in stamps {
+            guard let theirs = seen[key]?.stringValue, theirs >= mine, let micros = micros(of: theirs) else { continue }
+            out[key] = stamp(micros: micros + 1, device: device)
+        }
+        return out
     }
 }

@@ -349,6 +349,11 @@ public final class SyncWorker {
         var row: JSONObject?
         /// Each key changed here, with the version of its change (the latest one).
         var stamps: [String: String] = [:]
+        /// An edit's record (not a row of unknown age): where this machine holds the server's
+        /// version (`holds`), its stamps follow that version's (`FieldVersion.following`).
+        var edited = false
+        /// The record's change tag this machine last applied or wrote (its `SyncRecord`).
+        var knownTag: Int64?
     }
 
     /// Exports the history since the exported token. Returns the records written. The first
@@ -388,6 +393,10 @@ public final class SyncWorker {
                 continue
             }
             let known = try syncRecords(order)
+            for key in order {
+                outgoing[key]?.edited = true
+                outgoing[key]?.knownTag = known[key]?.tag
+            }
             let (results, deletedThere) = try push(order.map { outgoing[$0]! }, on: pg)
             // The local save holds only if no record it changes was edited here after the
             // history was read (its fields that lost are taken only where the row is still the
@@ -651,10 +660,27 @@ public final class SyncWorker {
     /// out (it has a column); `mine` when the merged fields are exactly the local row's.
     private func merge(_ r: Outgoing, _ row: JSONObject, over current: ServerRecord?) -> (fields: JSONObject, versions: JSONObject, mine: Bool) {
         let attributes = synced[r.key.type] ?? []
-        var merged = FieldVersion.merge(server: current.map { ($0.fields, $0.versions) }, row: row, stamps: r.stamps, attributes: attributes)
+        var stamps = r.stamps
+        if r.edited, let current, holds(current, knownTag: r.knownTag) {
+            stamps = FieldVersion.following(current.versions, stamps: stamps, device: device)
+        }
+        var merged = FieldVersion.merge(server: current.map { ($0.fields, $0.versions) }, row: row, stamps: stamps, attributes: attributes)
         merged.fields["uuid"] = nil
         merged.versions["uuid"] = nil
         return (merged.fields, merged.versions, Self.matches(merged.fields, row, attributes))
+    }
+
+    /// Whether this machine held the server's version `current` of a record before the edits it
+    /// exports now were made: it applied or wrote that version last (its `SyncRecord` has the
+    /// tag), or its import has passed the tag (a record a first import brought has no
+    /// `SyncRecord`). Then every version in it is older than those edits, whatever the clocks
+    /// say. Otherwise the version came while they waited (the import passes over a record with
+    /// edits waiting): the two are concurrent, and the later clock wins.
+    ///
+    /// (One case is left to the clocks: a record changed on the server by a third machine after
+    /// this one took it, which moves its tag past both.)
+    private func holds(_ current: ServerRecord, knownTag: Int64?) -> Bool {
+        current.tag == knownTag || current.tag <= (tokens["server"]?.value ?? 0)
     }
 
     private static func text(_ object: JSONObject) -> String { String(decoding: JSON.object(object).encoded(), as: UTF8.self) }

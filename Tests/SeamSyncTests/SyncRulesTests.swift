@@ -66,4 +66,28 @@ final class SyncRulesTests: XCTestCase {
         XCTAssertEqual(different.fields["name"], "n0", "a key not edited keeps the server's value")
         XCTAssertEqual(different.fields["colour"], "red")
     }
+
+    /// An edit made after this machine held a version follows it: each key whose version seen
+    /// is not older than the edit's own gets a version just after it, on this device; keys the
+    /// version seen does not have, or has older, keep the edit's; and stamps round-trip.
+    func testAnEditFollowsTheVersionsItWasMadeAfter() {
+        let ahead = FieldVersion.stamp(time: 5000, device: "ffffffff")
+        let older = FieldVersion.stamp(time: 10, device: "ffffffff")
+        let mine = FieldVersion.stamp(time: 100, device: "aaaaaaaa")
+        let seen: JSONObject = ["name": .string(ahead), "colour": .string(older), "icon": .string(mine), "bad": "x"]
+        let out = FieldVersion.following(seen, stamps: ["name": mine, "colour": mine, "icon": mine, "bad": mine, "sound": mine],
+                                         device: "aaaaaaaa")
+        XCTAssertEqual(out["name"], FieldVersion.stamp(micros: 5_000_000_001, device: "aaaaaaaa"))
+        XCTAssertGreaterThan(out["name"]!, ahead)
+        XCTAssertEqual(out["colour"], mine, "a version seen that is older changes nothing")
+        XCTAssertGreaterThan(out["icon"]!, mine, "an equal version is passed too: it is the one replaced")
+        XCTAssertEqual(out["bad"], mine, "text that is no version changes nothing")
+        XCTAssertEqual(out["sound"], mine)
+        XCTAssertEqual(FieldVersion.micros(of: FieldVersion.stamp(micros: 1234, device: "d")), 1234)
+        XCTAssertEqual(FieldVersion.micros(of: FieldVersion.stamp(time: 1.5, device: "d")), 1_500_000)
+        XCTAssertNil(FieldVersion.micros(of: "nodot"))
+        XCTAssertNil(FieldVersion.micros(of: ".d"))
+        XCTAssertEqual(FieldVersion.stamp(time: -3, device: "d"), FieldVersion.stamp(micros: 0, device: "d"))
+        XCTAssertEqual(FieldVersion.stamp(time: .infinity, device: "d"), FieldVersion.stamp(micros: 0, device: "d"))
+    }
 }

@@ -66,11 +66,51 @@ final class SyncTests: XCTestCase {
         }
     }
 
-    /// An edit here that loses to the server's version of a field (another machine's clock ran
-    /// ahead: its version of the name is an hour in the future) is replaced here by the server's
-    /// value, though this machine imported that version before it edited: the import, already
-    /// past its tag, would never bring it again.
-    func testAnEditThatLosesToTheServersVersionTakesTheServersValue() throws {
+    /// Another machine's clock runs an hour ahead, and its version of a field reaches this
+    /// machine: an edit made here after that still wins, everywhere, and so does the next one
+    /// (each follows the version it replaced). It used to lose to the version it replaced,
+    /// on every machine, until this machine's clock passed the other's.
+    func testAnEditAfterSeeingAVersionFromAClockAheadWins() throws {
+        let (a, timer, admin) = try machineWithATimerOnTheServer()
+        let ahead = try renameFromAhead(timer, admin)
+        try eventually(10, "A imported the name") { try a.timer(timer)?["name"]?.stringValue == "From ahead" }
+
+        for name in ["Mine", "Mine again"] {
+            try a.update("Timer", timer, ["name": .string(name)])
+            try eventually(10, "the server and A have \(name)") {
+                let fields = try admin.query("SELECT fields->>'name', versions->>'name' FROM seam.records WHERE uuid = $1::uuid", [timer]).first
+                return try a.timer(timer)?["name"]?.stringValue == name && fields?[0] == name && (fields?[1] ?? "") > ahead
+            }
+        }
+        XCTAssertEqual(try a.timer(timer)?["name"]?.stringValue, "Mine again", "A kept its edit")
+    }
+
+    /// An edit made here before the version from a clock ahead was seen here is concurrent
+    /// with it: the later clock wins, and this machine takes the server's value (the import,
+    /// already past its tag, would never bring it again) without writing the record. Then an
+    /// edit made here after that wins: it follows the version this machine took.
+    func testAConcurrentEditLosesToAClockAheadAndTheNextEditWins() throws {
+        let (a, timer, admin) = try machineWithATimerOnTheServer()
+        try a.pauseSync()
+        try a.update("Timer", timer, ["name": "Mine"])
+        _ = try renameFromAhead(timer, admin)
+        let tag = try admin.query("SELECT change_tag FROM seam.records WHERE uuid = $1::uuid", [timer]).first?[0]
+        try a.resumeSync()
+        try eventually(10, "A takes the server's name") { try a.timer(timer)?["name"]?.stringValue == "From ahead" }
+        let now = try XCTUnwrap(try admin.query("SELECT fields->>'name', change_tag FROM seam.records WHERE uuid = $1::uuid", [timer]).first)
+        XCTAssertEqual(now[0], "From ahead")
+        XCTAssertEqual(now[1], tag, "the server's record was left as it was")
+
+        try a.update("Timer", timer, ["name": "After", "repeatCount": 4])
+        try eventually(10, "the server and A have A's name and repeat count") {
+            let t = try a.timer(timer)
+            let fields = try admin.query("SELECT fields->>'name', fields->>'repeatCount' FROM seam.records WHERE uuid = $1::uuid", [timer]).first
+            return t?["name"]?.stringValue == "After" && t?["repeatCount"]?.int64Value == 4 && fields?[0] == "After" && fields?[1] == "4"
+        }
+    }
+
+    /// A machine with a timer it has exported, and a connection to the server as its admin.
+    private func machineWithATimerOnTheServer() throws -> (SyncMachine, String, PostgresConnection) {
         let server = try pg()
         let a = try SyncMachine("a", server: server, user: "alice")
         let timer = try a.addTimer("Tea \(UUID().uuidString.prefix(4))")
@@ -78,31 +118,17 @@ final class SyncTests: XCTestCase {
         try eventually(10, "the timer is on the server") {
             try admin.query("SELECT 1 FROM seam.records WHERE uuid = $1::uuid", [timer]).count == 1
         }
-        // Another machine, an hour ahead, renames it.
+        return (a, timer, admin)
+    }
+
+    /// Another machine, an hour ahead, renames `timer` on the server (and says so); its version.
+    private func renameFromAhead(_ timer: String, _ admin: PostgresConnection) throws -> String {
         let ahead = FieldVersion.stamp(time: Date().timeIntervalSince1970 + 3600, device: "ahead")
         try admin.query("UPDATE seam.records SET fields = jsonb_set(fields, '{name}', '\"From ahead\"'), "
                         + "versions = jsonb_set(versions, '{name}', to_jsonb($2::text)), change_tag = nextval('seam.changes') "
                         + "WHERE uuid = $1::uuid", [timer, ahead])
         try admin.query("SELECT pg_notify('seam_changes', '')")
-        try eventually(10, "A imported the name") { try a.timer(timer)?["name"]?.stringValue == "From ahead" }
-
-        // Renamed here now: an older version than the server's, so the server keeps its name and
-        // nothing is written there (no new tag for the import to bring).
-        let tag = try admin.query("SELECT change_tag FROM seam.records WHERE uuid = $1::uuid", [timer]).first?[0]
-        try a.update("Timer", timer, ["name": "Mine"])
-        try eventually(10, "A takes the server's name back") { try a.timer(timer)?["name"]?.stringValue == "From ahead" }
-        let now = try XCTUnwrap(try admin.query("SELECT fields->>'name', change_tag FROM seam.records WHERE uuid = $1::uuid", [timer]).first)
-        XCTAssertEqual(now[0], "From ahead")
-        XCTAssertEqual(now[1], tag, "the server's record was left as it was")
-
-        // A field A wins still goes to the server, with the name it lost.
-        try a.update("Timer", timer, ["name": "Mine again", "repeatCount": 4])
-        try eventually(10, "the server has A's repeat count, A the server's name") {
-            let t = try a.timer(timer)
-            let fields = try admin.query("SELECT fields->>'name', fields->>'repeatCount' FROM seam.records WHERE uuid = $1::uuid", [timer]).first
-            return t?["name"]?.stringValue == "From ahead" && t?["repeatCount"]?.int64Value == 4
-                && fields?[0] == "From ahead" && fields?[1] == "4"
-        }
+        return ahead
     }
 
     /// A server record this build cannot store (another client wrote a required field as null)
