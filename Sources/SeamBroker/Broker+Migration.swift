@@ -255,9 +255,9 @@ extension Broker {
                 guard !directory.unfinishedSwap.isEmpty else { throw error }
                 log.error("the swap of \(run.stores.joined(separator: ", ")) stopped part way: \(error); rolling it forward again")
                 do { _ = try directory.recover() } catch let again {
-                    let message = "the swap stopped part way (\(again)); the stores stay closed with their copies kept, "
-                        + "and seamd finishes the swap when it next starts"
-                    end(run, error: message, unfinishedSwap: true)
+                    let message = "the swap stopped part way (\(again)); the stores stay closed with their copies kept "
+                        + "until `seam migrate` (or the next start of seamd) finishes the swap"
+                    end(run, error: message, unfinishedSwap: again)
                     if queue(frame: Reply(.migrationFailed(message), id: id).frame(), to: c) { flush(c) }
                     return
                 }
@@ -289,8 +289,9 @@ extension Broker {
     }
 
     /// Ends a run: on failure removes the copies; reopens every store it closed (migrated, or at
-    /// its old version); resumes the channels on them; tells the watchers.
-    private func end(_ run: MigrationRun, error: String?, backups: [String] = [], unfinishedSwap: Bool = false) {
+    /// its old version) but those of a swap that stopped part way (`unfinishedSwap`: what stops
+    /// it); resumes the channels on them; tells the watchers.
+    private func end(_ run: MigrationRun, error: String?, backups: [String] = [], unfinishedSwap: StoreError? = nil) {
         migration = nil
         run.concluded = true
         let seconds = WallClock.monotonic() - run.startedAt
@@ -300,8 +301,8 @@ extension Broker {
         }
         for name in run.stores {
             // Half swapped, a store is not served: its other half may be at another version.
-            if unfinishedSwap {
-                context.close(name, reason: "a migration swap stopped part way; seamd finishes it when it next starts")
+            if let unfinishedSwap {
+                context.close(name, reason: Context.unfinishedSwapReason(unfinishedSwap))
                 continue
             }
             do { try context.reopen(name, changed: error == nil) } catch { log.error("\(name) store stays closed: \(error)") }
@@ -313,7 +314,7 @@ extension Broker {
             }
         }
         lastMigration = MigrationOutcome(stores: run.stores, error: error, backups: backups, seconds: seconds)
-        if let error, unfinishedSwap {
+        if let error, unfinishedSwap != nil {
             log.error("migration of \(run.stores.joined(separator: ", ")) failed after \(Self.seconds(seconds)): \(error)")
             tellWatchers(run, Reply(.migrationFailed(error), id: nil))
         } else if let error {

@@ -121,7 +121,11 @@ public final class Broker {
         }
         log.info("serving \(configuration.dataDirectory) on \(ownsSocketFile ? configuration.socketPath : "fd \(listener)") "
                  + "(stores \(context.storeNames.joined(separator: ", ")), sequence \(context.sequence))")
-        for (name, why) in context.closedStores.sorted(by: { $0.key < $1.key }) { log.warning("\(name) store closed: \(why)") }
+        // A store half swapped by a migration waits for a person to fix what stops the swap.
+        let unfinishedSwap = storeDirectory.unfinishedSwap
+        for (name, why) in context.closedStores.sorted(by: { $0.key < $1.key }) {
+            if unfinishedSwap.contains(name) { log.error("\(name) store closed: \(why)") } else { log.warning("\(name) store closed: \(why)") }
+        }
         // Between requests, the writer finishes what a checkpoint left, so the WAL starts over.
         loop.whenIdle({ [unowned self] in self.context.upkeepDue }, { [unowned self] in self.context.upkeep() })
         startRoles()

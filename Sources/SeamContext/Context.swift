@@ -38,8 +38,9 @@ public final class Context {
         /// imports, which are never exported (keeping them would only cost time and space).
         public var historyIgnoresAuthors: Set<String> = []
         /// For a broker that migrates through its worker: an outdated store is opened at the
-        /// version it holds (and migrated later), and a newer, unknown or unreadable one is
-        /// kept closed, so that the other stores still serve. Off: outdated stores are migrated
+        /// version it holds (and migrated later), and a newer, unknown or unreadable one — or
+        /// one a migration's swap that cannot be finished names — is kept closed, so that the
+        /// other stores still serve. Off: outdated stores are migrated
         /// on open (`migrate`), and any unusable store fails the open.
         public var servesOutdated = false
         /// For crash tests: runs after the first file of a two-file save commits and before the
@@ -141,9 +142,18 @@ public final class Context {
         do { try FileSystem.makeDirectory(directory.layout.directory) } catch {
             throw ContextError(.store(StoreError(.system(error), path: directory.layout.directory)))
         }
-        do { try directory.recover() } catch { throw ContextError(.store(error)) }
+        let recovery: StoreDirectory.Recovery
+        do { recovery = try directory.recoverForService() } catch { throw ContextError(.store(error)) }
+        if let (stores, error) = recovery.unfinishedSwap {
+            // Half swapped, a store is not served (its other half may be at another version), nor
+            // opened for anything but reading the sequence numbers it used.
+            for name in stores where schema.configurations.contains(name) {
+                closedStores[name] = Self.unfinishedSwapReason(error)
+                sequence = max(sequence, Self.storedSequence(directory.layout.store(name)))
+            }
+        }
         var classifications: [String: StoreClassification] = [:]
-        for name in schema.configurations {
+        for name in schema.configurations where closedStores[name] == nil {
             do { classifications[name] = try directory.classify(name) } catch {
                 closedStores[name] = error.description
                 // Its numbers stay used: saves to the other store must not repeat them.
@@ -174,6 +184,15 @@ public final class Context {
 
     /// Why a new store is not created yet: an outdated store's migration may have to fill it.
     public static let waitingForMigration = "waiting for the migration of the other stores, which may fill it"
+
+    /// Why a store named by a migration swap that stopped part way is closed: what stops the
+    /// swap (`error`, from `StoreDirectory.recover`), and what to do.
+    public static func unfinishedSwapReason(_ error: StoreError) -> String {
+        var why = error.description
+        if case .swapPending(let detail) = error.kind { why = detail }  // without its own advice: this gives it
+        return "a migration's swap stopped part way and cannot finish yet (\(why)); it is not served half swapped. "
+            + "Fix that, then run `seam migrate` (or restart seamd) to finish the swap"
+    }
 
     /// Whether any open store is served at an older version than this build's.
     public var hasOutdatedStores: Bool {

@@ -5,7 +5,10 @@ import SeamSystem
 /// created, migrated and opened.
 ///
 /// Every entry point first finishes or cleans up what a crash may have left: a recorded swap
-/// (`migration.intent`) is rolled forward; copies without an intent are deleted.
+/// (`migration.intent`) is rolled forward; copies without an intent are deleted. A swap that
+/// cannot be rolled forward stops the entry point, except a broker's open
+/// (`recoverForService`), which serves the stores the swap does not name and keeps the others
+/// closed until it is finished.
 public struct StoreDirectory: Sendable {
     public let layout: StoreLayout
     public let schema: Schema
@@ -18,33 +21,63 @@ public struct StoreDirectory: Sendable {
     // MARK: - Recovery
 
     /// Finishes an interrupted swap, or removes the leftovers of an interrupted migration.
-    /// Returns what it did, in words (empty when there was nothing to do).
+    /// Returns what it did, in words (empty when there was nothing to do). A swap that cannot
+    /// be finished now throws `swapPending`, before anything else is done.
     @discardableResult
     public func recover() throws(StoreError) -> [String] {
-        guard FileSystem.isDirectory(layout.directory) else { return [] }
-        var done: [String] = []
+        try recover(leavingUnfinishedSwap: false).done
+    }
+
+    /// What `recoverForService` did, and the swap it had to leave.
+    public struct Recovery: Sendable {
+        /// What it did, in words.
+        public var done: [String] = []
+        /// A swap that stopped part way and cannot be finished now: the stores it names (each may
+        /// be half swapped: none may be opened until it is finished) and what stops it (`swapPending`).
+        public var unfinishedSwap: (stores: [String], error: StoreError)?
+    }
+
+    /// `recover`, for a broker that serves what it can: a swap that cannot be finished now is
+    /// left as it is — its intent and copies kept, its stores untouched (no save replayed into
+    /// them) — and reported, not thrown; everything else is recovered as usual.
+    public func recoverForService() throws(StoreError) -> Recovery {
+        try recover(leavingUnfinishedSwap: true)
+    }
+
+    private func recover(leavingUnfinishedSwap: Bool) throws(StoreError) -> Recovery {
+        guard FileSystem.isDirectory(layout.directory) else { return Recovery() }
+        var recovery = Recovery()
         if FileSystem.exists(layout.intent) {
-            let swapped: [String]
-            do { swapped = try Self.rollForward(layout: layout) } catch {
-                throw StoreError(.swapPending(detail: "finishing the swap failed: \(error)"), path: layout.directory)
+            do {
+                let swapped = try Self.rollForward(layout: layout)
+                recovery.done.append("finished an interrupted migration swap (\(swapped.count) backups kept)")
+            } catch {
+                let pending = StoreError(.swapPending(detail: "finishing the swap failed: \(error)"), path: layout.directory)
+                guard leavingUnfinishedSwap else { throw pending }
+                // An intent that cannot even be read may name any store.
+                let named = (try? Self.intentConfigurations(layout)) ?? schema.configurations
+                recovery.unfinishedSwap = (named.sorted(), pending)
             }
-            done.append("finished an interrupted migration swap (\(swapped.count) backups kept)")
         }
-        let replayed = try SaveJournal.replay(layout: layout, configurations: schema.configurations) { target in
+        let swapping = Set(recovery.unfinishedSwap?.stores ?? [])
+        let replayed = try SaveJournal.replay(layout: layout, configurations: schema.configurations.filter { !swapping.contains($0) }) {
+            target in
+            guard !swapping.contains(target) else { return false }
             // An older store is served (and saved to) at its version until it is migrated.
             let state = (try? classify(target))?.state
             return state == .current || state == .older
         }
-        if replayed > 0 { done.append("finished \(replayed) save(s) interrupted between the two store files") }
+        if replayed > 0 { recovery.done.append("finished \(replayed) save(s) interrupted between the two store files") }
         let names: [String]
         do { names = try FileSystem.contents(of: layout.directory) } catch { throw StoreError(.system(error), path: layout.directory) }
         for name in names where name.hasPrefix(".") && name.contains(".sqlite.migrating") || name == "migration.intent.tmp" {
-            do { try FileSystem.remove(FileSystem.join(layout.directory, name)) } catch {
-                throw StoreError(.system(error), path: FileSystem.join(layout.directory, name))
-            }
-            done.append("removed \(name), left by an interrupted migration")
+            let path = FileSystem.join(layout.directory, name)
+            // The copies a swap still needs are the only whole new versions of their stores.
+            if swapping.contains(where: { path.hasPrefix(layout.copy($0)) }) { continue }
+            do { try FileSystem.remove(path) } catch { throw StoreError(.system(error), path: path) }
+            recovery.done.append("removed \(name), left by an interrupted migration")
         }
-        return done
+        return recovery
     }
 
     /// Swaps in every copy named by `migration.intent`, keeping each original in `backups/`,

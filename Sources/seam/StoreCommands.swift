@@ -12,7 +12,11 @@ enum StoreCommands {
             print("\(s["product"]?.stringValue ?? "?") \(s["version"]?.stringValue ?? "") pid \(s["pid"]?.int64Value ?? 0), "
                   + "\(s["connections"]?.int64Value ?? 0) connection(s), \(s["subscriptions"]?.int64Value ?? 0) subscription(s) "
                   + "on \(s["channels"]?.int64Value ?? 0) channel(s), sequence \(s["sequence"]?.int64Value ?? 0)")
-            for store in s["stores"]?.arrayValue ?? [] { print("  " + describe(store: store)) }
+            for store in s["stores"]?.arrayValue ?? [] {
+                print("  " + describe(store: store))
+                // Why a store is closed, and what to do about it.
+                if let reason = store["reason"]?.stringValue { print("    \(reason)") }
+            }
             if let last = s["migration"]?["last"], let error = last["error"]?.stringValue {
                 print("  the last migration failed: \(error); `seam migrate` tries again")
             }

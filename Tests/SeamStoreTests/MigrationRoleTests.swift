@@ -185,10 +185,15 @@ final class MigrationRoleTests: XCTestCase {
 
     /// A release-2 directory (30 rows) whose migration's swap will stop part way: the old
     /// backup of Local cannot be removed, since something made its journal a directory (the
-    /// obstacle, returned with the rows' uuids before).
-    func stopASwapPartWay(in data: String) throws -> (before: [String: Set<String>], obstacle: String) {
-        let made = try Executables.run("seam-fixture", ["--version", "2", "--rows", "30", data])
-        XCTAssertEqual(made.status, 0, made.stderr)
+    /// obstacle, returned with the rows' uuids before). `onlyLocal`: only Local is outdated
+    /// (Timers v4 beside a current Cloud), so the swap names Local alone.
+    func stopASwapPartWay(in data: String, onlyLocal: Bool = false) throws -> (before: [String: Set<String>], obstacle: String) {
+        if onlyLocal {
+            try MigrationRoleSupport.writeOutdatedLocalFixture(rows: 30, to: data)
+        } else {
+            let made = try Executables.run("seam-fixture", ["--version", "2", "--rows", "30", data])
+            XCTAssertEqual(made.status, 0, made.stderr)
+        }
         let before = try MigrationRoleSupport.uuids(in: data)
         let obstacle = data + "/backups/Local.sqlite-journal"
         try FileManager.default.createDirectory(atPath: obstacle, withIntermediateDirectories: true)
@@ -223,6 +228,61 @@ final class MigrationRoleTests: XCTestCase {
         for name in ["Cloud", "Local"] { XCTAssertEqual(try MigrationRoleSupport.store(name, c)["state"]?.stringValue, "open") }
         XCTAssertEqual(try c.count("Session"), 30, "every run arrived")
         XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before)
+        XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
+        XCTAssertEqual(broker.stop(), 0)
+    }
+
+    /// A swap that stopped part way and still cannot finish when seamd next starts (the
+    /// obstacle stands) does not keep seamd from starting: the store it names (Local) stays
+    /// closed, untouched, with a reason that says what to do — calls on it get StoreUnavailable
+    /// with it, `seam status` shows it, the log has it as an error — while the other store
+    /// (Cloud) serves and takes saves, and the ticker waits for Local rather than dying. Once the
+    /// obstacle is gone, `seam migrate` finishes the swap and Local serves every row.
+    func testASwapThatCannotFinishAtStartKeepsItsStoreClosedAndTheOtherServes() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        let (before, obstacle) = try stopASwapPartWay(in: data, onlyLocal: true)
+        var broker = try BrokerProcess(dataDirectory: data)
+        var c = try SeamConnection.connect(path: broker.socketPath)
+        try eventually(20, "the migration ended") { try c.status()["migration"]?["last"]?["error"]?.stringValue != nil }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: data + "/migration.intent"), "the swap stopped part way")
+        XCTAssertEqual(broker.stop(), 0)
+        let original = try BadInputSupport.bytes(data + "/Local.sqlite")
+        let copy = try BadInputSupport.bytes(data + "/.Local.sqlite.migrating")
+
+        let config = tmp.file("seamd.json")
+        try Data(#"{"roles":{"ticker":{"enabled":true}}}"#.utf8).write(to: URL(fileURLWithPath: config))
+        broker = try BrokerProcess(arguments: ["--config", config], dataDirectory: data)
+        c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        XCTAssertEqual(try c.count("Timer"), 30, "Cloud serves")
+        XCTAssertNoThrow(try c.save([.insert(entity: "Timer", values: ["name": "Kettle", "steps": [["label": "Boil", "seconds": 60]]])]))
+        XCTAssertThrowsError(try c.count("Session")) { error in
+            XCTAssertEqual((error as? ClientError)?.remoteName, "org.seam.Store.StoreUnavailable", "\(error)")
+            XCTAssertTrue("\(error)".contains("swap stopped part way") && "\(error)".contains("seam migrate"), "\(error)")
+        }
+        let local = try MigrationRoleSupport.store("Local", c)
+        XCTAssertEqual(local["state"]?.stringValue, "closed", "\(local)")
+        let shown = try Executables.run("seam", ["status", "--socket", broker.socketPath]).stdout
+        XCTAssertTrue(shown.contains("Local: closed") && shown.contains("run `seam migrate`"), shown)
+        XCTAssertTrue(broker.log.contains("error: Local store closed: a migration's swap stopped part way"), broker.log)
+        XCTAssertTrue(broker.log.contains("still cannot finish"), "the migration at start says why it cannot run: \(broker.log)")
+        try eventually(10, "the ticker was refused Local") { broker.log.contains("the subscription failed: org.seam.Store.StoreUnavailable") }
+        Thread.sleep(forTimeInterval: 2)
+        let ticker = try c.status()["roles"]?.arrayValue?.first { $0["role"]?.stringValue == "ticker" }
+        XCTAssertEqual(ticker?["state"]?.stringValue, "running", "\(String(describing: ticker))")
+        XCTAssertEqual(ticker?["restarts"]?.int64Value, 0, "\(String(describing: ticker))")
+        XCTAssertEqual(try BadInputSupport.bytes(data + "/Local.sqlite"), original, "the half-swapped store is untouched")
+        XCTAssertEqual(try BadInputSupport.bytes(data + "/.Local.sqlite.migrating"), copy, "the copy the swap needs is kept")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: data + "/migration.intent"))
+
+        try FileManager.default.removeItem(atPath: obstacle)
+        let done = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
+        XCTAssertEqual(done.status, 0, done.stderr)
+        XCTAssertTrue(broker.log.contains("finished the swap of Local that had stopped part way"), broker.log)
+        XCTAssertEqual(try MigrationRoleSupport.store("Local", c)["state"]?.stringValue, "open")
+        XCTAssertEqual(try c.count("Session"), 30, "every run is there")
+        XCTAssertEqual(try MigrationRoleSupport.uuids(in: data)["Session"], before["Session"])
         XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
         XCTAssertEqual(broker.stop(), 0)
     }
