@@ -59,9 +59,32 @@ public final class SyncWorker {
         self.url = try SyncURL.parse(configuration.url)
         self.log = log
         try loadSchema()
-        try loadTokens()
-        try loadDevice()
-        try checkServer()
+    }
+
+    /// Reads what the worker keeps in the Cloud store — its tokens, this machine's name, the
+    /// server it synced with — waiting while that store is closed (a migration, a swap that
+    /// stopped part way), 1 s and then longer up to a minute: a worker that exited instead would
+    /// only be started again and again.
+    private func prepare(_ listen: JSON) throws {
+        var pause = 1.0
+        while true {
+            do {
+                try loadTokens()
+                try loadDevice()
+                try checkServer()
+                report.lastError = nil
+                report.state = "starting"
+                return
+            } catch let e as ClientError where e.remoteName == "org.seam.Store.StoreUnavailable" {
+                let message = "waiting for the Cloud store: \(e)"
+                if report.lastError != message { log(message) }
+                report.lastError = message
+                report.state = "waiting for the Cloud store"
+                sendReport()
+                waitForBroker(listen, seconds: pause)
+                pause = min(pause * 2, 60)
+            }
+        }
     }
 
     /// The server this store syncs with, as `sync.json` names it (the `serverURL` token). A store
@@ -117,6 +140,7 @@ public final class SyncWorker {
     /// every `pollInterval` seconds; reconnects to the server with backoff when it is away.
     public func run() throws -> Never {
         let listen = try broker.start("org.seam.Sync.Listen")
+        try prepare(listen)
         var backoff = 0.5
         var wanted = true
         while true {

@@ -201,6 +201,18 @@ final class MigrationRoleTests: XCTestCase {
         return (before, obstacle)
     }
 
+    /// `stopASwapPartWay`, and a seamd run until its migration's swap has stopped part way (its
+    /// intent left); the obstacle still stands.
+    func leaveASwapStoppedPartWay(in data: String, onlyLocal: Bool = false) throws -> (before: [String: Set<String>], obstacle: String) {
+        let stopped = try stopASwapPartWay(in: data, onlyLocal: onlyLocal)
+        let broker = try BrokerProcess(dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try eventually(20, "the migration ended") { try c.status()["migration"]?["last"]?["error"]?.stringValue != nil }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: data + "/migration.intent"), "the swap stopped part way")
+        XCTAssertEqual(broker.stop(), 0)
+        return stopped
+    }
+
     /// A swap that stops part way (here the old backup of Local cannot be removed: something
     /// made its journal a directory) keeps the copies the swap still needs and serves neither
     /// half; the next start, the obstacle gone, finishes the swap, and every row is there.
@@ -241,19 +253,14 @@ final class MigrationRoleTests: XCTestCase {
     func testASwapThatCannotFinishAtStartKeepsItsStoreClosedAndTheOtherServes() throws {
         let tmp = TemporaryDirectory("seam-role")
         let data = tmp.file("data")
-        let (before, obstacle) = try stopASwapPartWay(in: data, onlyLocal: true)
-        var broker = try BrokerProcess(dataDirectory: data)
-        var c = try SeamConnection.connect(path: broker.socketPath)
-        try eventually(20, "the migration ended") { try c.status()["migration"]?["last"]?["error"]?.stringValue != nil }
-        XCTAssertTrue(FileManager.default.fileExists(atPath: data + "/migration.intent"), "the swap stopped part way")
-        XCTAssertEqual(broker.stop(), 0)
+        let (before, obstacle) = try leaveASwapStoppedPartWay(in: data, onlyLocal: true)
         let original = try BadInputSupport.bytes(data + "/Local.sqlite")
         let copy = try BadInputSupport.bytes(data + "/.Local.sqlite.migrating")
 
         let config = tmp.file("seamd.json")
         try Data(#"{"roles":{"ticker":{"enabled":true}}}"#.utf8).write(to: URL(fileURLWithPath: config))
-        broker = try BrokerProcess(arguments: ["--config", config], dataDirectory: data)
-        c = try SeamConnection.connect(path: broker.socketPath)
+        let broker = try BrokerProcess(arguments: ["--config", config], dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
         try c.hello()
         XCTAssertEqual(try c.count("Timer"), 30, "Cloud serves")
         XCTAssertNoThrow(try c.save([.insert(entity: "Timer", values: ["name": "Kettle", "steps": [["label": "Boil", "seconds": 60]]])]))
@@ -284,6 +291,43 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertEqual(try c.count("Session"), 30, "every run is there")
         XCTAssertEqual(try MigrationRoleSupport.uuids(in: data)["Session"], before["Session"])
         XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
+        XCTAssertEqual(broker.stop(), 0)
+    }
+
+    /// The sync worker, started while the Cloud store is closed (here half swapped, with
+    /// Local, by a migration whose swap cannot finish), waits for the store instead of exiting
+    /// to be started again and again: it stays up, says what it waits for, and once `seam
+    /// migrate` has finished the swap it goes on to the server (which cannot be reached here).
+    func testTheSyncWorkerWaitsForACloudStoreClosedAtStart() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        let (_, obstacle) = try leaveASwapStoppedPartWay(in: data)
+
+        let config = tmp.file("config")
+        try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
+        try Data(#"{"roles":{"ticker":{"enabled":false}}}"#.utf8).write(to: URL(fileURLWithPath: config + "/seamd.json"))
+        try Data(#"{"url":"postgresql://seam@127.0.0.1:1/seam"}"#.utf8).write(to: URL(fileURLWithPath: config + "/sync.json"))
+        let broker = try BrokerProcess(arguments: ["--config", config + "/seamd.json"], dataDirectory: data)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        XCTAssertEqual(try MigrationRoleSupport.store("Cloud", c)["state"]?.stringValue, "closed")
+        try eventually(10, "the worker waits for the Cloud store") {
+            try c.call("org.seam.Sync.Status")["state"]?.stringValue == "waiting for the Cloud store"
+        }
+        Thread.sleep(forTimeInterval: 3)
+        let worker = try c.status()["roles"]?.arrayValue?.first { $0["role"]?.stringValue == "sync" }
+        XCTAssertEqual(worker?["state"]?.stringValue, "running", "\(String(describing: worker)): \(broker.log)")
+        XCTAssertEqual(worker?["restarts"]?.int64Value, 0, "\(String(describing: worker)): \(broker.log)")
+
+        try FileManager.default.removeItem(atPath: obstacle)
+        let done = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
+        XCTAssertEqual(done.status, 0, done.stderr)
+        XCTAssertEqual(try MigrationRoleSupport.store("Cloud", c)["state"]?.stringValue, "open")
+        _ = try c.call("org.seam.Sync.Now")  // rather than wait for its next look
+        try eventually(10, "the worker goes on to the server") {
+            try c.call("org.seam.Sync.Status")["lastError"]?.stringValue?.contains("cannot reach the server") == true
+        }
+        XCTAssertEqual(try c.status()["roles"]?.arrayValue?.first { $0["role"]?.stringValue == "sync" }?["restarts"]?.int64Value, 0)
         XCTAssertEqual(broker.stop(), 0)
     }
 
