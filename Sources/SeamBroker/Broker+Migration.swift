@@ -47,6 +47,15 @@ final class VerificationOutcome: Sendable {
     func take() -> StoreError? { slot.withLock { $0 ?? nil } }
 }
 
+/// A store that did not open again after a migration, and its next try (`Broker.reopenStores`).
+struct StoreReopening {
+    /// Its file is not the one that closed (a swap replaced it): so until it has opened.
+    var changed: Bool
+    var backoff = Backoff()
+    var failures = 0
+    var timer: Int?
+}
+
 /// How the last migration ended, for `Status`.
 struct MigrationOutcome {
     var stores: [String]
@@ -82,10 +91,7 @@ extension Broker {
                                                  + "Fix that, then run seam migrate again (or restart seamd)"))
             }
             log.info("finished the swap of \(names) that had stopped part way")
-            for name in pending {
-                do { try context.reopen(name, changed: true) } catch { log.error("\(name) store stays closed: \(error)") }
-            }
-            resumeChannels(in: pending)
+            resumeChannels(in: reopenStores(pending, changed: true))
         }
         // A save that committed in one file and waits to complete in the other is completed
         // first: with that other store closed, every save would be refused until the migration
@@ -299,19 +305,12 @@ extension Broker {
             let removed = storeDirectory.removeCopies(run.plan.files.map(\.configuration))
             if !removed.isEmpty { log.info("removed \(removed.joined(separator: ", ")), left by the failed migration") }
         }
-        for name in run.stores {
+        var back: [String] = []
+        if let unfinishedSwap {
             // Half swapped, a store is not served: its other half may be at another version.
-            if let unfinishedSwap {
-                context.close(name, reason: Context.unfinishedSwapReason(unfinishedSwap))
-                continue
-            }
-            do { try context.reopen(name, changed: error == nil) } catch { log.error("\(name) store stays closed: \(error)") }
-        }
-        // A new store that waited for the others (a migration might have filled it) is created now.
-        if !context.hasOutdatedStores {
-            for (name, why) in context.closedStores where why == Context.waitingForMigration {
-                do { try context.reopen(name, changed: true) } catch { log.error("\(name) store stays closed: \(error)") }
-            }
+            for name in run.stores { context.close(name, reason: Context.unfinishedSwapReason(unfinishedSwap)) }
+        } else {
+            back = reopenStores(run.stores, changed: error == nil)
         }
         lastMigration = MigrationOutcome(stores: run.stores, error: error, backups: backups, seconds: seconds)
         if let error, unfinishedSwap != nil {
@@ -329,7 +328,9 @@ extension Broker {
                                     id: nil))
         }
         run.watchers = []
-        resumeChannels(in: run.stores)
+        // The channels on a half-swapped store end (it comes back only when a person has acted);
+        // those on a store still to reopen wait for it, and resume when it does.
+        resumeChannels(in: unfinishedSwap == nil ? back : run.stores)
     }
 
     private func tellWatchers(_ run: MigrationRun, _ reply: Reply) {
@@ -350,6 +351,63 @@ extension Broker {
             "bytesWritten": .integer(p.bytesWritten), "bytesTotal": .integer(p.bytesTotal), "fraction": .double(p.fraction),
             "elapsed": .double(now - run.startedAt), "estimate": run.estimate(now: now).map(JSON.double) ?? .null,
         ])
+    }
+
+    // MARK: - Stores that return
+
+    /// Reopens stores a migration closed (`changed`: a swap replaced their files) and, once none
+    /// is outdated, a new store that waited for them (a migration might have filled it). Returns
+    /// those that opened: the caller resumes their channels (`resumeChannels`). One that does
+    /// not open (no descriptors left, an I/O error) stays closed, its channels waiting as they
+    /// are, and is tried again after 1 s, then less and less often, up to every 60 s.
+    func reopenStores(_ names: [String], changed: Bool) -> [String] {
+        var back = names.filter { reopenStore($0, changed: changed) }
+        if !context.hasOutdatedStores {
+            for (name, why) in context.closedStores.sorted(by: { $0.key < $1.key }) where why == Context.waitingForMigration {
+                if reopenStore(name, changed: true) { back.append(name) }
+            }
+        }
+        // Whether the history waits for a sync worker could not be read while the synced store
+        // was closed (at start, say): it is read now, as `Broker.init` does.
+        if back.contains(context.options.historyConfiguration), !context.syncConfigured, Self.hasSyncedBefore(context) {
+            context.syncConfigured = true
+        }
+        return back
+    }
+
+    /// One try at opening a closed store; a failure is logged, said as the store's reason, and
+    /// the next try scheduled. True when the store is open (a new store may still wait).
+    private func reopenStore(_ name: String, changed: Bool) -> Bool {
+        let earlier = reopening.removeValue(forKey: name)
+        if let t = earlier?.timer { loop.cancel(t) }
+        // A file swapped in is taken as changed until it has opened, however many tries that takes.
+        let changed = changed || earlier?.changed == true
+        do {
+            try context.reopen(name, changed: changed)
+        } catch {
+            var retry = earlier ?? StoreReopening(changed: changed)
+            retry.changed = changed
+            retry.failures += 1
+            let delay = retry.backoff.delay(afterRunning: 0)
+            retry.timer = loop.after(delay) { [unowned self] in self.retryReopening(name) }
+            reopening[name] = retry
+            context.setClosedReason(name, "it could not be opened again: \(error); seamd tries again, every minute at most")
+            log.error("\(name) store did not open again (try \(retry.failures)): \(error); trying again in \(Self.seconds(delay))")
+            return false
+        }
+        guard context.storeNames.contains(name) else { return false }
+        if let earlier { log.info("\(name) store is open again, after \(earlier.failures) failed tr\(earlier.failures == 1 ? "y" : "ies")") }
+        return true
+    }
+
+    /// The timer of a store that did not open: it is tried again, and its channels resume if it opens.
+    private func retryReopening(_ name: String) {
+        guard !stopping, reopening[name] != nil else { return }
+        reopening[name]?.timer = nil
+        // A migration that closed it meanwhile reopens it as it ends (taking `changed` from here);
+        // one whose swap stopped part way leaves it to the person who finishes that swap.
+        if migration?.stores.contains(name) == true || storeDirectory.unfinishedSwap.contains(name) { return }
+        resumeChannels(in: reopenStores([name], changed: false))
     }
 
     // MARK: - Channels on a store that returns

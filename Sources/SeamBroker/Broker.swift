@@ -43,6 +43,8 @@ public final class Broker {
     /// The migration running now, and how the last one ended.
     var migration: MigrationRun?
     var lastMigration: MigrationOutcome?
+    /// Stores that did not open again after a migration, tried again with backoff.
+    var reopening: [String: StoreReopening] = [:]
     /// The sync worker's `Listen` calls, and its last `Report`.
     var syncListeners: [(connection: Connection, callID: JSON?)] = []
     var syncReport: JSONObject?

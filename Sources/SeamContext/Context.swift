@@ -206,7 +206,8 @@ public final class Context {
 
     /// Opens a store that is closed (after its migration, or to serve it at its old version
     /// when the migration failed), at the version its file holds. `changed`: the file is not the
-    /// one that closed (a migration swapped it in).
+    /// one that closed (a migration swapped it in). One that fails stays closed, with the error
+    /// as its reason, and may be tried again (with `changed` as before: nothing of it was kept).
     public func reopen(_ name: String, changed: Bool = false) throws(ContextError) {
         guard let directory, stores[name] == nil else { return }
         let storeDirectory = StoreDirectory(path: directory, schema: schema)
@@ -239,7 +240,10 @@ public final class Context {
             guard changed else { return }
             sequence += 1
             ring = ChangeRing(capacity: options.ringCapacity)
-            do { try SaveJournal.setSequence(sequence, in: db) } catch { throw ContextError(.database(error)) }
+            do { try SaveJournal.setSequence(sequence, in: db) } catch {
+                close(name, reason: error.description)  // not served without its number: a try again takes another
+                throw ContextError(.database(error))
+            }
         } catch let e as StoreError {
             closedStores[name] = e.description
             throw ContextError(.store(e))

@@ -5,20 +5,13 @@ import XCTest
 
 /// What seamd does when the disk fails under it. The failures are real to seamd: the C library's
 /// calls themselves fail, from a library preloaded into the process
-/// (`Tests/Fixtures/fault-injection/faults.c`, built here with gcc), while a file exists.
+/// (`FaultInjection`: `Tests/Fixtures/fault-injection/faults.c`, built with gcc), while a file exists.
 final class DiskFailureTests: XCTestCase {
     /// A seamd with the failing library, and the file that arms it.
     private func brokerWithFaults(_ arguments: [String], _ faults: [String: String],
                                   in scratch: TemporaryDirectory) throws -> (BrokerProcess, armed: String) {
-        let library = scratch.file("faults.so")
-        let built = try Executables.runTool("/usr/bin/gcc", [
-            "-shared", "-fPIC", "-O1", "-o", library, RepositoryFiles.url("Tests/Fixtures/fault-injection/faults.c").path, "-ldl",
-        ])
-        XCTAssertEqual(built.status, 0, built.stderr)
         let armed = scratch.file("armed")
-        var environment = faults
-        environment["LD_PRELOAD"] = library
-        environment["SEAM_FAULT_ARMED"] = armed
+        let environment = try FaultInjection.environment(faults, armed: armed, in: scratch)
         return (try BrokerProcess(arguments: arguments, environment: environment), armed)
     }
 

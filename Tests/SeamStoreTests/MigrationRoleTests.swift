@@ -153,6 +153,55 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
     }
 
+    /// A store that does not open again after its swap (here the process has no file
+    /// descriptor left for it: a preloaded library fails its open with EMFILE while the backup
+    /// the swap made exists) stays closed, saying why, and seamd tries again, logging each
+    /// failure, rather than leave it closed until it restarts. Once it opens, it serves at the
+    /// current version, and a channel on it from before the migration resumes with a fresh
+    /// result at a new sequence number, as after any migration.
+    func testAStoreThatDoesNotOpenAfterItsSwapIsTriedAgainUntilItDoes() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        try MigrationRoleSupport.writeOutdatedLocalFixture(rows: 20, to: data)
+        let config = tmp.file("seamd.json")
+        try Data(#"{"roles":{"ticker":{"enabled":false},"migrate":{"enabled":false}}}"#.utf8).write(to: URL(fileURLWithPath: config))
+        let backup = data + "/backups/Local.sqlite"
+        let faults = try FaultInjection.environment(["SEAM_FAIL_OPEN_SUFFIX": "/data/Local.sqlite"], armed: backup, in: tmp)
+        let broker = try BrokerProcess(arguments: ["--config", config], dataDirectory: data, environment: faults)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        let subscriber = try RawClient(broker.socketPath)
+        subscriber.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","limit":1,"sort":"uuid"},"more":true}"#)
+        let first = subscriber.readFrame() ?? ""
+        XCTAssertTrue(first.contains(#""kind":"result""#), first)
+        let resultSequence = try XCTUnwrap(try JSON.decode(Array(first.utf8))["parameters"]?["sequence"]?.int64Value)
+
+        let migrated = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
+        XCTAssertEqual(migrated.status, 0, migrated.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: backup), "swapped")
+        try eventually(10, "a second try failed too") { broker.log.contains("Local store did not open again (try 2)") }
+        let local = try MigrationRoleSupport.store("Local", c)
+        XCTAssertEqual(local["state"]?.stringValue, "closed", "\(local)")
+        XCTAssertTrue(local["reason"]?.stringValue?.contains("seamd tries again") == true, "\(local)")
+        XCTAssertThrowsError(try c.count("Session")) { error in
+            XCTAssertEqual((error as? ClientError)?.remoteName, "org.seam.Store.StoreUnavailable", "\(error)")
+        }
+        XCTAssertEqual(try c.count("Timer"), 20, "Cloud serves")
+        XCTAssertNil(subscriber.readFrame(timeout: 0.2), "the channel waits for its store")
+
+        try FileManager.default.removeItem(atPath: backup)  // the open works again
+        try eventually(10, "Local serves again") { try MigrationRoleSupport.store("Local", c)["state"]?.stringValue == "open" }
+        let versions = try MigrationRoleSupport.store("Local", c)["versions"]?.arrayValue?.first
+        XCTAssertEqual(versions?["version"]?.int64Value, Int64(TimerModel.history.current.version))
+        XCTAssertEqual(try c.count("Session"), 20)
+        XCTAssertTrue(broker.log.contains("Local store is open again, after"), broker.log)
+        let resumed = subscriber.readFrame() ?? ""
+        XCTAssertTrue(resumed.contains(#""kind":"resync""#) && resumed.contains(#""sound":"""#), resumed)
+        let after = try XCTUnwrap(try JSON.decode(Array(resumed.utf8))["parameters"]?["sequence"]?.int64Value)
+        XCTAssertGreaterThan(after, resultSequence)
+        XCTAssertEqual(broker.stop(), 0)
+    }
+
     /// A Cloud store of release 2 (its runs still in it) with no Local store beside it: the
     /// migration builds Local from Cloud's runs. When that migration fails, Local is not created
     /// empty meanwhile — the next migration would find it current and leave the runs behind —
