@@ -8,60 +8,108 @@ import SeamSystem
 /// PostgreSQL's NOTIFY/LISTEN at equal durability, matching cost as channels grow, fan-out, and
 /// seamd's memory with 10,000 channels. Everything is measured in the same run.
 enum ChannelBenchmarks {
-    static let latencyRounds = 2_000
+    static let latencyRounds = 2_400
     static let matchingRounds = 2_000
-    static let fanOutRounds = 50
+    static let fanOutRounds = 500
+    static let fanOutWarmUp = 100
+    /// Untimed rounds before any system is measured: seamd's first 4,000 WAL frames (about 1,000
+    /// one-row saves, see `Checkpointer`) are appends, each fdatasync of which costs more than an
+    /// overwrite's, where PostgreSQL's first WAL segment was written out whole by initdb; after
+    /// these, seamd's WAL has started over, and every system has its caches and files as they stay.
+    static let warmUpRounds = 1_500
+    /// Every order of seamd (0), PostgreSQL (1) and the floor (2), one a block of 100 rounds in
+    /// turn: whatever one leaves behind (seamd's checkpointer, PostgreSQL's WAL writer) falls on
+    /// each of the others, as often first as second.
+    static let orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]]
 
     static func run() throws {
         let work = try Harness.scratchDirectory("channels")
         if getuid() == 0 { _ = try? Process.run(URL(fileURLWithPath: "/bin/chmod"), arguments: ["755", work]).waitUntilExit() }
         defer { try? FileManager.default.removeItem(atPath: work) }
+        try latency(work: work)
+        try matching(work: work)
+        try fanOut(work: work)
+    }
 
-        var latency = BenchTable("Commit to subscriber: one client saves one row, another hears it; 10,000 channels, one matches",
-                                 columns: ["durability", "seamd p50", "seamd p99", "PostgreSQL NOTIFY p50", "PostgreSQL p99", "p50 seamd / PG",
-                                           "floor p50", "floor / PG"])
-        var rss = 0
-        for sync in [true, false] {
-            // Both run at once and take turns, 100 rounds each, so that the machine's moods fall
-            // on both alike.
-            let seamd = try SeamdLatency(work: work + "/latency-\(sync)", sync: sync)
+    /// Commit-to-subscriber latency of seamd, PostgreSQL and the floor at both durabilities, and
+    /// the memory of the seamds measured, which hold 10,000 channels.
+    static func latency(work: String) throws {
+        var latency = BenchTable("Commit to subscriber: one client saves one row, another hears it; 10,000 channels, one matches; "
+                                     + "\(latencyRounds.formatted()) rounds each after \(warmUpRounds.formatted()) untimed",
+                                 columns: ["durability, placement", "seamd p50", "seamd p99", "PostgreSQL NOTIFY p50", "PostgreSQL p99",
+                                           "p50 seamd / PG", "floor p50", "floor p99", "floor p50 / PG"])
+        var memory = BenchTable("seamd memory with 10,000 channels (target: RSS ≤ 100 MB)",
+                                columns: ["seamd", "RSS, channels registered (empty store)", "RSS after the latency rounds", "peak RSS (VmHWM)"])
+        var settings: [String] = []
+        for synced in [true, false] {
+            let seamd = try SeamdLatency(work: work + "/latency-\(synced)", sync: synced)
             defer { seamd.stop() }
-            if sync { rss = seamd.memory }
-            let postgres = try? PostgresLatency(work: work, sync: sync)
+            let registered = Harness.memory(of: seamd.process.processIdentifier).resident
+            let postgres: PostgresLatency?
+            do { postgres = try PostgresLatency(work: work, sync: synced) } catch {
+                print("(PostgreSQL \(synced ? "synced" : "not synced") did not start, its columns are n/a: \(error))")
+                postgres = nil
+            }
             defer { postgres?.stop() }
-            let relay = try RelayLatency(work: work + "/relay-\(sync)", sync: sync)
+            if let postgres { settings.append("\(synced ? "synced" : "not synced"): \(postgres.settings)") }
+            let relay = try RelayLatency(work: work + "/relay-\(synced)", sync: synced)
             defer { relay.stop() }
+            let turns: [() throws -> [Double]] = [
+                { try seamd.measure(rounds: 100) }, { try postgres?.measure(rounds: 100) ?? [] }, { try relay.measure(rounds: 100) },
+            ]
+            for _ in 0..<(warmUpRounds / 100) { for turn in turns { _ = try turn() } }
+            // What setting up and warming up left in the page cache is written back now, not
+            // during some system's turn.
+            sync()
             // Each system in the same placement as the others: where the scheduler puts them (a
             // lottery on this machine: a wakeup across CPUs costs ~50 µs, within one ~5 µs), then
             // pinned, everything on one CPU, and the client on one CPU with every server on the other.
             let servers = [seamd.process.processIdentifier, relay.process.processIdentifier] + (postgres?.server.processes ?? [])
-            for (k, placement) in CPUPlacement.available.enumerated() {
+            for placement in CPUPlacement.available {
                 try placement.apply(client: true, servers: servers)
-                var seam: [Double] = [], pg: [Double] = [], floor: [Double] = []
+                var samples = [[Double]](repeating: [], count: turns.count)
                 for block in 0..<(latencyRounds / 100) {
-                    seam += try seamd.measure(rounds: 100, from: k * latencyRounds + block * 100)  // later rows sort first: each is a diff
-                    if let postgres { pg += try postgres.measure(rounds: 100, from: block * 100) }
-                    floor += try relay.measure(rounds: 100)
+                    for system in orders[block % orders.count] { samples[system] += try turns[system]() }
                 }
+                let (seam, pg, floor) = (samples[0], samples[1], samples[2])
                 func p(_ xs: [Double], _ q: Double) -> String { xs.isEmpty ? "n/a" : Harness.duration(Harness.percentile(xs, q)) }
-                latency.add([(sync ? "synced (seamd --durability full; PG fsync, synchronous_commit on)"
-                                   : "not synced (seamd --durability normal; PG synchronous_commit off)") + ", \(placement.label)",
-                             p(seam, 0.5), p(seam, 0.99), p(pg, 0.5), p(pg, 0.99),
-                             pg.isEmpty ? "n/a" : Harness.ratio(Harness.median(seam), Harness.median(pg)),
-                             p(floor, 0.5), pg.isEmpty ? "n/a" : Harness.ratio(Harness.median(floor), Harness.median(pg))])
+                func toPG(_ xs: [Double]) -> String { pg.isEmpty ? "n/a" : Harness.ratio(Harness.median(xs), Harness.median(pg)) }
+                latency.add([(synced ? "synced (seamd --durability full; PG fsync=on, synchronous_commit=on)"
+                                     : "not synced, WAL written at commit (seamd --durability normal; PG fsync=off, synchronous_commit=on)")
+                                 + ", \(placement.label)",
+                             p(seam, 0.5), p(seam, 0.99), p(pg, 0.5), p(pg, 0.99), toPG(seam), p(floor, 0.5), p(floor, 0.99), toPG(floor)])
             }
             try CPUPlacement.scheduler.apply(client: true, servers: servers)
+            let after = Harness.memory(of: seamd.process.processIdentifier)
+            func mb(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_048_576) }
+            memory.add(["--durability \(synced ? "full" : "normal"), \(seamd.saves.formatted()) one-row saves", mb(registered),
+                        mb(after.resident), mb(after.peak)])
         }
         latency.print()
-        print("targets: p50 ≤ 0.75× PostgreSQL's (synced); p99 ≤ 1 ms")
-        print("(floor: the least any broker does here, measured beside them — a process that reads a save, writes four pages to a")
-        print(" log it overwrites, fdatasyncs it when synced, and sends one frame to the subscriber and one to the saver; no database.")
+        print("targets, for every row (each durability, each placement): seamd p50 ≤ 0.75× PostgreSQL's; seamd p99 ≤ 1 ms")
+        print("(seamd and the floor: timed from sending the save until the subscriber holds the whole diff frame (its final NUL);")
+        print(" the frame is decoded, and its sequence checked to be the save's, after the timer. PostgreSQL: one prepared statement")
+        print(" in autocommit (one transaction) that inserts the row and notifies — WITH i AS (INSERT … RETURNING uuid)")
+        print(" SELECT pg_notify('seam', uuid) FROM i — timed from sending it until libpq on a second, LISTENing connection has")
+        print(" parsed the notification. PostgreSQL's settings, as it reports them:\(settings.isEmpty ? " -" : "")")
+        for s in settings { print("   \(s)") }
+        print(" Each system warmed up first with \(warmUpRounds.formatted()) untimed rounds (seamd's WAL has started over), then sync();")
+        print(" then blocks of 100 rounds, the three taking turns in each of their six orders in turn.")
+        print(" The floor: seamd's own I/O and messages with no database work — a process that reads a save, writes the four 4 KB pages")
+        print(" (each behind a 24-byte header) that one Session insert adds to seamd's WAL to a pre-allocated log it overwrites,")
+        print(" fdatasyncs it when synced, and sends one frame to the subscriber and one to the saver.")
         print(" Placed by the scheduler: wherever the kernel runs each process; one CPU: the client and every server (seamd, every")
         print(" PostgreSQL process, the floor) on CPU 0; two CPUs: the client on CPU 0, every server on CPU 1)")
+        memory.print()
+    }
 
+    /// The round trip of a one-row save that matches no channel, on seamds holding from none to
+    /// 100,000 channels.
+    static func matching(work: String) throws {
         let pinned = CPUPlacement.available.contains(.oneCPU)
-        var matching = BenchTable("Matching cost per committed row as channels grow (one-row save that matches none; save round trip p50"
-                                      + (pinned ? "; the client and every seamd on one CPU)" : ")"),
+        var matching = BenchTable("Matching cost per committed row as channels grow (channels `name == \"c<i>\"`: equality on name, "
+                                      + "which the channel index files by value; one-row saves that match none, seamd --durability normal; "
+                                      + "save round trip p50" + (pinned ? "; the client and every seamd on one CPU)" : ")"),
                                   columns: ["channels", "save p50", "matching cost (p50 − no channels)", "save p50 / no channels"])
         // Four brokers at once, taking turns 100 saves at a time: the machine's noise falls on all.
         // All on one CPU with the client: placed by the scheduler, a broker whose wakeups cross
@@ -70,12 +118,14 @@ enum ChannelBenchmarks {
         let counts = [0, 100, 10_000, 100_000]
         let brokers = try counts.map { n in try SaveCost(work: work + "/matching-\(n)", channels: n) }
         defer { brokers.forEach { $0.stop() } }
+        for b in brokers { _ = try b.measure(rounds: warmUpRounds) }
+        sync()
         let placement: CPUPlacement = pinned ? .oneCPU : .scheduler
         try placement.apply(client: true, servers: brokers.map(\.process.processIdentifier))
         defer { try? CPUPlacement.scheduler.apply(client: true, servers: []) }
         var samples = [[Double]](repeating: [], count: counts.count)
-        for block in 0..<(matchingRounds / 100) {
-            for (k, b) in brokers.enumerated() { samples[k] += try b.measure(rounds: 100, from: block * 100) }
+        for _ in 0..<(matchingRounds / 100) {
+            for (k, b) in brokers.enumerated() { samples[k] += try b.measure(rounds: 100) }
         }
         let base = Harness.median(samples[0])
         for (k, n) in counts.enumerated() {
@@ -85,14 +135,6 @@ enum ChannelBenchmarks {
         }
         matching.print()
         print("target: flat (the channel index finds the channels a row can match; the rest cost nothing)")
-
-        var fan = BenchTable("Fan-out: one commit heard by 1,000 subscriptions (10 channels) on 100 connections",
-                             columns: ["measure", "p50", "p99"])
-        let times = try fanOut(work: work + "/fanout")
-        fan.add(["save to the last subscriber hearing it", Harness.duration(Harness.percentile(times, 0.5)),
-                 Harness.duration(Harness.percentile(times, 0.99))])
-        fan.add(["seamd RSS with 10,000 channels", String(format: "%.1f MB", Double(rss) / 1_048_576), "target ≤ 100 MB"])
-        fan.print()
     }
 
     // MARK: - seamd
@@ -138,7 +180,8 @@ enum ChannelBenchmarks {
         let others: [RawSeam]
         let subscriber: RawSeam
         let saver: RawSeam
-        let memory: Int
+        /// The saves so far: each next one starts later than all before it.
+        private(set) var saves = 0
 
         init(work: String, sync: Bool) throws {
             let (process, socket) = try startSeamd(work, sync: sync)
@@ -149,19 +192,21 @@ enum ChannelBenchmarks {
                                                                   "sort": "-startedAt", "limit": 1], more: true)
             saver = try RawSeam(socket)
             _ = try saver.call("org.seam.Store.Hello", ["version": 1])
-            memory = Int(try saver.call("org.seam.Store.Status").parameters["rss"]?.int64Value ?? 0)
         }
 
         func stop() { BrokerBenchmarks.stop(process) }
 
-        func measure(rounds: Int, from first: Int) throws -> [Double] {
-            try ChannelBenchmarks.timeSaves(saver: saver, subscriber: subscriber, rounds: rounds, from: first)
+        func measure(rounds: Int) throws -> [Double] {
+            defer { saves += rounds }
+            return try ChannelBenchmarks.timeSaves(saver: saver, subscriber: subscriber, rounds: rounds, from: saves)
         }
     }
 
-    /// Seconds from `saver` sending each save to `subscriber` reading its diff; the saves' start
-    /// times count up from `first`, so that each is the newest (and the diff of a `-startedAt`,
-    /// `limit` 1 channel).
+    /// Seconds from `saver` sending each save to `subscriber` holding the whole frame of its diff;
+    /// the saves' start times count up from `first`, so that each is the newest (and the diff of a
+    /// `-startedAt`, `limit` 1 channel). The frame is decoded after the timer stops, as libpq's
+    /// client is left to look at its notification afterwards, and checked to be the diff of the
+    /// save: the sequence number the saver is answered with.
     static func timeSaves(saver: RawSeam, subscriber: RawSeam, rounds: Int, from first: Int) throws -> [Double] {
         var times: [Double] = []
         for i in first..<(first + rounds) {
@@ -170,10 +215,15 @@ enum ChannelBenchmarks {
             ]]]], id: Int64(i))
             let t = Harness.now()
             try UnixSocket.writeAll(saver.fd, frame)
-            let heard = try subscriber.reply()
+            try subscriber.awaitFrame()
             times.append(Double(Harness.now() - t) / 1e9)
-            guard heard.parameters["kind"]?.stringValue == "diff" else { throw BenchError("expected a diff: \(heard.parameters)") }
-            _ = try saver.reply()
+            let heard = try subscriber.reply(), saved = try saver.reply()
+            guard saved.error == nil, let sequence = saved.parameters["sequence"]?.int64Value else {
+                throw BenchError("the save failed: \(saved.error ?? "") \(saved.parameters)")
+            }
+            guard heard.parameters["kind"]?.stringValue == "diff", heard.parameters["sequence"]?.int64Value == sequence else {
+                throw BenchError("expected the diff of save \(sequence): \(heard.parameters)")
+            }
         }
         return times
     }
@@ -183,6 +233,7 @@ enum ChannelBenchmarks {
         let process: Process
         let held: [RawSeam]
         let saver: RawSeam
+        private var saves = 0
 
         init(work: String, channels: Int) throws {
             let (process, socket) = try startSeamd(work, sync: false)
@@ -195,23 +246,32 @@ enum ChannelBenchmarks {
         func stop() { BrokerBenchmarks.stop(process) }
 
         /// Round trips of one-row saves.
-        func measure(rounds: Int, from first: Int) throws -> [Double] {
+        func measure(rounds: Int) throws -> [Double] {
             var times: [Double] = []
-            for i in first..<(first + rounds) {
+            for i in saves..<(saves + rounds) {
                 let frame = RawSeam.frame("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
                     "name": .string("x\(i)"), "startedAt": .integer(Int64(i)),
                 ]]]], id: Int64(i))
                 let t = Harness.now()
                 try UnixSocket.writeAll(saver.fd, frame)
-                _ = try saver.reply()
+                try saver.awaitFrame()
                 times.append(Double(Harness.now() - t) / 1e9)
+                if let e = try saver.reply().error { throw BenchError("the save failed: \(e)") }
             }
+            saves += rounds
             return times
         }
     }
 
-    static func fanOut(work: String) throws -> [Double] {
-        let (process, socket) = try startSeamd(work, sync: false)
+    /// One commit heard by 1,000 subscriptions (10 channels on each of 100 connections): the
+    /// seconds from each save to each connection holding all its 10 diffs, a row of 100 (in the
+    /// order they finished) a save. seamd at `--durability normal`, every process where the
+    /// scheduler puts it.
+    static func fanOut(work: String) throws {
+        var fan = BenchTable("Fan-out: one commit heard by 1,000 subscriptions (10 channels) on 100 connections; seamd --durability normal, "
+                                 + "placed by the scheduler; \(fanOutRounds) saves after \(fanOutWarmUp) untimed",
+                             columns: ["measure", "p50", "p99"])
+        let (process, socket) = try startSeamd(work + "/fanout", sync: false)
         defer { BrokerBenchmarks.stop(process) }
         let sorts = ["name", "-name", "startedAt", "-startedAt", "stepIndex", "-stepIndex", "state", "-state", "uuid", "-uuid"]
         var listeners: [RawSeam] = []
@@ -225,37 +285,51 @@ enum ChannelBenchmarks {
         }
         let saver = try RawSeam(socket)
         _ = try saver.call("org.seam.Store.Hello", ["version": 1])
-        var times: [Double] = []
-        for i in 0..<fanOutRounds {
+        let waiting = listeners.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+        var rounds: [[Double]] = []
+        for i in 0..<(fanOutWarmUp + fanOutRounds) {
+            if i == fanOutWarmUp { sync() }
             let frame = RawSeam.frame("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
                 "name": "fan", "startedAt": .integer(Int64(i)),
             ]]]], id: 1_000_000 + Int64(i))
+            var fds = waiting
+            var pending = [Int](repeating: sorts.count, count: listeners.count)
+            var heard: [Double] = []
+            heard.reserveCapacity(listeners.count)
             let t = Harness.now()
             try UnixSocket.writeAll(saver.fd, frame)
-            var pending = Dictionary(uniqueKeysWithValues: listeners.map { ($0.fd, 10) })
-            var fds = listeners.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-            let byFD = Dictionary(uniqueKeysWithValues: listeners.map { ($0.fd, $0) })
-            while !pending.isEmpty {
+            while heard.count < listeners.count {
                 guard poll(&fds, nfds_t(fds.count), 5000) > 0 else { throw BenchError("fan-out: a subscriber heard nothing in 5 s") }
-                for p in fds where p.revents != 0 {
-                    let c = byFD[p.fd]!
-                    pending[p.fd, default: 0] -= try c.fillCountingFrames()
-                    if pending[p.fd] == 0 { pending[p.fd] = nil }
+                for k in fds.indices where fds[k].revents != 0 {
+                    pending[k] -= try listeners[k].fillCountingFrames()
+                    if pending[k] == 0 {
+                        heard.append(Double(Harness.now() - t) / 1e9)
+                        fds[k].events = 0  // all heard: not read again this round
+                    }
                 }
             }
-            times.append(Double(Harness.now() - t) / 1e9)
-            _ = try saver.reply()
+            if i >= fanOutWarmUp { rounds.append(heard) }
+            if let e = try saver.reply().error { throw BenchError("the save failed: \(e)") }
         }
-        return times
+        func row(_ measure: String, _ connection: Int) {
+            let times = rounds.map { $0[connection] }
+            fan.add([measure, Harness.duration(Harness.percentile(times, 0.5)), Harness.duration(Harness.percentile(times, 0.99))])
+        }
+        row("save to the first connection holding all its 10 diffs", 0)
+        row("save to half the connections holding theirs", listeners.count / 2 - 1)
+        row("save to the last connection holding theirs: every subscriber has heard", listeners.count - 1)
+        fan.print()
     }
 
     // MARK: - The floor
 
-    /// What the cheapest broker would do for one save heard by one subscriber, with seamd's I/O:
+    /// seamd's own I/O and messages for one save heard by one subscriber, with no database work:
     /// read the save, write four WAL-sized frames (a 24-byte header and a 4 KB page each, as one
-    /// Session insert writes) to a log that is overwritten as seamd's WAL is once it has started
-    /// over, fdatasync it when `synced`, then send the subscriber one frame and the saver another.
-    /// No parsing, no database. Run as `seam-bench __relay SOCKET LOG synced|unsynced`.
+    /// Session insert writes) to a pre-allocated log that is overwritten as seamd's WAL is once it
+    /// has started over, fdatasync it when `synced`, then send the subscriber one frame and the
+    /// saver another, both with the save's sequence number. Not the least any broker could do (one
+    /// that logged less would write less): what seamd's design costs before its database and its
+    /// channels. Run as `seam-bench __relay SOCKET LOG synced|unsynced`.
     static func relay(socket: String, log path: String, synced: Bool) throws {
         let listener = try UnixSocket.listen(path: socket)
         UnixSocket.setNonBlocking(listener, false)
@@ -266,21 +340,20 @@ enum ChannelBenchmarks {
         for offset in stride(from: 0, to: size, by: zeros.count) { _ = pwrite(log, zeros, zeros.count, off_t(offset)) }
         fsync(log)
         var buffers: [Int32: [UInt8]] = [:]
+        var chunk = [UInt8](repeating: 0, count: 4096)
         func frame(_ fd: Int32) -> [UInt8]? {  // the next NUL-ended frame, or nil at EOF
-            var chunk = [UInt8](repeating: 0, count: 4096)
             while true {
                 if let nul = buffers[fd, default: []].firstIndex(of: 0) {
                     let f = Array(buffers[fd]![..<nul])
                     buffers[fd]!.removeFirst(nul + 1)
                     return f
                 }
-                let n = read(fd, &chunk, chunk.count)
+                let n = read(fd, &chunk, 4096)
                 if n <= 0 { return nil }
                 buffers[fd, default: []] += chunk[0..<n]
             }
         }
         let reply = Array(#"{"parameters":{}}"#.utf8) + [0]
-        let diff = Array(#"{"parameters":{"kind":"diff"}}"#.utf8) + [0]
         var subscriber: Int32 = -1, saver: Int32 = -1
         while subscriber < 0 || saver < 0 {
             let fd = accept(listener, nil, nil)
@@ -291,7 +364,9 @@ enum ChannelBenchmarks {
         }
         let header = [UInt8](repeating: 1, count: 24), page = [UInt8](repeating: 2, count: 4096)
         var offset = 32
+        var sequence = 0
         while frame(saver) != nil {
+            sequence += 1
             for _ in 0..<4 {
                 _ = pwrite(log, header, header.count, off_t(offset))
                 _ = pwrite(log, page, page.count, off_t(offset + header.count))
@@ -299,8 +374,8 @@ enum ChannelBenchmarks {
             }
             if offset > size - 5 * 4120 { offset = 32 }
             if synced { fdatasync(log) }
-            try UnixSocket.writeAll(subscriber, diff)
-            try UnixSocket.writeAll(saver, reply)
+            try UnixSocket.writeAll(subscriber, Array(#"{"parameters":{"kind":"diff","sequence":\#(sequence)}}"#.utf8) + [0])
+            try UnixSocket.writeAll(saver, Array(#"{"parameters":{"sequence":\#(sequence)}}"#.utf8) + [0])
         }
     }
 
@@ -337,6 +412,9 @@ enum ChannelBenchmarks {
         let server: PostgresServer
         let writer: PostgresConnection
         let listener: PostgresConnection
+        /// The settings a commit's durability depends on, as the server reports them.
+        let settings: String
+        private var inserts = 0
 
         init(work: String, sync: Bool) throws {
             server = try PostgresServer(work: work, fsync: sync)
@@ -352,20 +430,30 @@ enum ChannelBenchmarks {
                 CREATE UNIQUE INDEX session_unique_timer_uuid ON session (timer_uuid);
                 CREATE INDEX session_idx_state ON session (state)
                 """)
+            // PostgreSQL at its best, as seamd reuses its prepared statements: the insert and its
+            // notification one statement, parsed and planned once, each run its own transaction.
+            try writer.prepare("insert", """
+                WITH i AS (INSERT INTO session (uuid, name, started_at) VALUES ($1, 'target', $2) RETURNING uuid)
+                SELECT pg_notify('seam', uuid) FROM i
+                """)
             try listener.execute("LISTEN seam")
+            let names = server.durabilitySettings.map { setting in "'\(setting.prefix { $0 != "=" })'" }.joined(separator: ", ")
+            settings = try writer.rows("SELECT name || '=' || setting FROM pg_settings WHERE name IN (\(names)) ORDER BY name")
+                .map { $0[0] }.joined(separator: ", ")
         }
 
         func stop() { server.stop() }
 
-        /// Seconds from sending each insert-and-NOTIFY to the listener receiving it.
-        func measure(rounds: Int, from first: Int) throws -> [Double] {
+        /// Seconds from sending each insert-and-NOTIFY to the listener's libpq holding the
+        /// notification.
+        func measure(rounds: Int) throws -> [Double] {
             var times: [Double] = []
-            for i in first..<(first + rounds) {
+            for _ in 0..<rounds {
                 let uuid = UUIDText.random()
-                let sql = "BEGIN; INSERT INTO session (uuid, name, started_at) VALUES ('\(uuid)', 'target', \(1_700_000_000 + i)); "
-                    + "NOTIFY seam, '\(uuid)'; COMMIT"
+                let parameters = [uuid, String(1_700_000_000 + inserts)]
+                inserts += 1
                 let t = Harness.now()
-                try writer.sendQuery(sql)
+                try writer.sendPrepared("insert", parameters)
                 let payload = try listener.nextNotification()
                 times.append(Double(Harness.now() - t) / 1e9)
                 guard payload == uuid else { throw BenchError("PostgreSQL notified \(payload), expected \(uuid)") }
@@ -381,6 +469,8 @@ final class RawSeam {
     let fd: Int32
     private var buffer: [UInt8] = []
     private var start = 0
+    /// What every read lands in, made once: a read costs the bytes it brings, not a new buffer.
+    private var chunk = [UInt8](repeating: 0, count: 65536)
 
     init(_ path: String) throws { fd = try UnixSocket.connect(path: path) }
     deinit { close(fd) }
@@ -405,6 +495,12 @@ final class RawSeam {
         }
     }
 
+    /// Reads until a whole frame is buffered (its NUL has arrived), without decoding it: a timer
+    /// stops here, and `reply()` decodes the frame afterwards.
+    func awaitFrame() throws {
+        while !buffer[start...].contains(0) { try fill() }
+    }
+
     /// A reply already read, if a whole one is buffered.
     func bufferedReply() throws -> Reply? {
         guard let nul = buffer[start...].firstIndex(of: 0) else { return nil }
@@ -420,16 +516,14 @@ final class RawSeam {
     /// Reads what the socket holds and drops it, answering how many frames ended in it (the
     /// fan-out reader counts arrivals without decoding them).
     func fillCountingFrames() throws -> Int {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = read(fd, &chunk, chunk.count)
+        let n = read(fd, &chunk, 65536)
         guard n > 0 else { throw BenchError("seamd closed the connection") }
         return chunk[0..<n].reduce(0) { $0 + ($1 == 0 ? 1 : 0) }
     }
 
     /// Reads what the socket holds (blocking until something arrives).
     func fill() throws {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = read(fd, &chunk, chunk.count)
+        let n = read(fd, &chunk, 65536)
         guard n > 0 else { throw BenchError("seamd closed the connection") }
         buffer += chunk[0..<n]
     }

@@ -29,13 +29,20 @@ enum Harness {
     }
 
     /// Peak resident set size of this process so far, in bytes (VmHWM).
-    static func peakRSS() -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-        for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+    static func peakRSS() -> Int { memory().peak }
+
+    /// A process's resident set size now (VmRSS) and at its peak so far (VmHWM), in bytes, from
+    /// `/proc/PID/status`; this process's without `pid`, zeros when the file cannot be read.
+    static func memory(of pid: Int32? = nil) -> (resident: Int, peak: Int) {
+        let path = "/proc/\(pid.map(String.init) ?? "self")/status"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return (0, 0) }
+        var resident = 0, peak = 0
+        for line in text.split(separator: "\n") {
             let kb = line.split(separator: " ").compactMap { Int($0) }.first ?? 0
-            return kb * 1024
+            if line.hasPrefix("VmRSS:") { resident = kb * 1024 }
+            if line.hasPrefix("VmHWM:") { peak = kb * 1024 }
         }
-        return 0
+        return (resident, peak)
     }
 
     /// A fresh, empty directory `/tmp/seam-bench-NAME-PID` (short: socket paths live in it);

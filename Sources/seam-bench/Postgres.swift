@@ -10,7 +10,14 @@ final class PostgresServer {
     private let binaries: String
     private let asPostgres: Bool
 
-    /// Starts a new cluster; `fsync` sets both `fsync` and `synchronous_commit`.
+    /// The settings a commit's durability depends on, as the server was started with them.
+    let durabilitySettings: [String]
+
+    /// Starts a new cluster with `fsync` on or off. `synchronous_commit` stays on either way, so
+    /// that a commit always writes its WAL to the kernel before it answers (it survives the
+    /// server's crash, as a commit of seamd's `--durability normal` does); `fsync` decides
+    /// whether that WAL is also synced to disk. The WAL is synced with fdatasync and full pages
+    /// are written after each checkpoint, both set rather than left to the build's defaults.
     init(work: String, fsync: Bool) throws {
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
         guard let version = versions.compactMap(Int.init).max() else {
@@ -20,12 +27,13 @@ final class PostgresServer {
         directory = work + "/pg-\(fsync ? "sync" : "nosync")"
         socketDirectory = directory
         asPostgres = getuid() == 0
+        durabilitySettings = ["fsync=\(fsync ? "on" : "off")", "synchronous_commit=on", "wal_sync_method=fdatasync", "full_page_writes=on"]
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if asPostgres { try Self.run("/bin/chown", ["postgres:postgres", directory]) }
         try runTool("initdb", ["-D", directory + "/data", "-U", "seam", "--auth=trust", "--no-sync", "-E", "UTF8"])
-        let flag = fsync ? "on" : "off"
         try runTool("pg_ctl", ["-D", directory + "/data", "-l", directory + "/log", "-w", "-o",
-                               "-k \(socketDirectory) -c listen_addresses='' -c fsync=\(flag) -c synchronous_commit=\(flag)", "start"])
+                               "-k \(socketDirectory) -c listen_addresses='' " + durabilitySettings.map { "-c " + $0 }.joined(separator: " "),
+                               "start"])
     }
 
     var connectionString: String { "host=\(socketDirectory) user=seam dbname=postgres" }
@@ -109,9 +117,24 @@ final class PostgresConnection {
         }
     }
 
-    /// Sends `sql` without waiting for its result (collect it with `finishQuery`).
-    func sendQuery(_ sql: String) throws {
-        guard PQsendQuery(connection, sql) == 1 else { throw BenchError("PostgreSQL: \(String(cString: PQerrorMessage(connection)))") }
+    /// Parses and plans `sql` once as the statement `name` (PQprepare); its parameters' types
+    /// are inferred from the statement.
+    func prepare(_ name: String, _ sql: String) throws {
+        let result = PQprepare(connection, name, sql, 0, nil)
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_COMMAND_OK else {
+            throw BenchError("PostgreSQL: \(String(cString: PQerrorMessage(connection))) in \(sql)")
+        }
+    }
+
+    /// Sends the prepared statement `name` with text `parameters` without waiting for its
+    /// result (collect it with `finishQuery`); PQsendQueryPrepared.
+    func sendPrepared(_ name: String, _ parameters: [String]) throws {
+        let values: [UnsafeMutablePointer<CChar>?] = parameters.map { strdup($0) }
+        defer { values.forEach { free($0) } }
+        let sent = values.map { $0.map { UnsafePointer($0) } }
+            .withUnsafeBufferPointer { PQsendQueryPrepared(connection, name, Int32(parameters.count), $0.baseAddress, nil, nil, 0) }
+        guard sent == 1 else { throw BenchError("PostgreSQL: \(String(cString: PQerrorMessage(connection)))") }
     }
 
     /// Waits for the results of the query sent last and checks them.
