@@ -696,15 +696,18 @@ public final class SyncWorker {
 
     /// Whether this machine held the server's version `current` of a record before the edits it
     /// exports now were made: it applied or wrote that version last (its `SyncRecord` has the
-    /// tag), or its import has passed the tag (a record a first import brought has no
-    /// `SyncRecord`). Then every version in it is older than those edits, whatever the clocks
+    /// tag), or, for a record without a `SyncRecord` (a first import makes none), its import has
+    /// passed the tag. Then every version in it is older than those edits, whatever the clocks
     /// say. Otherwise the version came while they waited (the import passes over a record with
-    /// edits waiting): the two are concurrent, and the later clock wins.
+    /// edits waiting, and leaves its `SyncRecord` as it was): the two are concurrent, and the
+    /// later clock wins.
     ///
-    /// (One case is left to the clocks: a record changed on the server by a third machine after
-    /// this one took it, which moves its tag past both.)
+    /// (Left to the clocks: a record changed on the server by a third machine after this one
+    /// took it, which moves its tag past both; and, the other way, a record a first import
+    /// brought, edited here while another version of it came.)
     private func holds(_ current: ServerRecord, knownTag: Int64?) -> Bool {
-        current.tag == knownTag || current.tag <= (tokens["server"]?.value ?? 0)
+        if let knownTag { return current.tag == knownTag }
+        return current.tag <= (tokens["server"]?.value ?? 0)
     }
 
     private static func text(_ object: JSONObject) -> String { String(decoding: JSON.object(object).encoded(), as: UTF8.self) }
@@ -866,8 +869,12 @@ public final class SyncWorker {
     /// whose plan walks the `(zone, change_tag)` index, rather than a query per batch, which
     /// the planner may answer by sorting every remaining record (it does, on a table filled
     /// since it last gathered statistics — a new machine's case). A pass ends when the cursor
-    /// does; records committed meanwhile are read by the next pass. Tags of one zone commit in
-    /// order (exports hold the zone's lock), so the token never passes an uncommitted record.
+    /// does; records committed meanwhile are read by the next pass, up to the last tag the
+    /// zone had when the import began: later ones are the next cycle's (their notification
+    /// wakes it), after an export. Without that bound, other machines writing all the time kept
+    /// the import going pass after pass, and nothing edited here was exported meanwhile. Tags
+    /// of one zone commit in order (exports hold the zone's lock), so the token never passes an
+    /// uncommitted record.
     ///
     /// A machine's first import into a store with none of the synced rows and no SyncRecord
     /// (a new machine) needs no lookups: every record is new, except those it has already
@@ -876,7 +883,9 @@ public final class SyncWorker {
         guard let pg else { return 0 }
         let token = tokens["server"]?.value ?? 0
         var state = ImportState(token: token, fresh: token == 0 ? try storeHoldsNothingSynced() : false, movesToken: true)
-        return try importRecords(where: { "change_tag > \($0)" }, [], &state, on: pg)
+        let last = try pg.query("SELECT coalesce(max(change_tag), 0) FROM seam.records WHERE zone = current_user").first?[0]
+        let ceiling = (last ?? nil).flatMap { Int64($0) } ?? 0
+        return try importRecords(where: { "change_tag > \($0) AND change_tag <= \(ceiling)" }, [], &state, on: pg)
     }
 
     /// Applies the zone's records that `condition` (given the token, with `parameters`) selects,

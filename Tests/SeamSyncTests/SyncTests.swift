@@ -109,10 +109,44 @@ final class SyncTests: XCTestCase {
         }
     }
 
+    /// Another machine writing all the time does not hold this machine's import for ever: an
+    /// edit made here reaches the server while the writes go on. The import read pass after
+    /// pass until one read nothing, and exported nothing meanwhile. The worker is held before
+    /// each of its import's saves while the other machine writes (`SEAM_SYNC_TEST_PAUSE`), so
+    /// that every pass finds something new, every time.
+    func testAnEditHereReachesTheServerWhileAnotherMachineWritesAllTheTime() throws {
+        let pause = TemporaryDirectory("seam-sync-pause")
+        let (a, timer, admin) = try machineWithATimerOnTheServer(environment: ["SEAM_SYNC_TEST_PAUSE": pause.path])
+        let busy = UUID().uuidString.lowercased()
+        try admin.query("INSERT INTO seam.records (zone, record_type, uuid, fields, versions, change_tag) "
+                        + "VALUES ('alice', 'Timer', $1::uuid, '{\"name\":\"Busy 0\"}', '{}', nextval('seam.changes'))", [busy])
+        defer {
+            try? FileManager.default.removeItem(atPath: pause.file("import-save.armed"))
+            try? Data().write(to: URL(fileURLWithPath: pause.file("import-save.go")))
+            _ = try? admin.query("DELETE FROM seam.records WHERE uuid = $1::uuid", [busy])  // the zone is shared with later tests
+        }
+        try Data().write(to: URL(fileURLWithPath: pause.file("import-save.armed")))
+        try admin.query("SELECT pg_notify('seam_changes', 'alice')")
+        try eventually(10, "the import holds before its save") { FileManager.default.fileExists(atPath: pause.file("import-save.paused")) }
+        try a.update("Timer", timer, ["name": "Edited here"])
+        var writes = 0
+        try eventually(15, "the edit is on the server while the other machine writes") {
+            if FileManager.default.fileExists(atPath: pause.file("import-save.paused")) {
+                writes += 1
+                try admin.query("UPDATE seam.records SET fields = jsonb_build_object('name', $2::text), change_tag = nextval('seam.changes') "
+                                + "WHERE uuid = $1::uuid", [busy, "Busy \(writes)"])
+                try Data().write(to: URL(fileURLWithPath: pause.file("import-save.go")))
+                try eventually(5, "the import went on") { !FileManager.default.fileExists(atPath: pause.file("import-save.go")) }
+            }
+            return try admin.query("SELECT fields->>'name' FROM seam.records WHERE uuid = $1::uuid", [timer]).first?[0] == "Edited here"
+        }
+        XCTAssertGreaterThan(writes, 0)
+    }
+
     /// A machine with a timer it has exported, and a connection to the server as its admin.
-    private func machineWithATimerOnTheServer() throws -> (SyncMachine, String, PostgresConnection) {
+    private func machineWithATimerOnTheServer(environment: [String: String] = [:]) throws -> (SyncMachine, String, PostgresConnection) {
         let server = try pg()
-        let a = try SyncMachine("a", server: server, user: "alice")
+        let a = try SyncMachine("a", server: server, user: "alice", environment: environment)
         let timer = try a.addTimer("Tea \(UUID().uuidString.prefix(4))")
         let admin = try PostgresConnection(server.adminConnection)
         try eventually(10, "the timer is on the server") {
