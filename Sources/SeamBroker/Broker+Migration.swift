@@ -87,7 +87,7 @@ extension Broker {
         if !pending.isEmpty {
             let names = pending.joined(separator: ", ")
             do { try storeDirectory.recover() } catch {
-                return .failure(.migrationFailed("the swap of \(names) that stopped part way still cannot finish: \(error). "
+                return .failure(.migrationFailed("the swap of \(names) that stopped part way still cannot finish (\(error.cause)). "
                                                  + "Fix that, then run seam migrate again (or restart seamd)"))
             }
             log.info("finished the swap of \(names) that had stopped part way")
@@ -323,9 +323,14 @@ extension Broker {
         } else {
             log.info("migrated \(run.stores.joined(separator: ", ")) in \(Self.seconds(seconds)); originals kept in "
                      + backups.joined(separator: ", "))
-            tellWatchers(run, Reply(parameters: ["state": .string("done"), "stores": .array(run.stores.map(JSON.string)),
-                                                 "progress": progressJSON(run), "backups": .array(backups.map(JSON.string))],
-                                    id: nil))
+            var done: JSONObject = ["state": .string("done"), "stores": .array(run.stores.map(JSON.string)),
+                                    "progress": progressJSON(run), "backups": .array(backups.map(JSON.string))]
+            // Migrated, and yet not serving: said here, not only in the log (seamd tries again).
+            let closed = run.stores.filter { !back.contains($0) }.compactMap { name in
+                context.closedStores[name].map { JSON.object(["store": .string(name), "reason": .string($0)]) }
+            }
+            if !closed.isEmpty { done["closed"] = .array(closed) }
+            tellWatchers(run, Reply(parameters: done, id: nil))
         }
         run.watchers = []
         // The channels on a half-swapped store end (it comes back only when a person has acted);

@@ -188,9 +188,7 @@ public final class Context {
     /// Why a store named by a migration swap that stopped part way is closed: what stops the
     /// swap (`error`, from `StoreDirectory.recover`), and what to do.
     public static func unfinishedSwapReason(_ error: StoreError) -> String {
-        var why = error.description
-        if case .swapPending(let detail) = error.kind { why = detail }  // without its own advice: this gives it
-        return "a migration's swap stopped part way and cannot finish yet (\(why)); it is not served half swapped. "
+        return "a migration's swap stopped part way and cannot finish yet (\(error.cause)); it is not served half swapped. "
             + "Fix that, then run `seam migrate` (or restart seamd) to finish the swap"
     }
 

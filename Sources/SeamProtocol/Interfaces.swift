@@ -210,13 +210,18 @@ public enum Interfaces {
         # What a migration would do now: the stores it touches, and each step in words and SQL.
         method Plan() -> (needed: bool, running: bool, stores: []string, text: string)
 
+        # A store that is not serving, and why.
+        type ClosedStore (store: string, reason: string)
+
         # Starts the migration, or joins the one running. state is "current" (nothing to do),
         # "running" (with more: one reply per progress report, then the last), or "done".
+        # closed: stores migrated that did not open again (seamd tries again, up to every minute).
         method Migrate() -> (
           state: string,
           stores: []string,
           progress: ?Progress,
-          backups: ?[]string
+          backups: ?[]string,
+          closed: ?[]ClosedStore
         )
 
         # The worker's calls (role "migrate" only): progress, success, failure.

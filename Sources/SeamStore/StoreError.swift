@@ -49,6 +49,13 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         self.path = path
     }
 
+    /// What went wrong, without the advice `description` ends with, where a caller gives its
+    /// own (a swap that stopped part way: what stops it).
+    public var cause: String {
+        if case .swapPending(let detail) = kind { return detail }
+        return description
+    }
+
     public var description: String {
         switch kind {
         case .notAStore(let detail):

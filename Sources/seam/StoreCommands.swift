@@ -150,6 +150,11 @@ enum StoreCommands {
             let seconds = final["progress"]?["elapsed"]?.doubleValue ?? 0
             print("migrated \(stores.joined(separator: ", ")) in \(Double(Int(seconds * 10)) / 10) s; originals kept in "
                   + (backups.isEmpty ? "backups/" : backups.joined(separator: ", ")))
+            let closed = final["closed"]?.arrayValue ?? []
+            guard closed.isEmpty else {
+                for c in closed { Terminal.error("seam: \(c["store"]?.stringValue ?? "?") is migrated but not open: \(c["reason"]?.stringValue ?? "")") }
+                Terminal.fail("seam", "seamd tries again, up to every minute; `seam status` shows when the store serves")
+            }
         }
     }
 

@@ -176,8 +176,12 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertTrue(first.contains(#""kind":"result""#), first)
         let resultSequence = try XCTUnwrap(try JSON.decode(Array(first.utf8))["parameters"]?["sequence"]?.int64Value)
 
+        // Migrated, and not open: `seam migrate` says so, and fails (it used to report success alone).
         let migrated = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
-        XCTAssertEqual(migrated.status, 0, migrated.stderr)
+        XCTAssertEqual(migrated.status, 1, migrated.stderr)
+        XCTAssertTrue(migrated.stdout.contains("migrated Local"), migrated.stdout)
+        XCTAssertTrue(migrated.stderr.contains("Local is migrated but not open: it could not be opened again")
+                      && migrated.stderr.contains("seamd tries again"), migrated.stderr)
         XCTAssertTrue(FileManager.default.fileExists(atPath: backup), "swapped")
         try eventually(10, "a second try failed too") { broker.log.contains("Local store did not open again (try 2)") }
         let local = try MigrationRoleSupport.store("Local", c)
