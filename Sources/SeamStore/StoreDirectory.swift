@@ -106,7 +106,11 @@ public struct StoreDirectory: Sendable {
             try FileSystem.syncDirectory(layout.backups)
             try FileSystem.syncDirectory(layout.directory)
             try FileSystem.remove(layout.intent)
-            try FileSystem.syncDirectory(layout.directory)
+            // The swap is done and on the disk. An intent that comes back after a power cut
+            // names copies that are gone, and the next roll forward only removes it: a failure
+            // to put its removal on the disk is no failure of the swap (said as one, seamd
+            // reported the copies as not swapped in, and served the new files as the old).
+            try? FileSystem.syncDirectory(layout.directory)
         } catch {
             throw StoreError(.system(error), path: layout.directory)
         }
@@ -271,8 +275,12 @@ public struct StoreDirectory: Sendable {
         return (try? JSONText.parse(text))?["swap"]?.arrayValue?.compactMap(\.stringValue) ?? []
     }
 
-    /// The configurations a swap that began and did not end (`migration.intent`) names.
-    public var unfinishedSwap: Set<String> { Set((try? Self.intentConfigurations(layout)) ?? []) }
+    /// The configurations a swap that began and did not end (`migration.intent`) names; every
+    /// one when the intent cannot be read (it may name any), as `recoverForService` takes it.
+    public var unfinishedSwap: Set<String> {
+        guard FileSystem.exists(layout.intent) else { return [] }
+        return Set((try? Self.intentConfigurations(layout)) ?? schema.configurations)
+    }
 
     /// The swap of `swapIn`, alone, for copies `verifyCopies` passed.
     public func swapVerified(_ plan: MigrationPlan) throws(StoreError) -> [String] {

@@ -206,6 +206,20 @@ final class MigrationCrashTests: XCTestCase {
         try assertRolledForward(crash, original: original, migrated: migrated)
     }
 
+    /// An intent that exists but cannot be read may name any store: every one is taken for half
+    /// swapped, by the broker's start (`recoverForService`) and by the check a migration makes
+    /// first (`unfinishedSwap`), which took it for naming none and would have let a migration
+    /// remove the copies the swap still needs.
+    func testAnIntentThatCannotBeReadNamesEveryStore() throws {
+        let tmp = TemporaryDirectory("seam-intent")
+        let directory = StoreDirectory(path: tmp.path, schema: TimerApp.schema)
+        XCTAssertEqual(directory.unfinishedSwap, [])
+        try FileManager.default.createDirectory(atPath: directory.layout.intent, withIntermediateDirectories: true)  // read: EISDIR
+        XCTAssertEqual(directory.unfinishedSwap, Set(TimerApp.schema.configurations))
+        let recovery = try directory.recoverForService()
+        XCTAssertEqual(recovery.unfinishedSwap?.stores, TimerApp.schema.configurations.sorted())
+    }
+
     // MARK: - Helpers
 
     /// Runs `seam-migrate ARGUMENTS` to its end and returns its exit status and the seconds from
