@@ -50,12 +50,20 @@ extension FieldVersion {
     /// The versions of edits made after this machine had `seen` (a record's field versions, as
     /// the server holds them): each key's stamp, or, where the version seen is not older, one
     /// just after it. Clocks differ: an edit made after taking another machine's value, on a
-    /// clock behind that machine's, would otherwise lose to the value it replaced.
-    public static func following(_ seen: JSONObject, stamps: [String: String], device: String) -> [String: String] {
+    /// clock behind that machine's, would otherwise lose to the value it replaced. With
+    /// `onlyOwn`, only versions of `device` itself are followed: this machine's earlier edits,
+    /// whether or not it recorded that the server has them.
+    ///
+    /// A version no stamp can follow (its time the largest there is, or text that sorts after
+    /// its own time's stamp) leaves the edit's stamp as it was.
+    public static func following(_ seen: JSONObject, stamps: [String: String], device: String, onlyOwn: Bool = false) -> [String: String] {
         var out = stamps
         for (key, mine) in stamps {
-            guard let theirs = seen[key]?.stringValue, theirs >= mine, let micros = micros(of: theirs) else { continue }
-            out[key] = stamp(micros: micros + 1, device: device)
+            guard let theirs = seen[key]?.stringValue, theirs >= mine else { continue }
+            if onlyOwn, !theirs.hasSuffix("." + device) { continue }
+            guard let micros = micros(of: theirs), micros < Int64.max else { continue }
+            let next = stamp(micros: micros + 1, device: device)
+            if next > theirs { out[key] = next }
         }
         return out
     }

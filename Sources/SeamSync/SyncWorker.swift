@@ -446,12 +446,17 @@ public final class SyncWorker {
                 // then edited here with an older version, say on a clock behind another machine's).
                 // Only the fields that lost, and only those not edited here again since this
                 // export read them: a later edit is the next export's, with a newer version.
+                var editedAgain = false
                 if p.adopt, let sent = outgoing[p.key]?.row, let now = try broker.row(p.key.type, uuid: p.key.uuid) {
-                    let lost = localValues(p.fields, of: p.key.type).values
-                        .filter { k, v in (sent[k] ?? .null) != v && (now[k] ?? .null) == (sent[k] ?? .null) }
+                    let won = localValues(p.fields, of: p.key.type).values.filter { k, v in (sent[k] ?? .null) != v }
+                    let lost = won.filter { k, _ in (now[k] ?? .null) == (sent[k] ?? .null) }
+                    editedAgain = lost.count < won.count
                     if !lost.isEmpty { save.update(p.key.type, p.key.uuid, JSONObject(uniqueKeysWithValues: lost.map { ($0.key, $0.value) })) }
                 }
-                stamp(p, known: known, deletedHere: outgoing[p.key]?.row == nil, into: &save)
+                // A field edited here again is not taken: this machine does not hold the server's
+                // version, so its tag is not recorded either (an edit's version follows only a
+                // version held, `holds`), and the next export merges the later edit with it.
+                if !editedAgain { stamp(p, known: known, deletedHere: outgoing[p.key]?.row == nil, into: &save) }
             }
             let tokenBefore = tokens["exported"]
             var done = SaveBuilder()
@@ -459,6 +464,7 @@ public final class SyncWorker {
             // In parts seamd takes (one save of 10,000 timers is 10,000 records to stamp): a part
             // lost to a crash before the token's is written again by the next export.
             let refusal: Error
+            testPause?("export-save")
             do {
                 try save.sendInParts(broker, then: done)
                 try broker.call("org.seam.Sync.Acknowledge", ["through": .integer(last)])
@@ -685,8 +691,10 @@ public final class SyncWorker {
     private func merge(_ r: Outgoing, _ row: JSONObject, over current: ServerRecord?) -> (fields: JSONObject, versions: JSONObject, mine: Bool) {
         let attributes = synced[r.key.type] ?? []
         var stamps = r.stamps
-        if r.edited, let current, holds(current, knownTag: r.knownTag) {
-            stamps = FieldVersion.following(current.versions, stamps: stamps, device: device)
+        if r.edited, let current {
+            // This machine's own versions are followed always: one written by an export whose
+            // local save never came (a crash, a refusal) has a tag this machine did not record.
+            stamps = FieldVersion.following(current.versions, stamps: stamps, device: device, onlyOwn: !holds(current, knownTag: r.knownTag))
         }
         var merged = FieldVersion.merge(server: current.map { ($0.fields, $0.versions) }, row: row, stamps: stamps, attributes: attributes)
         merged.fields["uuid"] = nil
@@ -696,15 +704,14 @@ public final class SyncWorker {
 
     /// Whether this machine held the server's version `current` of a record before the edits it
     /// exports now were made: it applied or wrote that version last (its `SyncRecord` has the
-    /// tag), or, for a record without a `SyncRecord` (a first import makes none), its import has
-    /// passed the tag. Then every version in it is older than those edits, whatever the clocks
-    /// say. Otherwise the version came while they waited (the import passes over a record with
-    /// edits waiting, and leaves its `SyncRecord` as it was): the two are concurrent, and the
-    /// later clock wins.
+    /// tag), or, for a record without a `SyncRecord` (the import makes one only where it keeps
+    /// fields), its import has passed the tag. Then every version in it is older than those
+    /// edits, whatever the clocks say. Otherwise the version came while they waited (the import
+    /// passes over a record with edits waiting, and leaves its `SyncRecord` as it was, or makes
+    /// one of tag 0): the two are concurrent, and the later clock wins.
     ///
     /// (Left to the clocks: a record changed on the server by a third machine after this one
-    /// took it, which moves its tag past both; and, the other way, a record a first import
-    /// brought, edited here while another version of it came.)
+    /// took it, which moves its tag past both.)
     private func holds(_ current: ServerRecord, knownTag: Int64?) -> Bool {
         if let knownTag { return current.tag == knownTag }
         return current.tag <= (tokens["server"]?.value ?? 0)
@@ -1081,7 +1088,16 @@ public final class SyncWorker {
             let record = known[r.key]
             // Our own write coming back: nothing to apply.
             if record?.tag == r.tag { continue }
-            if pending.changed[r.key] != nil { continue }
+            if pending.changed[r.key] != nil {
+                // Passed over, though the token moves past it: a record without a SyncRecord gets
+                // one of tag 0, which says this machine does not hold the server's version (else
+                // the token would count it as held, `holds`).
+                if record == nil {
+                    save.insert("SyncRecord", ["recordType": .string(r.key.type), "recordUUID": .string(r.key.uuid), "changeTag": "0",
+                                               "modifiedAt": .string(RFC3339.format(WallClock.now())), "unknownFields": .object([:])])
+                }
+                continue
+            }
             if r.deleted {
                 if existing.contains(r.key) { save.delete(r.key.type, r.key.uuid) }
                 if let record { save.delete("SyncRecord", record.uuid) }

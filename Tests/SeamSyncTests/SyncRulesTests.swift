@@ -89,5 +89,16 @@ final class SyncRulesTests: XCTestCase {
         XCTAssertNil(FieldVersion.micros(of: ".d"))
         XCTAssertEqual(FieldVersion.stamp(time: -3, device: "d"), FieldVersion.stamp(micros: 0, device: "d"))
         XCTAssertEqual(FieldVersion.stamp(time: .infinity, device: "d"), FieldVersion.stamp(micros: 0, device: "d"))
+
+        // Versions no stamp can follow (written by another client): the edit keeps its own.
+        let last = "\(Int64.max).zzzzzzzz", short = "5.zzzzzzzz"
+        let kept = FieldVersion.following(["a": .string(last), "b": .string(short)], stamps: ["a": mine, "b": mine], device: "aaaaaaaa")
+        XCTAssertEqual(kept, ["a": mine, "b": mine])
+        // Only this device's own versions, when asked.
+        let own = FieldVersion.stamp(time: 5000, device: "aaaaaaaa")
+        let onlyOwn = FieldVersion.following(["name": .string(ahead), "icon": .string(own)], stamps: ["name": mine, "icon": mine],
+                                             device: "aaaaaaaa", onlyOwn: true)
+        XCTAssertEqual(onlyOwn["name"], mine)
+        XCTAssertGreaterThan(onlyOwn["icon"]!, own)
     }
 }

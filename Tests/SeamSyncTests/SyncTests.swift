@@ -109,6 +109,57 @@ final class SyncTests: XCTestCase {
         }
     }
 
+    /// An export that wrote an edit following a version from a clock ahead, and whose worker
+    /// was killed before its local save, left on the server a version of this machine's own
+    /// with a tag it did not record. The edit after it follows that version too: it used to be
+    /// left to the clocks, lose to this machine's own earlier edit, and be overwritten by it here.
+    func testAnEditFollowsThisMachinesOwnVersionWhoseSaveNeverCame() throws {
+        let pause = TemporaryDirectory("seam-sync-pause")
+        let (a, timer, admin) = try machineWithATimerOnTheServer(environment: ["SEAM_SYNC_TEST_PAUSE": pause.path])
+        _ = try renameFromAhead(timer, admin)
+        try eventually(10, "A imported the name") { try a.timer(timer)?["name"]?.stringValue == "From ahead" }
+        try Data().write(to: URL(fileURLWithPath: pause.file("export-save.armed")))
+        try a.update("Timer", timer, ["name": "Mine"])
+        try eventually(10, "the export holds before its local save") { FileManager.default.fileExists(atPath: pause.file("export-save.paused")) }
+        XCTAssertEqual(try admin.query("SELECT fields->>'name' FROM seam.records WHERE uuid = $1::uuid", [timer]).first?[0], "Mine")
+        let worker = try XCTUnwrap(try a.syncWorkerPID())
+        try FileManager.default.removeItem(atPath: pause.file("export-save.armed"))
+        kill(worker, SIGKILL)
+        try a.update("Timer", timer, ["name": "Mine again"])
+        try eventually(15, "A's later name is on the server, from a worker started again") {
+            let name = try admin.query("SELECT fields->>'name' FROM seam.records WHERE uuid = $1::uuid", [timer]).first?[0]
+            return try name == "Mine again" && a.syncWorkerPID() != worker
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertEqual(try a.timer(timer)?["name"]?.stringValue, "Mine again", "A keeps its later name")
+    }
+
+    /// A record an import brought (without a `SyncRecord`: nothing to keep), edited here while
+    /// the import passed over a version of it from a clock ahead: the two are concurrent, and the
+    /// later clock wins. The import's token, past that version's tag, used to count it as held,
+    /// and the edit followed it.
+    func testAnEditConcurrentWithAVersionTheImportPassedOverIsLeftToTheClocks() throws {
+        let pause = TemporaryDirectory("seam-sync-pause")
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "alice")
+        let timer = try a.addTimer("Tea \(UUID().uuidString.prefix(4))")
+        let b = try SyncMachine("b", server: server, user: "alice", environment: ["SEAM_SYNC_TEST_PAUSE": pause.path])
+        try eventually(10, "B has the timer") { try b.timer(timer) != nil }
+        XCTAssertEqual(try b.connection.count("SyncRecord", where: "recordUUID == $u", parameters: ["u": .string(timer)]), 0)
+        let admin = try PostgresConnection(server.adminConnection)
+        try Data().write(to: URL(fileURLWithPath: pause.file("import-save.armed")))
+        _ = try renameFromAhead(timer, admin)
+        try eventually(10, "B's import holds before its save") { FileManager.default.fileExists(atPath: pause.file("import-save.paused")) }
+        try b.update("Timer", timer, ["name": "Named on B"])
+        try FileManager.default.removeItem(atPath: pause.file("import-save.armed"))
+        try Data().write(to: URL(fileURLWithPath: pause.file("import-save.go")))
+        try eventually(15, "the name from the clock ahead is everywhere") {
+            let name = try admin.query("SELECT fields->>'name' FROM seam.records WHERE uuid = $1::uuid", [timer]).first?[0]
+            return try name == "From ahead" && b.timer(timer)?["name"]?.stringValue == "From ahead"
+                && a.timer(timer)?["name"]?.stringValue == "From ahead"
+        }
+    }
+
     /// Another machine writing all the time does not hold this machine's import for ever: an
     /// edit made here reaches the server while the writes go on. The import read pass after
     /// pass until one read nothing, and exported nothing meanwhile. The worker is held before
