@@ -81,6 +81,9 @@ enum MigrationExecutor {
         if FileSystem.exists(layout.intent) {
             throw StoreError(.swapPending(detail: "migration.intent names them"), path: layout.directory)
         }
+        // And an intent whose removal is not on the disk yet (its sync after the last swap may
+        // have failed) must not come back after a power cut beside a copy half built.
+        do { try FileSystem.syncDirectory(layout.directory) } catch { throw StoreError(.system(error), path: layout.directory) }
         let sources = Set(plan.files.flatMap(\.sources)).union(plan.files.map(\.configuration))
         for configuration in sources.sorted() where FileSystem.exists(layout.store(configuration)) {
             try foldWAL(layout.store(configuration))

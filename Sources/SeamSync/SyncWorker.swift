@@ -424,8 +424,10 @@ public final class SyncWorker {
             let (results, deletedThere) = try push(order.map { outgoing[$0]! }, on: pg)
             // The local save holds only if no record it changes was edited here after the
             // history was read (its fields that lost are taken only where the row is still the
-            // row sent; a later edit is the next export's).
-            var save = SaveBuilder(unchangedSince: last)
+            // row sent; a later edit is the next export's). After the read, not after this page:
+            // an edit in a later page was there when the rows were read, and checking from the
+            // page's end refused the save at every try, and stopped sync for good.
+            var save = SaveBuilder(unchangedSince: h["sequence"]?.int64Value ?? last)
             // A record deleted here whose tombstone is now on the server must be gone here too:
             // an import that raced the delete may have brought it back, and the tombstone will
             // come back as this machine's own write, which the import skips.
@@ -1092,7 +1094,10 @@ public final class SyncWorker {
                 // Passed over, though the token moves past it: a record without a SyncRecord gets
                 // one of tag 0, which says this machine does not hold the server's version (else
                 // the token would count it as held, `holds`).
-                if record == nil {
+                // Only for a row this store holds, looked up (not one deleted here: its delete's
+                // export leaves no SyncRecord behind; and a fresh import that looked nothing up
+                // has passed over no record it brought).
+                if record == nil, existing.contains(r.key) {
                     save.insert("SyncRecord", ["recordType": .string(r.key.type), "recordUUID": .string(r.key.uuid), "changeTag": "0",
                                                "modifiedAt": .string(RFC3339.format(WallClock.now())), "unknownFields": .object([:])])
                 }

@@ -194,6 +194,27 @@ final class SyncTests: XCTestCase {
         XCTAssertGreaterThan(writes, 0)
     }
 
+    /// A record whose edit here lost to the server's version (taken here in the export's local
+    /// save), and that was edited again here in a later page of the history (over 500 changes
+    /// later): the local save was checked from the end of its own page, found the later edit,
+    /// and was refused at every try, every cycle; nothing after that page was ever exported.
+    func testAnEditInALaterPageDoesNotStopTheExport() throws {
+        let (a, timer, admin) = try machineWithATimerOnTheServer()
+        try a.pauseSync()
+        try a.update("Timer", timer, ["name": "Mine"])
+        _ = try renameFromAhead(timer, admin)  // concurrent, and from a clock ahead: it wins
+        let filler = "Filler \(UUID().uuidString.prefix(6))"
+        defer { _ = try? admin.query("DELETE FROM seam.records WHERE fields->>'name' = $1", [filler]) }  // the zone is shared
+        for _ in 0..<520 { _ = try a.addTimer(filler) }
+        try a.update("Timer", timer, ["repeatCount": 3])
+        try a.resumeSync()
+        try eventually(30, "the later page's edit is on the server, and A has the server's name") {
+            let fields = try admin.query("SELECT fields->>'name', fields->>'repeatCount' FROM seam.records WHERE uuid = $1::uuid", [timer]).first
+            return try fields?[0] == "From ahead" && fields?[1] == "3" && a.timer(timer)?["name"]?.stringValue == "From ahead"
+        }
+        XCTAssertEqual(try admin.query("SELECT count(*) FROM seam.records WHERE fields->>'name' = $1", [filler]).first?[0], "520")
+    }
+
     /// A machine with a timer it has exported, and a connection to the server as its admin.
     private func machineWithATimerOnTheServer(environment: [String: String] = [:]) throws -> (SyncMachine, String, PostgresConnection) {
         let server = try pg()
