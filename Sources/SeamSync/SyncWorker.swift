@@ -892,8 +892,8 @@ public final class SyncWorker {
         guard let pg else { return 0 }
         let token = tokens["server"]?.value ?? 0
         var state = ImportState(token: token, fresh: token == 0 ? try storeHoldsNothingSynced() : false, movesToken: true)
-        let last = try pg.query("SELECT coalesce(max(change_tag), 0) FROM seam.records WHERE zone = current_user").first?[0]
-        let ceiling = (last ?? nil).flatMap { Int64($0) } ?? 0
+        let last = try pg.query("SELECT coalesce(max(change_tag), 0) FROM seam.records WHERE zone = current_user").first?[0] ?? nil
+        let ceiling = last.flatMap { Int64($0) } ?? 0
         return try importRecords(where: { "change_tag > \($0) AND change_tag <= \(ceiling)" }, [], &state, on: pg)
     }
 
@@ -1065,6 +1065,18 @@ public final class SyncWorker {
         state.token = tag
     }
 
+    /// A `SyncRecord`'s values: the change tag this machine holds and the fields it keeps, with
+    /// the record it is for (`key`) when it is new.
+    static func syncRecord(_ key: RecordKey?, tag: Int64, kept: JSONObject = [:]) -> JSONObject {
+        var values: JSONObject = ["changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(WallClock.now())),
+                                  "unknownFields": .object(kept)]
+        if let key {
+            values["recordType"] = .string(key.type)
+            values["recordUUID"] = .string(key.uuid)
+        }
+        return values
+    }
+
     /// Applies one batch of server records (in change-tag order) as one save, with the token;
     /// the save is sent, not waited for (`finishBatch`).
     private func apply(_ rows: [[String?]], _ state: inout ImportState) throws {
@@ -1091,16 +1103,12 @@ public final class SyncWorker {
             // Our own write coming back: nothing to apply.
             if record?.tag == r.tag { continue }
             if pending.changed[r.key] != nil {
-                // Passed over, though the token moves past it: a record without a SyncRecord gets
-                // one of tag 0, which says this machine does not hold the server's version (else
-                // the token would count it as held, `holds`).
-                // Only for a row this store holds, looked up (not one deleted here: its delete's
-                // export leaves no SyncRecord behind; and a fresh import that looked nothing up
-                // has passed over no record it brought).
-                if record == nil, existing.contains(r.key) {
-                    save.insert("SyncRecord", ["recordType": .string(r.key.type), "recordUUID": .string(r.key.uuid), "changeTag": "0",
-                                               "modifiedAt": .string(RFC3339.format(WallClock.now())), "unknownFields": .object([:])])
-                }
+                // Passed over, though the token moves past it: a row held here without a
+                // SyncRecord gets one of tag 0, which says this machine does not hold the server's
+                // version (else the token would count it as held, `holds`). Not a row deleted
+                // here (its delete's export leaves no SyncRecord behind), nor one a fresh import
+                // did not look up (it has passed over no record it brought).
+                if record == nil, existing.contains(r.key) { save.insert("SyncRecord", Self.syncRecord(r.key, tag: 0)) }
                 continue
             }
             if r.deleted {
@@ -1119,14 +1127,10 @@ public final class SyncWorker {
                 existing.insert(r.key)
                 if fresh { state.insertedHere.insert(r.key) }
             }
-            var stamp: JSONObject = ["changeTag": .string(String(r.tag)), "modifiedAt": .string(RFC3339.format(WallClock.now())),
-                                     "unknownFields": .object(kept)]
             if let record {
-                save.update("SyncRecord", record.uuid, stamp)
+                save.update("SyncRecord", record.uuid, Self.syncRecord(nil, tag: r.tag, kept: kept))
             } else if !kept.isEmpty {
-                stamp["recordType"] = .string(r.key.type)
-                stamp["recordUUID"] = .string(r.key.uuid)
-                save.insert("SyncRecord", stamp)
+                save.insert("SyncRecord", Self.syncRecord(r.key, tag: r.tag, kept: kept))
             }
             // A record new here with nothing to keep needs no SyncRecord yet: its tag only
             // ever serves to recognise this machine's own writes, and the first export
