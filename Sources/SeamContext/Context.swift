@@ -270,8 +270,8 @@ public final class Context {
     public var upkeepDue: Bool { checkpointers.values.contains { $0.catchUpDue } }
 
     /// Does what `upkeepDue` announced, on this (the writer's) thread. A few pages and two
-    /// fdatasyncs per store, once per thousand or so frames committed. With synced commits, an
-    /// owner that never calls it lets each WAL grow to the checkpointer's `limit` (8,000 frames)
+    /// fdatasyncs per store, once per thousand or so frames committed. An owner that never calls
+    /// it lets each WAL grow to the checkpointer's `limit` (8,000 frames)
     /// before the writer checkpoints inline; the broker calls it from its loop's idle turns.
     public func upkeep() { for c in checkpointers.values where c.catchUpDue { c.catchUp() } }
 

@@ -17,27 +17,26 @@ import Synchronization
 ///
 /// SQLite starts the WAL over only when a write begins with every frame copied back, and a
 /// writer that keeps committing has always appended a few frames while the thread was copying.
-/// When commits are synced (`Durability.full`), the thread copies the bulk, and the writer's
-/// thread copies the rest (`catchUp`) when it has nothing else to do: a few pages, once per
-/// `threshold` frames, after which its next commit starts the WAL over. The thread does not
-/// chase those last frames itself: that was a checkpoint for nearly every commit, each with two
-/// fdatasyncs competing with the commit's own (2,000 synced one-row saves: about 1,000
-/// fdatasyncs by the thread; now 10–13), and a WAL that started over only by luck, whose appends
-/// each also wait for the file's inode to be written (on this machine's disk an append's
-/// fdatasync costs twice an overwrite's). When commits are not synced, the writer's thread
-/// never waits on the disk, and a catch-up would make it (two fdatasyncs); the thread checkpoints again
-/// after any commit while `threshold` frames or more are in the WAL, and the WAL starts over
-/// whenever one of those checkpoints finishes between two commits.
-/// Only a writer that never pauses checkpoints inline, once the WAL passes `limit`: the WAL
+/// So the thread copies the bulk, and the writer's thread copies the rest (`catchUp`) when it
+/// has nothing else to do: a few pages, once per `threshold` frames, after which its next commit
+/// starts the WAL over. The thread does not chase those last frames itself. Synced, that was a
+/// checkpoint for nearly every commit, each with two fdatasyncs competing with the commit's own
+/// (2,000 synced one-row saves: about 1,000 fdatasyncs by the thread; now 10–13), and a WAL that
+/// started over only by luck, whose appends each also wait for the file's inode to be written
+/// (on this machine's disk an append's fdatasync costs twice an overwrite's). Not synced, it was
+/// worse: a chasing checkpoint's two fdatasyncs (~180 µs each here) outlast the gap between two
+/// saves, so under steady saves it almost never finished between commits, the WAL grew to
+/// 250 MB, and the thread ran about one checkpoint for every three saves, on the CPU the saves
+/// needed. A catch-up costs the writer two fdatasyncs once per `threshold` frames, at a moment
+/// it is idle.
+/// Only a writer that never pauses, or outpaces the thread, checkpoints inline, once the WAL
+/// passes `limit` (and the thread then starts no new round, which would keep it out): the WAL
 /// stays bounded. Durability is unchanged: every checkpoint syncs exactly as the writer's
 /// connection would have (the same `synchronous`), and a crash at any point leaves a WAL that
 /// SQLite recovers as always.
 public final class Checkpointer: Sendable {
     /// WAL frames (pages) not yet copied back after which a checkpoint runs.
     public let threshold: Int
-    /// Whether the writer's thread copies the last frames (`catchUp`): only when its commits
-    /// are synced anyway.
-    public let writerCatchesUp: Bool
     /// WAL frames after which the writer checkpoints inline after all: eight times `threshold`,
     /// but no more than 8,000 frames (32 MiB of WAL) unless `threshold` is above 4,000, and at
     /// least twice `threshold`.
@@ -72,7 +71,6 @@ public final class Checkpointer: Sendable {
     /// their commit-to-subscriber p99 was lower in 7 of 9 runs (by 13% at the median), p50 unchanged.
     public init(_ db: Database, durability: Durability, threshold: Int = 4000) throws(DatabaseError) {
         self.threshold = threshold
-        writerCatchesUp = durability == .full
         var options = Database.Options()
         options.durability = durability
         options.create = false
@@ -96,11 +94,16 @@ public final class Checkpointer: Sendable {
         // copied, and the next catch-up would copy them, which only costs that one a longer wait.)
         if frames < framesInWAL.load(ordering: .relaxed) { generation.add(1, ordering: .releasing) }
         framesInWAL.store(frames, ordering: .relaxed)
-        let due = writerCatchesUp ? frames - copiedFrames >= threshold : frames >= threshold
-        if due, !busy.exchange(true, ordering: .acquiringAndReleasing) { wakeup.post() }
-        // A writer that never pauses never lets the WAL start over, and it could only grow. Past
-        // the limit it checkpoints itself, as SQLite would.
-        if frames >= limit { checkpoint(connection) }
+        // A writer that outpaces the thread (or never pauses to catch up) never lets the WAL
+        // start over, and it could only grow. Past the limit it checkpoints itself, as SQLite
+        // would, and the thread starts no more rounds (its checkpoint would keep the writer's
+        // from running): the first of the writer's that copies everything lets its next commit
+        // start the WAL over.
+        if frames >= limit {
+            checkpoint(connection)
+        } else if frames - copiedFrames >= threshold, !busy.exchange(true, ordering: .acquiringAndReleasing) {
+            wakeup.post()
+        }
     }
 
     /// A generation and a frame count in one word, as `copied` and `caughtUpOn` keep them.
@@ -120,7 +123,7 @@ public final class Checkpointer: Sendable {
     /// the WAL, and the few frames committed meanwhile (fewer than `threshold`: a larger backlog
     /// is the thread's) are all that keeps it from starting over.
     public var catchUpDue: Bool {
-        guard writerCatchesUp, !busy.load(ordering: .acquiring) else { return false }
+        guard !busy.load(ordering: .acquiring) else { return false }
         let done = copiedFrames, frames = framesInWAL.load(ordering: .relaxed)
         return done > 0 && frames > done && frames - done < threshold && caughtUpOn.load(ordering: .relaxed) != stamp
     }
@@ -146,7 +149,7 @@ public final class Checkpointer: Sendable {
             copied.store(Self.tag(generation, Int(done)), ordering: .releasing)
             completed.add(1, ordering: .relaxed)
         } else if rc & 0xff != SQLITE_BUSY {
-            // Busy: another checkpoint is running (the writer's own, past `limit`). Anything else
+            // Busy: another checkpoint is running (the writer's own past `limit`, or the thread's). Anything else
             // is kept for Status; a later round tries again.
             lastFailure.store(rc, ordering: .relaxed)
         }
@@ -169,13 +172,6 @@ public final class Checkpointer: Sendable {
         while true {
             wakeup.wait()
             if stopping.load(ordering: .acquiring) { break }
-            // Unsynced, a commit during this checkpoint asks for the next one at once: the thread
-            // chases the writer, and the WAL starts over whenever one finishes between commits.
-            // (A WAL that has started over meanwhile, below the threshold, is left alone.)
-            if !writerCatchesUp {
-                busy.store(false, ordering: .releasing)
-                guard framesInWAL.load(ordering: .relaxed) >= threshold else { continue }
-            }
             var progressed = false
             repeat {
                 // The generation before the checkpoint: if the WAL starts over while it runs, what
@@ -183,12 +179,12 @@ public final class Checkpointer: Sendable {
                 let copiedBefore = copiedFrames
                 checkpoint(db.handle, generation: generation.load(ordering: .acquiring))
                 progressed = copiedFrames > copiedBefore
-                // Synced: what the writer committed meanwhile is the thread's too while it is a
-                // threshold or more (the writer's catch-up is for the last few frames only), as
-                // long as each round gets further (a reader's snapshot can hold it back).
-            } while writerCatchesUp && progressed && !stopping.load(ordering: .acquiring)
+                // What the writer committed meanwhile is the thread's too while it is a threshold
+                // or more (the writer's catch-up is for the last few frames only), as long as each
+                // round gets further (a reader's snapshot can hold it back).
+            } while progressed && !stopping.load(ordering: .acquiring) && framesInWAL.load(ordering: .relaxed) < limit
                 && framesInWAL.load(ordering: .relaxed) - copiedFrames >= threshold
-            if writerCatchesUp { busy.store(false, ordering: .releasing) }
+            busy.store(false, ordering: .releasing)
         }
         db.close()
         stopped.store(true, ordering: .releasing)

@@ -137,6 +137,28 @@ enum ChannelBenchmarks {
         print("target: flat (the channel index finds the channels a row can match; the rest cost nothing)")
     }
 
+    /// Not a benchmark: a steady load to profile seamd under (`seam-bench __profile SECONDS
+    /// [synced]`, then `perf record -g -p PID` or `strace -c -f -p PID` on the pid it prints).
+    /// The latency benchmark's seamd, 10,000 channels, saves back to back from one client, the
+    /// client and seamd on one CPU where there are two; prints the p50 at the end.
+    static func profile(seconds: Double, synced: Bool) throws {
+        let work = try Harness.scratchDirectory("profile")
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let seamd = try SeamdLatency(work: work, sync: synced)
+        defer { seamd.stop() }
+        if CPUPlacement.available.contains(.oneCPU) {
+            try CPUPlacement.oneCPU.apply(client: true, servers: [seamd.process.processIdentifier])
+        }
+        _ = try seamd.measure(rounds: warmUpRounds)
+        print("seamd pid \(seamd.process.processIdentifier), \(synced ? "--durability full" : "--durability normal"), "
+              + "saving for \(seconds) s")
+        var times: [Double] = []
+        let end = Harness.now() + UInt64(seconds * 1e9)
+        while Harness.now() < end { times += try seamd.measure(rounds: 100) }
+        print("commit to subscriber p50 \(Harness.duration(Harness.median(times))), p99 \(Harness.duration(Harness.percentile(times, 0.99))) "
+              + "over \(times.count.formatted()) saves")
+    }
+
     // MARK: - seamd
 
     static func startSeamd(_ dir: String, sync: Bool) throws -> (Process, String) {

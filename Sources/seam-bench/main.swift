@@ -30,6 +30,13 @@ if wanted.first == "__relay", wanted.count == 4 {
     }
     exit(0)
 }
+if wanted.first == "__profile", wanted.count >= 2, let seconds = Double(wanted[1]) {
+    do { try ChannelBenchmarks.profile(seconds: seconds, synced: wanted.count > 2 && wanted[2] == "synced") } catch {
+        FileHandle.standardError.write("seam-bench: \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+    exit(0)
+}
 if wanted.first == "__migrate" {
     do { try StoreBenchmarks.child(Array(wanted.dropFirst())) } catch {
         FileHandle.standardError.write("seam-bench: \(error)\n".data(using: .utf8)!)
