@@ -17,10 +17,15 @@ enum ChannelBenchmarks {
     /// overwrite's, where PostgreSQL's first WAL segment was written out whole by initdb; after
     /// these, seamd's WAL has started over, and every system has its caches and files as they stay.
     static let warmUpRounds = 1_500
-    /// Every order of seamd (0), PostgreSQL (1) and the floor (2), one a block of 100 rounds in
-    /// turn: whatever one leaves behind (seamd's checkpointer, PostgreSQL's WAL writer) falls on
-    /// each of the others, as often first as second.
-    static let orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]]
+    /// Every order of seamd (0), PostgreSQL (1), the floor (2) and SQLite alone (3), one a
+    /// block of 100 rounds in turn (24 orders, 24 blocks): whatever one leaves behind (seamd's
+    /// checkpointer, PostgreSQL's WAL writer) falls on each of the others, as often as on any.
+    static let orders: [[Int]] = {
+        func permutations(_ xs: [Int]) -> [[Int]] {
+            xs.count <= 1 ? [xs] : xs.indices.flatMap { i in permutations(xs.enumerated().filter { $0.offset != i }.map(\.element)).map { [xs[i]] + $0 } }
+        }
+        return permutations([0, 1, 2, 3])
+    }()
 
     static func run() throws {
         let work = try Harness.scratchDirectory("channels")
@@ -37,7 +42,7 @@ enum ChannelBenchmarks {
         var latency = BenchTable("Commit to subscriber: one client saves one row, another hears it; 10,000 channels, one matches; "
                                      + "\(latencyRounds.formatted()) rounds each after \(warmUpRounds.formatted()) untimed",
                                  columns: ["durability, placement", "seamd p50", "seamd p99", "PostgreSQL NOTIFY p50", "PostgreSQL p99",
-                                           "p50 seamd / PG", "floor p50", "floor p99", "floor p50 / PG"])
+                                           "p50 seamd / PG", "floor p50", "floor p99", "floor p50 / PG", "SQLite alone p50", "SQLite alone / PG"])
         var memory = BenchTable("seamd memory with 10,000 channels (target: RSS ≤ 100 MB)",
                                 columns: ["seamd", "RSS, channels registered (empty store)", "RSS after the latency rounds", "peak RSS (VmHWM)"])
         var settings: [String] = []
@@ -54,8 +59,10 @@ enum ChannelBenchmarks {
             if let postgres { settings.append("\(synced ? "synced" : "not synced"): \(postgres.settings)") }
             let relay = try RelayLatency(work: work + "/relay-\(synced)", sync: synced)
             defer { relay.stop() }
+            let alone = try SQLiteAlone(work: work + "/sqlite-\(synced)", sync: synced)
             let turns: [() throws -> [Double]] = [
                 { try seamd.measure(rounds: 100) }, { try postgres?.measure(rounds: 100) ?? [] }, { try relay.measure(rounds: 100) },
+                { try alone.measure(rounds: 100) },
             ]
             for _ in 0..<(warmUpRounds / 100) { for turn in turns { _ = try turn() } }
             // What setting up and warming up left in the page cache is written back now, not
@@ -71,13 +78,14 @@ enum ChannelBenchmarks {
                 for block in 0..<(latencyRounds / 100) {
                     for system in orders[block % orders.count] { samples[system] += try turns[system]() }
                 }
-                let (seam, pg, floor) = (samples[0], samples[1], samples[2])
+                let (seam, pg, floor, sqlite) = (samples[0], samples[1], samples[2], samples[3])
                 func p(_ xs: [Double], _ q: Double) -> String { xs.isEmpty ? "n/a" : Harness.duration(Harness.percentile(xs, q)) }
                 func toPG(_ xs: [Double]) -> String { pg.isEmpty ? "n/a" : Harness.ratio(Harness.median(xs), Harness.median(pg)) }
                 latency.add([(synced ? "synced (seamd --durability full; PG fsync=on, synchronous_commit=on)"
                                      : "not synced, WAL written at commit (seamd --durability normal; PG fsync=off, synchronous_commit=on)")
                                  + ", \(placement.label)",
-                             p(seam, 0.5), p(seam, 0.99), p(pg, 0.5), p(pg, 0.99), toPG(seam), p(floor, 0.5), p(floor, 0.99), toPG(floor)])
+                             p(seam, 0.5), p(seam, 0.99), p(pg, 0.5), p(pg, 0.99), toPG(seam), p(floor, 0.5), p(floor, 0.99), toPG(floor),
+                             p(sqlite, 0.5), toPG(sqlite)])
             }
             try CPUPlacement.scheduler.apply(client: true, servers: servers)
             let after = Harness.memory(of: seamd.process.processIdentifier)
@@ -94,10 +102,14 @@ enum ChannelBenchmarks {
         print(" parsed the notification. PostgreSQL's settings, as it reports them:\(settings.isEmpty ? " -" : "")")
         for s in settings { print("   \(s)") }
         print(" Each system warmed up first with \(warmUpRounds.formatted()) untimed rounds (seamd's WAL has started over), then sync();")
-        print(" then blocks of 100 rounds, the three taking turns in each of their six orders in turn.")
+        print(" then blocks of 100 rounds, the four taking turns in each of their 24 orders in turn.")
         print(" The floor: seamd's own I/O and messages with no database work — a process that reads a save, writes the four 4 KB pages")
         print(" (each behind a 24-byte header) that one Session insert adds to seamd's WAL to a pre-allocated log it overwrites,")
         print(" fdatasyncs it when synced, and sends one frame to the subscriber and one to the saver.")
+        print(" SQLite alone: the statements of one seamd save (BEGIN IMMEDIATE, the Session INSERT, the sequence's upsert, COMMIT) on")
+        print(" the same schema, synchronous=FULL (synced) or NORMAL, through SQLite's C API in the bench's process: no messages, no")
+        print(" channels. seamd commits each save to SQLite, so this is a bound under its p50: where it passes 0.75× PostgreSQL's, so")
+        print(" must seamd.")
         print(" Placed by the scheduler: wherever the kernel runs each process; one CPU: the client and every server (seamd, every")
         print(" PostgreSQL process, the floor) on CPU 0; two CPUs: the client on CPU 0, every server on CPU 1)")
         memory.print()

@@ -116,13 +116,15 @@ final class DirectSQLite {
     let db: OpaquePointer
     let schema: Schema
 
-    init(path: String, schema: Schema) throws {
+    /// `synchronous` as SQLite's pragma takes it: NORMAL (WAL written at commit, synced at
+    /// checkpoints) or FULL (the WAL synced at every commit).
+    init(path: String, schema: Schema, synchronous: String = "NORMAL") throws {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         var handle: OpaquePointer?
         guard sqlite3_open(path + "/direct.sqlite", &handle) == SQLITE_OK, let handle else { throw BenchError("open failed") }
         db = handle
         self.schema = schema
-        try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
+        try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=\(synchronous)")
         for model in schema.models {
             for sql in SchemaSQL.create(model.current, configuration: Configuration.defaultName) { try exec(sql) }
         }
