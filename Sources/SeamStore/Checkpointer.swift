@@ -2,11 +2,12 @@ import CSQLite
 import SeamSystem
 import Synchronization
 
-/// Checkpoints a WAL store from a thread of its own, so that the thread that commits never
-/// waits for pages to be copied back into the database file, for the two fdatasyncs around
-/// that copy (about 10 ms each on a virtual disk), or for the WAL to be truncated afterwards
-/// (which waited for writeback: 100 ms and more). Inline, those stalls were the whole long tail
-/// of commit latency — the ticker's step ends were late by tens of milliseconds at p99.
+/// Checkpoints a WAL store from a thread of its own, so that the thread that commits does not
+/// wait, save by save, for pages to be copied back into the database file, for the two
+/// fdatasyncs around that copy (about 10 ms each on a virtual disk), or for the WAL to be
+/// truncated afterwards (which waited for writeback: 100 ms and more). Inline, those stalls were
+/// the whole long tail of commit latency — the ticker's step ends were late by tens of
+/// milliseconds at p99. What the writer's thread still does is bounded and rare (below).
 ///
 /// The writer's connection stops checkpointing (`autoCheckpointFrames = 0`) and truncating
 /// (`journal_size_limit=-1`: the WAL is reused from its start after each complete checkpoint,
@@ -17,18 +18,20 @@ import Synchronization
 ///
 /// SQLite starts the WAL over only when a write begins with every frame copied back, and a
 /// writer that keeps committing has always appended a few frames while the thread was copying.
-/// So the thread copies the bulk, and the writer's thread copies the rest (`catchUp`) when it
-/// has nothing else to do: a few pages, once per `threshold` frames, after which its next commit
-/// starts the WAL over. The thread does not chase those last frames itself. Synced, that was a
-/// checkpoint for nearly every commit, each with two fdatasyncs competing with the commit's own
-/// (2,000 synced one-row saves: about 1,000 fdatasyncs by the thread; now 10–13), and a WAL that
-/// started over only by luck, whose appends each also wait for the file's inode to be written
-/// (on this machine's disk an append's fdatasync costs twice an overwrite's). Not synced, it was
-/// worse: a chasing checkpoint's two fdatasyncs (~180 µs each here) outlast the gap between two
-/// saves, so under steady saves it almost never finished between commits, the WAL grew to
-/// 250 MB, and the thread ran about one checkpoint for every three saves, on the CPU the saves
-/// needed. A catch-up costs the writer two fdatasyncs once per `threshold` frames, at a moment
-/// it is idle.
+/// So the thread copies the bulk, down to fewer than `catchUpFrames`, and the writer's thread
+/// copies the rest (`catchUp`) when it has nothing else to do, once per `threshold` frames;
+/// its next commit starts the WAL over. The thread does not chase those last frames itself.
+/// Synced, that was a checkpoint for nearly every commit, each with two fdatasyncs competing
+/// with the commit's own (2,000 synced one-row saves: about 1,000 fdatasyncs by the thread; now
+/// 10–13), and a WAL that started over only by luck, whose appends each also wait for the
+/// file's inode to be written (on this machine's disk an append's fdatasync costs twice an
+/// overwrite's). Not synced, it was worse: a chasing checkpoint's two fdatasyncs (~180 µs each
+/// here) outlast the gap between two saves, so under steady saves it almost never finished
+/// between commits, the WAL grew to 250 MB, and the thread ran about one checkpoint for every
+/// three saves, on the CPU the saves needed. What the writer's thread pays instead, once per
+/// `threshold` frames: the catch-up's copy of at most `catchUpFrames` pages and its two
+/// fdatasyncs, in an idle turn, and (SQLite's own) an fdatasync of the new WAL header in the
+/// commit that starts the WAL over.
 /// Only a writer that never pauses, or outpaces the thread, checkpoints inline, once the WAL
 /// passes `limit` (and the thread then starts no new round, which would keep it out): the WAL
 /// stays bounded. Durability is unchanged: every checkpoint syncs exactly as the writer's
@@ -37,6 +40,9 @@ import Synchronization
 public final class Checkpointer: Sendable {
     /// WAL frames (pages) not yet copied back after which a checkpoint runs.
     public let threshold: Int
+    /// The most frames the writer's catch-up copies: the thread's round goes on until fewer are
+    /// left. 500 frames (2 MiB, a few milliseconds to copy), or `threshold` if that is lower.
+    public var catchUpFrames: Int { min(threshold, 500) }
     /// WAL frames after which the writer checkpoints inline after all: eight times `threshold`,
     /// but no more than 8,000 frames (32 MiB of WAL) unless `threshold` is above 4,000, and at
     /// least twice `threshold`.
@@ -48,8 +54,9 @@ public final class Checkpointer: Sendable {
     /// The frames the last checkpoint copied back, and the generation they belong to
     /// (`generation << 32 | frames`): from another generation, they say nothing.
     private let copied = Atomic<Int>(0)
-    /// Set by the writer when it asks the thread for a checkpoint, cleared by the thread once that
-    /// checkpoint has finished: one request at a time, and the writer's own catch-up waits for it.
+    /// Set by the writer when it asks the thread for a checkpoint, cleared by the thread once the
+    /// round of checkpoints it started has finished: one request at a time, and the writer's own
+    /// catch-up waits for it.
     private let busy = Atomic<Bool>(false)
     /// The WAL (generation and frames, as in `copied`) the writer last caught up on: a catch-up
     /// that a reader kept from finishing is not tried again before the next commit.
@@ -120,18 +127,18 @@ public final class Checkpointer: Sendable {
     }
 
     /// Whether the writer's thread should `catchUp` now: the thread has copied back the bulk of
-    /// the WAL, and the few frames committed meanwhile (fewer than `threshold`: a larger backlog
+    /// the WAL, and the frames committed meanwhile (fewer than `catchUpFrames`: a larger backlog
     /// is the thread's) are all that keeps it from starting over.
     public var catchUpDue: Bool {
         guard !busy.load(ordering: .acquiring) else { return false }
         let done = copiedFrames, frames = framesInWAL.load(ordering: .relaxed)
-        return done > 0 && frames > done && frames - done < threshold && caughtUpOn.load(ordering: .relaxed) != stamp
+        return done > 0 && frames > done && frames - done < catchUpFrames && caughtUpOn.load(ordering: .relaxed) != stamp
     }
 
-    /// Copies back, on the writer's connection, what the thread's last checkpoint left: a few
-    /// pages and two fdatasyncs, after which the writer's next commit starts the WAL over. Only on
-    /// the writer's thread, between its transactions (the broker calls it when it has nothing
-    /// else to do).
+    /// Copies back, on the writer's connection, what the thread's last checkpoint left: fewer
+    /// than `catchUpFrames` pages and two fdatasyncs, after which the writer's next commit starts
+    /// the WAL over. Only on the writer's thread, between its transactions (the broker calls it
+    /// when it has nothing else to do).
     public func catchUp() {
         guard catchUpDue else { return }
         caughtUpOn.store(stamp, ordering: .relaxed)
@@ -179,12 +186,18 @@ public final class Checkpointer: Sendable {
                 let copiedBefore = copiedFrames
                 checkpoint(db.handle, generation: generation.load(ordering: .acquiring))
                 progressed = copiedFrames > copiedBefore
-                // What the writer committed meanwhile is the thread's too while it is a threshold
-                // or more (the writer's catch-up is for the last few frames only), as long as each
-                // round gets further (a reader's snapshot can hold it back).
+                // What the writer committed meanwhile is the thread's too until less than a
+                // catch-up is left, as long as each round gets further (a reader's snapshot can
+                // hold it back) and the writer has not passed `limit` (its checkpoints then).
             } while progressed && !stopping.load(ordering: .acquiring) && framesInWAL.load(ordering: .relaxed) < limit
-                && framesInWAL.load(ordering: .relaxed) - copiedFrames >= threshold
+                && framesInWAL.load(ordering: .relaxed) - copiedFrames >= catchUpFrames
             busy.store(false, ordering: .releasing)
+            // A commit that found the thread still busy asked for nothing: a round is due now if
+            // it would have asked (unless a reader holds the copy back: no spinning on it).
+            let frames = framesInWAL.load(ordering: .relaxed)
+            if progressed, frames < limit, frames - copiedFrames >= threshold, !busy.exchange(true, ordering: .acquiringAndReleasing) {
+                wakeup.post()
+            }
         }
         db.close()
         stopped.store(true, ordering: .releasing)
