@@ -99,6 +99,7 @@ extension Broker {
         do { try context.finishUnfinished() } catch {
             return .failure(.migrationFailed("\(error.description); no migration begins while a save waits to complete"))
         }
+        refetchIfInvalidated()  // what it finished, subscribers hear of now, not at the next save
         let plan: MigrationPlan
         do { plan = try storeDirectory.planInService() } catch {
             return .failure(.migrationFailed("cannot plan the migration: \(error)"))

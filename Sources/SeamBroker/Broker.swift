@@ -121,6 +121,7 @@ public final class Broker {
         } catch {
             throw BrokerError("cannot watch the socket: \(error)")
         }
+        for done in context.recovered { log.info("recovered: \(done)") }
         log.info("serving \(configuration.dataDirectory) on \(ownsSocketFile ? configuration.socketPath : "fd \(listener)") "
                  + "(stores \(context.storeNames.joined(separator: ", ")), sequence \(context.sequence))")
         // A store half swapped by a migration waits for a person to fix what stops the swap.

@@ -98,7 +98,8 @@ extension Context {
     ) throws(ContextError) {
         let ops = Self.deletesFirst(byStore[h.name]!).map { SaveJournal.Operation(table: $0.entity, uuid: $0.uuid, values: $0.new) }
         do {
-            try apply(UnfinishedSave(sequence: set.sequence, target: h.name, intentIn: first, operations: ops), to: h)
+            // Within the save itself, before anyone is told of it: under its own number.
+            try apply(UnfinishedSave(sequence: set.sequence, target: h.name, intentIn: first, operations: ops), to: h, numbered: set.sequence)
         } catch {
             // The first file committed this sequence number: it is taken. The save completes
             // before the next one, or at the next open; meanwhile no change set tells what the
@@ -116,30 +117,39 @@ extension Context {
     /// Finishes the saves that committed in part, oldest first, before a new one is worked out.
     /// One that still cannot be finished refuses the new save, which then changes nothing: a save
     /// may not read or write the stores around a save that is not whole.
+    ///
+    /// Each finished takes a new sequence number, and the ring starts over: its own number was
+    /// told (to its saver, and with the resyncs of the stores as they were) for the first file
+    /// alone, so a resume from that number must not be answered "nothing since" or with the
+    /// diffs after it; it gets a fresh result.
     public func finishUnfinished() throws(ContextError) {
         while let u = unfinished.first {
             guard let h = stores[u.target] else {
                 throw ContextError(.storeUnavailable(store: u.target, entity: u.operations.first?.table ?? "?",
                                                      reason: "save \(u.sequence) waits to complete in it; this save changed nothing"))
             }
+            let number = sequence + 1
             do {
-                try apply(u, to: h)
+                try apply(u, to: h, numbered: number)
             } catch {
                 throw ContextError(.database(DatabaseError(
                     code: error.code, message: "save \(u.sequence) waits to complete in \(u.target) and still cannot: \(error.message) "
                         + "(free space on the disk, or restart seamd); this save changed nothing", sql: error.sql, path: error.path)))
             }
             unfinished.removeFirst()
+            sequence = number
+            ring = ChangeRing(capacity: ring.capacity, maxRows: ring.maxRows)
             resultsInvalidated = true
         }
     }
 
-    /// Writes an unfinished save's operations into its second file (and that file's sequence
-    /// number), puts it on the disk, and forgets the intent.
-    private func apply(_ u: UnfinishedSave, to h: StoreHandle) throws(DatabaseError) {
+    /// Writes an unfinished save's operations into its second file, with `number` as that
+    /// file's sequence number (at least the save's own: a replay at the next open then knows the
+    /// file has it), puts it on the disk, and forgets the intent.
+    private func apply(_ u: UnfinishedSave, to h: StoreHandle, numbered number: Int64) throws(DatabaseError) {
         do {
             try h.db.execute("BEGIN IMMEDIATE")
-            try SaveJournal.apply(u.operations, sequence: u.sequence, to: h.db)
+            try SaveJournal.apply(u.operations, sequence: number, to: h.db)
             try h.db.execute("COMMIT")
         } catch {
             if !h.db.isAutocommit { try? h.db.execute("ROLLBACK") }

@@ -77,6 +77,9 @@ public final class Context {
     var incoming: [String: [(entity: Entity, link: Link)]]
     /// The sequence number of the last committed save.
     public internal(set) var sequence: Int64
+    /// What opening the stores recovered (a migration's swap finished, saves finished in their
+    /// second file, leftovers removed), in words, for the owner's log.
+    public private(set) var recovered: [String] = []
     public internal(set) var ring: ChangeRing
     /// Saves across two files whose first file committed, with the intent, but whose second could
     /// not even on a second try: finished before the next save (`finishUnfinished`), or by
@@ -144,6 +147,7 @@ public final class Context {
         }
         let recovery: StoreDirectory.Recovery
         do { recovery = try directory.recoverForService() } catch { throw ContextError(.store(error)) }
+        recovered = recovery.done
         if let (stores, error) = recovery.unfinishedSwap {
             // Half swapped, a store is not served (its other half may be at another version), nor
             // opened for anything but reading the sequence numbers it used.
@@ -179,6 +183,13 @@ public final class Context {
                 closedStores[name] = "\(error)"
                 sequence = max(sequence, Self.storedSequence(c.path))
             }
+        }
+        // A save finished just now in its second file changed what the last number told before
+        // stood for (a resync sent then showed the first file alone): the next number marks it,
+        // so that a resume from before gets a fresh result, not "nothing since".
+        if recovery.replayed > 0 {
+            sequence += 1
+            try recordSequenceJump()
         }
     }
 

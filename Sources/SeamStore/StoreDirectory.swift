@@ -35,6 +35,9 @@ public struct StoreDirectory: Sendable {
         /// A swap that stopped part way and cannot be finished now: the stores it names (each may
         /// be half swapped: none may be opened until it is finished) and what stops it (`swapPending`).
         public var unfinishedSwap: (stores: [String], error: StoreError)?
+        /// Saves finished in their second file (`SaveJournal.replay`): what each changed there
+        /// was told under no number, so whoever serves the stores takes a new one.
+        public var replayed = 0
     }
 
     /// `recover`, for a broker that serves what it can: a swap that cannot be finished now is
@@ -68,6 +71,7 @@ public struct StoreDirectory: Sendable {
             return state == .current || state == .older
         }
         if replayed > 0 { recovery.done.append("finished \(replayed) save(s) interrupted between the two store files") }
+        recovery.replayed = replayed
         let names: [String]
         do { names = try FileSystem.contents(of: layout.directory) } catch { throw StoreError(.system(error), path: layout.directory) }
         for name in names where name.hasPrefix(".") && name.contains(".sqlite.migrating") || name == "migration.intent.tmp" {

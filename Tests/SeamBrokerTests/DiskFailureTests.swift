@@ -99,22 +99,64 @@ final class DiskFailureTests: XCTestCase {
         }
         XCTAssertEqual(try c.count("Timer"), 0)
 
-        // Room again: the next save completes the unfinished one first, then gets the next number.
+        // Room again: the next save completes the unfinished one first, under a number of its own
+        // (its first, before + 1, was told with the first file alone), then gets the next.
         try FileManager.default.removeItem(atPath: armed)
         let after = try c.save([.insert(entity: "Timer", values: ["name": "Mint"])])
-        XCTAssertEqual(after.sequence, before + 2)
+        XCTAssertEqual(after.sequence, before + 3)
         XCTAssertNil(try c.row("Session", uuid: session), "the cascade reached Local")
         var heard = ""
         while !heard.contains(#""kind":"resync""#), let frame = sessions.readFrame() { heard = frame }
         XCTAssertTrue(heard.contains(#""rows":[]"#), heard)
+        XCTAssertTrue(heard.contains(#""sequence":\#(before + 2)"#), heard)
+        // A subscriber that heard the first resync and not this one resumes from before + 1: it
+        // gets the stores afresh. (A diff from before + 1 would leave it the deleted session.)
+        try assertResumeFrom(before + 1, isAFreshResultWithout: session, at: broker.socketPath)
 
         let again = try broker.restarted()
         defer { again.stop() }
         let d = try SeamConnection.connect(path: again.socketPath)
-        XCTAssertEqual(try d.status()["sequence"]?.int64Value, before + 2)
+        XCTAssertEqual(try d.status()["sequence"]?.int64Value, before + 3)
         XCTAssertEqual(try d.count("Session"), 0)
         XCTAssertEqual(try d.fetch("Timer").compactMap { $0["name"]?.stringValue }, ["Mint"])
         XCTAssertFalse(again.log.contains("finished"), again.log)
+    }
+
+    /// The same save, left unfinished when seamd stops: the next start finishes it (replaying
+    /// its intent) and takes a new number for it, so that a resume from the number told with the
+    /// first file alone gets a fresh result rather than "nothing since".
+    func testASaveFinishedAtTheNextStartTakesANewNumber() throws {
+        let scratch = TemporaryDirectory("full-disk-restart")
+        let (broker, armed) = try brokerWithFaults([], ["SEAM_FAIL_PWRITE_SUFFIX": "/Local.sqlite-wal"], in: scratch)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        let timer = try c.save([.insert(entity: "Timer", values: ["name": "Tea"])]).inserted[0]
+        let session = try c.save([.insert(entity: "Session", values: ["timerUUID": .string(timer), "name": "Tea",
+                                                                     "startedAt": 1_700_000_000])]).inserted[0]
+        XCTAssertTrue(FileManager.default.createFile(atPath: armed, contents: nil))
+        XCTAssertThrowsError(try c.save([.delete(entity: "Timer", uuid: timer)]))
+        let told = try XCTUnwrap(try c.status()["sequence"]?.int64Value)
+        XCTAssertNotNil(try c.row("Session", uuid: session), "the second file could not commit")
+        try FileManager.default.removeItem(atPath: armed)
+
+        let again = try broker.restarted()
+        defer { again.stop() }
+        let d = try SeamConnection.connect(path: again.socketPath)
+        XCTAssertTrue(again.log.contains("finished 1 save(s) interrupted"), again.log)
+        XCTAssertNil(try d.row("Session", uuid: session), "the cascade reached Local at the start")
+        XCTAssertEqual(try d.status()["sequence"]?.int64Value, told + 1)
+        try assertResumeFrom(told, isAFreshResultWithout: session, at: again.socketPath)
+    }
+
+    /// Subscribes to every Session with `since`: the first reply must be a resync (a fresh
+    /// result) that does not hold `session`.
+    private func assertResumeFrom(_ since: Int64, isAFreshResultWithout session: String, at socket: String,
+                                  file: StaticString = #filePath, line: UInt = #line) throws {
+        let resumed = try RawClient(socket)
+        resumed.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","since":\#(since)},"more":true}"#)
+        let first = resumed.readFrame() ?? ""
+        XCTAssertTrue(first.contains(#""kind":"resync""#), first, file: file, line: line)
+        XCTAssertFalse(first.contains(session), first, file: file, line: line)
     }
 
     private static func save(_ name: String, at startedAt: Int) -> String {
