@@ -230,6 +230,13 @@ public final class Broker {
 
     private func processFrames(_ c: Connection) {
         while !c.closed {
+            // A client that has not read what is queued for it waits for its next reply: calls
+            // it pipelined stay in its buffer (and the socket) until `flush` has written it all.
+            if c.pendingOutput > Limits.pauseCallsBytes, !c.discardsOutput {
+                c.callsPaused = true
+                watch(c)
+                return
+            }
             let frame: ArraySlice<UInt8>
             do {
                 guard let f = try c.decoder.next() else { return }
@@ -312,8 +319,9 @@ public final class Broker {
         return true
     }
 
-    /// Writes what the socket takes. Once the client has read everything queued, the resyncs
-    /// its connection is owed follow, a batch at a time (`queueResyncs`), from this loop.
+    /// Writes what the socket takes. Once the client has read everything queued, the calls it
+    /// sent meanwhile (paused, `Limits.pauseCallsBytes`) are handled, and then the resyncs its
+    /// connection is owed follow, a batch at a time (`queueResyncs`), from this loop.
     func flush(_ c: Connection) {
         while !c.closed, !c.discardsOutput {
             let drained: Bool
@@ -324,11 +332,30 @@ public final class Broker {
             if drained == c.watchingWrites {
                 // Only touch epoll when the interest changes: a syscall saved on every reply.
                 c.watchingWrites = !drained
-                loop.change(c.fd, drained ? .read : [.read, .write])
+                watch(c)
             }
-            guard drained, c.owesResync else { return }
+            guard drained else { return }
+            if c.callsPaused {
+                // All read: the calls that waited are handled first (an Unsubscribe among them
+                // spares its subscription the resync it was owed), their replies flushed by
+                // `send`; then the resyncs still owed, if all that is read too.
+                c.callsPaused = false
+                watch(c)
+                processFrames(c)
+                continue
+            }
+            guard c.owesResync else { return }
             queueResyncs(c)
         }
+    }
+
+    /// Tells epoll what `c` waits for: its calls unless they are paused, and room to write while
+    /// anything is queued.
+    private func watch(_ c: Connection) {
+        guard !c.closed else { return }
+        var interest: EventLoop.Interest = c.callsPaused ? [] : .read
+        if c.watchingWrites { interest.insert(.write) }
+        loop.change(c.fd, interest)
     }
 
     /// A write to `c` failed. When its peer has gone (it closed its end), the calls it sent
@@ -341,10 +368,13 @@ public final class Broker {
         c.discardsOutput = true
         c.outbox = []
         c.outboxOffset = 0
-        if c.watchingWrites {
-            c.watchingWrites = false
-            loop.change(c.fd, .read)
-        }
+        let paused = c.callsPaused
+        c.callsPaused = false
+        c.watchingWrites = false
+        watch(c)
+        // Calls that waited for their client to read (not during a call: it was paused) are
+        // handled now; they may be all it sent.
+        if paused { processFrames(c) }
     }
 
     func close(_ c: Connection) {

@@ -88,6 +88,10 @@ public enum Limits {
     public static let maxFetchRows = 100_000
     /// Bytes queued for a slow reader before its connection is closed.
     public static let maxOutboxBytes = 64 << 20
+    /// Bytes queued on a connection past which its next calls wait, unread, until it has read
+    /// what is queued: a client that pipelines calls with large replies (two Subscribes with big
+    /// results, say) and reads them is never closed for their sum.
+    public static let pauseCallsBytes = 1 << 20
     /// Bytes queued on a connection past which its subscriptions stop queueing diffs; each is sent
     /// one "resync" with its whole result once the connection has read what is queued.
     public static let subscriberBacklogBytes = 1 << 20

@@ -36,6 +36,27 @@ final class LargeResultTests: BrokerTestCase {
         XCTAssertEqual(Needles.count(#""note":""#, in: frame), 72)
     }
 
+    /// Two Subscribes sent together, each with a result of some 40 MB, on a connection that
+    /// reads: the second call waits until the first result is read, and both arrive. (Before,
+    /// the second result was queued behind the unread first, passed the outbox limit with it,
+    /// and the connection was closed; a client that subscribed again did the same, for ever.)
+    func testPipelinedCallsWithLargeRepliesWaitForTheClientToRead() throws {
+        try addLargeSessions(40)
+        let raw = try RawClient(broker.socketPath)
+        raw.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"startedAt"},"more":true,"id":1}"#
+                 + "\u{0}" + #"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"-startedAt"},"more":true,"id":2}"#
+                 + "\u{0}" + #"{"method":"org.seam.Store.Count","parameters":{"entity":"Session"},"id":3}"#)
+        for id in 1...2 {
+            let result = try XCTUnwrap(raw.readFrameBytes(timeout: 60), "the connection was closed: \(broker.log.suffix(400))")
+            XCTAssertTrue(result.starts(with: Array(#"{"parameters":{"subscription":\#(id),"kind":"result""#.utf8)),
+                          String(decoding: result.prefix(80), as: UTF8.self))
+            XCTAssertEqual(Needles.count(#""note":""#, in: result), 40)
+        }
+        let count = try XCTUnwrap(raw.readFrame(timeout: 30))
+        XCTAssertTrue(count.contains(#""count":40"#), count)
+        XCTAssertFalse(broker.log.contains("reads too slowly"), broker.log)
+    }
+
     /// Two large subscriptions on one connection that falls behind: each gets its resync once the
     /// client reads again, the second after the client has read the first, and the connection
     /// stays open (queued at once, the two results passed the outbox limit together).
