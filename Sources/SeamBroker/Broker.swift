@@ -309,9 +309,11 @@ public final class Broker {
         guard !c.closed, !c.discardsOutput else { return false }
         let before = c.pendingOutput
         c.enqueue(frame)
-        // One reply is never too much on its own (a result may be large: clients accept frames up
-        // to `Limits.maxReplyFrameBytes`); replies left unread are, once they pass the limit.
-        if before > 0, c.pendingOutput > Limits.maxOutboxBytes {
+        // One frame is never too much on its own (a result or a diff may be large: clients accept
+        // frames up to `Limits.maxReplyFrameBytes`), nor on top of the little a connection may
+        // leave unread before its calls and diffs wait (`pauseCallsBytes`, the same as
+        // `subscriberBacklogBytes`); frames left unread beyond that are, once they pass the limit.
+        if before > Limits.pauseCallsBytes, c.pendingOutput > Limits.maxOutboxBytes {
             log.warning("\(c.label) reads too slowly (\(c.pendingOutput) bytes queued); closing it")
             close(c)
             return false

@@ -57,6 +57,30 @@ final class LargeResultTests: BrokerTestCase {
         XCTAssertFalse(broker.log.contains("reads too slowly"), broker.log)
     }
 
+    /// One commit that sends a connection a small diff and one of some 70 MB (two subscriptions
+    /// of the same sessions, one with their names only): the large diff, queued behind the
+    /// small one, is not taken for a client that does not read.
+    func testALargeDiffBehindASmallOneDoesNotCloseAClientThatReads() throws {
+        try addLargeSessions(70)
+        let raw = try RawClient(broker.socketPath)
+        for (id, fields) in [(1, #","fields":["name"]"#), (2, "")] {
+            raw.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"startedAt"\#(fields)},"more":true,"id":\#(id)}"#)
+            XCTAssertNotNil(try raw.readFrameBytes(timeout: 60), "the result of \(id)")
+        }
+        let c = try client()
+        let uuids = try c.fetch("Session", fields: ["uuid"]).compactMap { $0["uuid"]?.stringValue }
+        XCTAssertEqual(uuids.count, 70)
+        try c.save(uuids.enumerated().map { i, uuid in .update(entity: "Session", uuid: uuid, values: ["name": .string("renamed \(i)")]) })
+        var sizes: [Int] = []
+        for _ in 0..<2 {
+            let diff = try XCTUnwrap(raw.readFrameBytes(timeout: 60), "the connection was closed: \(broker.log.suffix(400))")
+            XCTAssertEqual(Needles.count(#""kind":"diff""#, in: diff), 1)
+            sizes.append(diff.count)
+        }
+        XCTAssertGreaterThan(sizes.max() ?? 0, 64 << 20)
+        XCTAssertFalse(broker.log.contains("reads too slowly"), broker.log)
+    }
+
     /// Two large subscriptions on one connection that falls behind: each gets its resync once the
     /// client reads again, the second after the client has read the first, and the connection
     /// stays open (queued at once, the two results passed the outbox limit together).
