@@ -429,9 +429,10 @@ public final class Context {
     /// The configuration names of the open stores.
     public var storeNames: [String] { stores.keys.sorted() }
 
-    /// Per store file: checkpoints done off the saving thread, and the last failure if any.
-    public func checkpointing(_ store: String) -> (checkpoints: Int, lastFailure: String?)? {
-        checkpointers[store].map { ($0.checkpoints, $0.lastFailureMessage) }
+    /// Per store file: checkpoints done off the saving thread, the last failure if any, and the
+    /// frames its WAL holds after the last commit.
+    public func checkpointing(_ store: String) -> (checkpoints: Int, lastFailure: String?, walFrames: Int)? {
+        checkpointers[store].map { ($0.checkpoints, $0.lastFailureMessage, $0.walFrames) }
     }
 
     /// The configuration (store) that holds `entity`.

@@ -165,6 +165,11 @@ public final class Checkpointer: Sendable {
     /// Checkpoints completed so far.
     public var checkpoints: Int { completed.load(ordering: .relaxed) }
 
+    /// Frames in the WAL after the last commit: back near 0 each time the WAL starts over (about
+    /// once per `threshold` frames); one that keeps growing past `limit` means the checkpoints
+    /// cannot finish (a reader holding an old snapshot, a failing disk).
+    public var walFrames: Int { framesInWAL.load(ordering: .relaxed) }
+
     /// What the last failed checkpoint said (nil: none has failed), for `Status`.
     public var lastFailureMessage: String? {
         let code = lastFailureCode
