@@ -269,6 +269,8 @@ extension Broker {
     /// left behind that keeps writing (its group was told to stop).
     private func drainAndClose(_ c: Connection) {
         c.discardsOutput = true
+        c.callsPaused = false
+        processFrames(c)  // calls that waited for the role to read its replies
         var reads = 0
         while reads < 4096, read(c) { reads += 1 }
         close(c)

@@ -223,18 +223,24 @@ public final class Broker {
             return false
         case .bytes(let n):
             c.decoder.append(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
+            if c.callsPaused, c.decoder.pendingBytes > Limits.maxWaitingCallBytes {
+                log.warning("\(c.label) sends calls without reading the replies (\(c.pendingOutput) bytes queued, "
+                            + "\(c.decoder.pendingBytes) bytes of calls waiting); closing it")
+                close(c)
+                return false
+            }
             processFrames(c)
             return true
         }
     }
 
-    private func processFrames(_ c: Connection) {
+    func processFrames(_ c: Connection) {
         while !c.closed {
-            // A client that has not read what is queued for it waits for its next reply: calls
-            // it pipelined stay in its buffer (and the socket) until `flush` has written it all.
+            // A client that has not read what is queued for it waits for its next reply: the
+            // calls it pipelined are read (a client blocked writing them must not wait on us)
+            // but kept unhandled until `flush` has written everything queued.
             if c.pendingOutput > Limits.pauseCallsBytes, !c.discardsOutput {
                 c.callsPaused = true
-                watch(c)
                 return
             }
             let frame: ArraySlice<UInt8>
@@ -339,25 +345,31 @@ public final class Broker {
             guard drained else { return }
             if c.callsPaused {
                 // All read: the calls that waited are handled first (an Unsubscribe among them
-                // spares its subscription the resync it was owed), their replies flushed by
-                // `send`; then the resyncs still owed, if all that is read too.
-                c.callsPaused = false
-                watch(c)
-                processFrames(c)
-                continue
+                // spares its subscription the resync it was owed), then the resyncs still owed.
+                resumeCalls(c)
+                return
             }
             guard c.owesResync else { return }
             queueResyncs(c)
         }
     }
 
-    /// Tells epoll what `c` waits for: its calls unless they are paused, and room to write while
-    /// anything is queued.
+    /// Handles the calls that waited on `c` (`Limits.pauseCallsBytes`), then flushes: from the
+    /// loop's next turn, never from inside whatever flushed it (a commit's diffs, a migration's
+    /// resyncs), so that one connection's calls never run in the middle of another's.
+    private func resumeCalls(_ c: Connection) {
+        c.callsPaused = false
+        _ = loop.after(0) { [weak self, weak c] in
+            guard let self, let c, !c.closed else { return }
+            self.processFrames(c)
+            self.flush(c)
+        }
+    }
+
+    /// Tells epoll what `c` waits for: calls always, and room to write while anything is queued.
     private func watch(_ c: Connection) {
         guard !c.closed else { return }
-        var interest: EventLoop.Interest = c.callsPaused ? [] : .read
-        if c.watchingWrites { interest.insert(.write) }
-        loop.change(c.fd, interest)
+        loop.change(c.fd, c.watchingWrites ? [.read, .write] : .read)
     }
 
     /// A write to `c` failed. When its peer has gone (it closed its end), the calls it sent
@@ -370,13 +382,11 @@ public final class Broker {
         c.discardsOutput = true
         c.outbox = []
         c.outboxOffset = 0
-        let paused = c.callsPaused
-        c.callsPaused = false
         c.watchingWrites = false
         watch(c)
-        // Calls that waited for their client to read (not during a call: it was paused) are
-        // handled now; they may be all it sent.
-        if paused { processFrames(c) }
+        // Calls that waited for their client to read are handled (their replies dropped): they
+        // may be all it sent.
+        if c.callsPaused { resumeCalls(c) }
     }
 
     func close(_ c: Connection) {

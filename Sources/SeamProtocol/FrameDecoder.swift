@@ -92,6 +92,10 @@ public enum Limits {
     /// what is queued: a client that pipelines calls with large replies (two Subscribes with big
     /// results, say) and reads them is never closed for their sum.
     public static let pauseCallsBytes = 1 << 20
+    /// Bytes of calls a connection may send while its calls wait (it has not read its replies):
+    /// they are read and kept, so that a client blocked writing them is never left waiting on a
+    /// broker that waits on it; past them it is closed, as one that neither reads nor stops.
+    public static let maxWaitingCallBytes = 16 << 20
     /// Bytes queued on a connection past which its subscriptions stop queueing diffs; each is sent
     /// one "resync" with its whole result once the connection has read what is queued.
     public static let subscriberBacklogBytes = 1 << 20
