@@ -317,8 +317,8 @@ public final class Broker {
         c.enqueue(frame)
         // One frame is never too much on its own (a result or a diff may be large: clients accept
         // frames up to `Limits.maxReplyFrameBytes`), nor on top of the little a connection may
-        // leave unread before its calls and diffs wait (`pauseCallsBytes`, the same as
-        // `subscriberBacklogBytes`); frames left unread beyond that are, once they pass the limit.
+        // leave unread before its calls and diffs wait (`pauseCallsBytes`); frames left unread
+        // beyond that are, once they pass the limit.
         if before > Limits.pauseCallsBytes, c.pendingOutput > Limits.maxOutboxBytes {
             log.warning("\(c.label) reads too slowly (\(c.pendingOutput) bytes queued); closing it")
             close(c)

@@ -23,7 +23,7 @@ final class Connection {
     var discardsOutput = false
     /// Whether the event loop is also watching for writability (only while output is queued).
     var watchingWrites = false
-    /// Its calls wait (are neither read nor handled) until what is queued for it is read
+    /// Its calls wait (read into `decoder`, not handled) until what is queued for it is read
     /// (`Limits.pauseCallsBytes`).
     var callsPaused = false
     /// This connection's subscriptions, by subscription number.

@@ -277,13 +277,14 @@ public final class Context {
     public var walSyncs: [String: Int] { stores.mapValues { $0.db.walSyncs } }
 
     /// Whether a store's WAL can be readied to start over now, between requests: its
-    /// checkpointer has copied back the bulk, and fewer than its `catchUpFrames` are left (`Checkpointer.catchUp`).
+    /// checkpointer has copied back the bulk, and fewer than its `catchUpFrames` are left
+    /// (`Checkpointer.catchUp`).
     public var upkeepDue: Bool { checkpointers.values.contains { $0.catchUpDue } }
 
     /// Does what `upkeepDue` announced, on this (the writer's) thread: at most 500 pages and two
-    /// fdatasyncs per store, once per 4,000 frames committed. An owner that never calls
-    /// it lets each WAL grow to the checkpointer's `limit` (8,000 frames)
-    /// before the writer checkpoints inline; the broker calls it from its loop's idle turns.
+    /// fdatasyncs per store, once per 4,000 frames committed. An owner that never calls it lets
+    /// each WAL grow to the checkpointer's `limit` (8,000 frames) before the writer checkpoints
+    /// inline; the broker calls it from its loop's idle turns.
     public func upkeep() { for c in checkpointers.values where c.catchUpDue { c.catchUp() } }
 
     /// Closes an open store (before its migration): its checkpointer stops, its statements

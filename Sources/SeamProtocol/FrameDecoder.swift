@@ -88,10 +88,11 @@ public enum Limits {
     public static let maxFetchRows = 100_000
     /// Bytes queued for a slow reader before its connection is closed.
     public static let maxOutboxBytes = 64 << 20
-    /// Bytes queued on a connection past which its next calls wait, unread, until it has read
-    /// what is queued: a client that pipelines calls with large replies (two Subscribes with big
-    /// results, say) and reads them is never closed for their sum.
-    public static let pauseCallsBytes = 1 << 20
+    /// Bytes queued on a connection past which its next calls wait (read, not handled) until it
+    /// has read what is queued: a client that pipelines calls with large replies (two Subscribes
+    /// with big results, say) and reads them is never closed for their sum. The same threshold
+    /// as its diffs': what a connection may leave unread before anything more waits.
+    public static let pauseCallsBytes = subscriberBacklogBytes
     /// Bytes of calls a connection may send while its calls wait (it has not read its replies):
     /// they are read and kept, so that a client blocked writing them is never left waiting on a
     /// broker that waits on it; past them it is closed, as one that neither reads nor stops.

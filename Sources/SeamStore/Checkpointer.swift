@@ -106,9 +106,13 @@ public final class Checkpointer: Sendable {
         // would, and the thread starts no more rounds (its checkpoint would keep the writer's
         // from running): the first of the writer's that copies everything lets its next commit
         // start the WAL over.
-        if frames >= limit {
-            checkpoint(connection)
-        } else if frames - copiedFrames >= threshold, !busy.exchange(true, ordering: .acquiringAndReleasing) {
+        if frames >= limit { checkpoint(connection) } else { askForRound(frames) }
+    }
+
+    /// Wakes the thread for a round if `frames` (below `limit`) leave a threshold's backlog and
+    /// no round is running.
+    private func askForRound(_ frames: Int) {
+        if frames < limit, frames - copiedFrames >= threshold, !busy.exchange(true, ordering: .acquiringAndReleasing) {
             wakeup.post()
         }
     }
@@ -156,8 +160,8 @@ public final class Checkpointer: Sendable {
             copied.store(Self.tag(generation, Int(done)), ordering: .releasing)
             completed.add(1, ordering: .relaxed)
         } else if rc & 0xff != SQLITE_BUSY {
-            // Busy: another checkpoint is running (the writer's own past `limit`, or the thread's). Anything else
-            // is kept for Status; a later round tries again.
+            // Busy: another checkpoint is running (the writer's own past `limit`, or the thread's).
+            // Anything else is kept for Status; a later round tries again.
             lastFailure.store(rc, ordering: .relaxed)
         }
     }
@@ -199,10 +203,7 @@ public final class Checkpointer: Sendable {
             busy.store(false, ordering: .releasing)
             // A commit that found the thread still busy asked for nothing: a round is due now if
             // it would have asked (unless a reader holds the copy back: no spinning on it).
-            let frames = framesInWAL.load(ordering: .relaxed)
-            if progressed, frames < limit, frames - copiedFrames >= threshold, !busy.exchange(true, ordering: .acquiringAndReleasing) {
-                wakeup.post()
-            }
+            if progressed { askForRound(framesInWAL.load(ordering: .relaxed)) }
         }
         db.close()
         stopped.store(true, ordering: .releasing)

@@ -57,17 +57,22 @@ final class LargeResultTests: BrokerTestCase {
         XCTAssertFalse(broker.log.contains("reads too slowly"), broker.log)
     }
 
+    /// A session with a note of 4,000 bytes, and a Fetch of it by uuid as a frame (NUL included).
+    func fetchOfASessionWithANote() throws -> (call: [UInt8], note: String) {
+        let note = String(repeating: "n", count: 4_000)
+        let uuid = try client().save([.insert(entity: "Session", values: ["name": "big", "startedAt": 1_700_000_000,
+                                                                         "note": .string(note)])]).inserted[0]
+        return (Array(#"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session","uuid":"\#(uuid)"}}"#.utf8) + [0], note)
+    }
+
     /// A client that writes many calls before it reads any reply (as the ticker writes its
     /// batches): once 1 MiB of replies waits, seamd handles no more of its calls, but still
     /// reads them, so the client's write finishes, and then it reads every reply. (Had seamd
     /// stopped reading, the client would wait on it writing, and seamd on it reading, for ever.)
     func testACallerThatWritesBeforeItReadsIsNotLeftBlocked() throws {
-        let c = try client()
-        let note = String(repeating: "n", count: 4_000)
-        let uuid = try c.save([.insert(entity: "Session", values: ["name": "big", "startedAt": 1_700_000_000, "note": .string(note)])]).inserted[0]
+        let (call, note) = try fetchOfASessionWithANote()
         let raw = try RawClient(broker.socketPath)
         let calls = 3_000  // some 300 KB of calls, more than the socket holds; 12 MB of replies
-        let call = Array(#"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session","uuid":"\#(uuid)"}}"#.utf8) + [0]
         nonisolated(unsafe) let writer = raw
         let written = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
@@ -84,11 +89,9 @@ final class LargeResultTests: BrokerTestCase {
     /// A client that keeps writing calls and never reads a reply: once its replies wait and
     /// 16 MiB of its calls wait behind them, it is closed, and the log says why.
     func testACallerThatWritesWithoutEverReadingIsClosed() throws {
+        let (call, _) = try fetchOfASessionWithANote()
         let c = try client()
-        let uuid = try c.save([.insert(entity: "Session", values: ["name": "big", "startedAt": 1_700_000_000,
-                                                                  "note": .string(String(repeating: "n", count: 4_000))])]).inserted[0]
         let raw = try RawClient(broker.socketPath)
-        let call = Array(#"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session","uuid":"\#(uuid)"}}"#.utf8) + [0]
         let megabyte = Array([[UInt8]](repeating: call, count: 10_000).joined())
         for _ in 0..<20 { raw.send(megabyte) }  // returns early once seamd has closed it
         try eventually(10, "closed for sending calls without reading") { self.broker.log.contains("sends calls without reading the replies") }
