@@ -15,6 +15,11 @@ extension Broker {
         case .success(let q): query = q
         case .failure(let e): return Reply(e, id: id).frame()
         }
+        // Without ids, varlink streams one call per connection: a second subscription's replies
+        // could not be told from the first's by a plain client, so it is refused.
+        if id == nil, c.subscriptions.values.contains(where: { $0.callID == nil }) {
+            return Reply(.limitReached("a connection without ids holds one subscription: give each call an id (PROTOCOL.md, the id extension) or subscribe on another connection"), id: nil).frame()
+        }
         guard c.subscriptions.count < Limits.maxSubscriptionsPerConnection else {
             return Reply(.limitReached("a connection holds at most \(Limits.maxSubscriptionsPerConnection) subscriptions"), id: id).frame()
         }
@@ -106,17 +111,19 @@ extension Broker {
         for c in touched.values { flush(c) }
     }
 
-    /// Ends every subscription of channels whose result could not be fetched again: the window no
-    /// longer says what the result is, so each ends with the error (its last reply) and the
-    /// subscriber may subscribe again. Returns the connections written to (flushed unless asked not to).
+    /// Ends every subscription of channels whose result could not be fetched again, or grew past
+    /// `Limits.maxSubscriptionRows`: the window no longer says what the result is (or would hold
+    /// too much), so each ends with the error (its last reply) and the subscriber may subscribe
+    /// again. Returns the connections written to (flushed unless asked not to).
     @discardableResult
-    func endSubscriptions(of failed: [(Channel, ContextError)], flushing: Bool = true) -> [Connection] {
+    func endSubscriptions(of failed: [(Channel, VarlinkError)], flushing: Bool = true) -> [Connection] {
         var touched: [ObjectIdentifier: Connection] = [:]
         for (channel, error) in failed {
-            log.warning("channel \(channel.id) (\(channel.entity)) could not be refetched: \(error); its subscriptions end")
+            let why = error.parameters["message"]?.stringValue ?? error.name
+            log.warning("channel \(channel.id) (\(channel.entity)) ends its subscriptions: \(why)")
             for s in channel.subscriptions.values.sorted(by: { $0.id < $1.id }) {
                 subscriptions.remove(s)
-                if queue(frame: Reply(Self.varlink(error), id: s.callID).frame(), to: s.connection) {
+                if queue(frame: Reply(error, id: s.callID).frame(), to: s.connection) {
                     touched[ObjectIdentifier(s.connection)] = s.connection
                 }
             }

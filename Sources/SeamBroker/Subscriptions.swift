@@ -121,6 +121,12 @@ final class Subscriptions {
         .limitReached("this query matches more than \(cap) rows; subscribe with a limit")
     }
 
+    /// The broker keeps every row of a channel's result to diff it: one that grows past the cap
+    /// after it was opened ends its subscriptions, as one that started past it is refused.
+    private static func grewPastCap(_ cap: Int) -> VarlinkError {
+        .limitReached("this query's result grew past \(cap) rows; subscribe again with a limit")
+    }
+
     /// The channel for `query`, created (its first result fetched) when no subscription shares it.
     func channel(for query: Query, context: Context) throws(VarlinkError) -> Channel {
         let key = query.key
@@ -229,7 +235,7 @@ final class Subscriptions {
     /// index), not all channels; a limited window that lost a row is refetched. A channel whose
     /// refetch fails (the store could not be read) cannot say what changed: it is in `failed`,
     /// with the error, for its subscriptions to be ended with it (never left silently stale).
-    func diffs(for set: ChangeSet, context: Context) -> (diffs: [(Channel, QueryDiff)], failed: [(Channel, ContextError)]) {
+    func diffs(for set: ChangeSet, context: Context) -> (diffs: [(Channel, QueryDiff)], failed: [(Channel, VarlinkError)]) {
         var touched: [Int: [(old: [String: AttributeValue]?, new: [String: AttributeValue]?)]] = [:]
         var order: [Int] = []
         for change in set.changes {
@@ -240,17 +246,21 @@ final class Subscriptions {
             }
         }
         var out: [(Channel, QueryDiff)] = []
-        var failed: [(Channel, ContextError)] = []
+        var failed: [(Channel, VarlinkError)] = []
         for id in order {
             guard let channel = channelsByID[id], let changes = touched[id] else { continue }
             let diff: QueryDiff
             switch channel.window.apply(changes) {
             case .diff(let d): diff = d
             case .refetch:
-                do { diff = channel.window.replace(with: try context.fetch(channel.request).map(\.values)) } catch {
+                do { diff = try refetch(channel, context: context) } catch {
                     failed.append((channel, error))
                     continue
                 }
+            }
+            guard channel.window.rows.count <= Limits.maxSubscriptionRows else {
+                failed.append((channel, Self.grewPastCap(Limits.maxSubscriptionRows)))
+                continue
             }
             if !diff.isEmpty { out.append((channel, diff)) }
         }
@@ -258,15 +268,27 @@ final class Subscriptions {
     }
 
     /// Every channel's window fetched afresh (after the stores changed outside any change set);
-    /// the channels whose fetch failed, with the error.
-    func refetchAll(context: Context) -> [(Channel, ContextError)] {
-        var failed: [(Channel, ContextError)] = []
+    /// the channels that could not be, with the error.
+    func refetchAll(context: Context) -> [(Channel, VarlinkError)] {
+        var failed: [(Channel, VarlinkError)] = []
         for channel in channels.values.sorted(by: { $0.id < $1.id }) {
-            do { _ = channel.window.replace(with: try context.fetch(channel.request).map(\.values)) } catch {
+            do { _ = try refetch(channel, context: context) } catch {
                 failed.append((channel, error))
             }
         }
         return failed
+    }
+
+    /// The channel's result fetched afresh into its window: at most the cap and one row more are
+    /// read, and past the cap the window is left as it was.
+    private func refetch(_ channel: Channel, context: Context) throws(VarlinkError) -> QueryDiff {
+        let cap = Limits.maxSubscriptionRows
+        var request = channel.request
+        request.limit = min(request.limit ?? cap + 1, cap + 1)
+        let rows: [Row]
+        do { rows = try context.fetch(request) } catch { throw Broker.varlink(error) }
+        guard rows.count <= cap else { throw Self.grewPastCap(cap) }
+        return channel.window.replace(with: rows.map(\.values))
     }
 
     /// The diff from the result a subscriber had at `since` to the channel's result now, or nil

@@ -122,7 +122,8 @@ public struct LiveResult: Sendable, Equatable {
 
     public init() {}
 
-    /// A diff that does not fit the rows held (a bug somewhere, never expected).
+    /// A diff that does not fit the rows held, or comes before any result or after a newer one
+    /// (a bug somewhere, never expected). After one, subscribe afresh.
     public struct Mismatch: Error, Sendable, CustomStringConvertible {
         public var description: String
     }
@@ -135,6 +136,14 @@ public struct LiveResult: Sendable, Equatable {
         case .result, .resync:
             rows = u.rows
         case .diff:
+            // A diff edits a result: none held yet, or one already newer, and it has nothing it
+            // could be applied to. (A resume's diff may carry the sequence held when nothing
+            // changed since: it is empty.)
+            guard let held = sequence else { throw Mismatch(description: "a diff (sequence \(u.sequence)) arrived before any result") }
+            let empty = u.deleted.isEmpty && u.inserted.isEmpty && u.updated.isEmpty && u.moved.isEmpty
+            guard u.sequence > held || (u.sequence == held && empty) else {
+                throw Mismatch(description: "a diff of sequence \(u.sequence) arrived after the result of \(held)")
+            }
             // By the indexes the diff carries: O(changes) array edits in place, not a pass over the
             // rows (after a Mismatch the rows are unusable: subscribe afresh).
             var next = rows

@@ -69,9 +69,10 @@ final class SubscriptionBadInputTests: BrokerTestCase {
         XCTAssertEqual(live.rows, expected)
     }
 
-    /// No subscription starts with more than 100,000 rows: neither on a new channel nor on a
-    /// shared one that has grown past that since it was opened (its subscribers keep it).
-    func testNoSubscriptionStartsWithMoreThanTheRowCap() throws {
+    /// No channel holds more than 100,000 rows: a subscription cannot start past that, and one
+    /// whose result grows past it ends with the error as its last reply (before, its channel kept
+    /// every row however many, and the broker's memory with it).
+    func testNoSubscriptionHoldsMoreThanTheRowCap() throws {
         let c = try client()
         let query: JSONObject = ["entity": "Session", "predicate": "name == \"many\"", "sort": "startedAt"]
         let holder = try RawClient(broker.socketPath)
@@ -82,6 +83,10 @@ final class SubscriptionBadInputTests: BrokerTestCase {
                 .insert(entity: "Session", values: ["name": "many", "startedAt": .integer(Int64(1_700_000_000 + batch * 1000 + i))])
             })
         }
+        var last = try reply(holder, timeout: 60)
+        while last.continues { last = try reply(holder, timeout: 60) }
+        XCTAssertEqual(last.error, "org.seam.Store.LimitReached", "\(last.parameters)")
+        XCTAssertEqual(try c.status()["channels"]?.int64Value, 0, "the channel is gone with its last subscription")
         for parameters in [query, ["entity": "Session", "sort": "-startedAt"]] {
             let late = try RawClient(broker.socketPath)
             late.send(subscribeCall(parameters))
@@ -91,6 +96,27 @@ final class SubscriptionBadInputTests: BrokerTestCase {
         let limited = try RawClient(broker.socketPath)
         limited.send(subscribeCall(["entity": "Session", "sort": "-startedAt", "limit": 10]))
         XCTAssertEqual(try reply(limited).parameters["rows"]?.arrayValue?.count, 10, "with a limit, it may")
+    }
+
+    /// Without ids a connection holds one subscription (a plain varlink client could not tell
+    /// two apart by their replies); with ids it holds many, and the first goes on.
+    func testAConnectionWithoutIDsHoldsOneSubscription() throws {
+        let raw = try RawClient(broker.socketPath)
+        raw.send(subscribeCall(["entity": "Session"]))
+        XCTAssertEqual(try reply(raw).parameters["kind"]?.stringValue, "result")
+        raw.send(subscribeCall(["entity": "Timer"]))
+        let refused = try reply(raw)
+        XCTAssertEqual(refused.error, "org.seam.Store.LimitReached", "\(refused.parameters)")
+        XCTAssertNil(refused.id)
+        raw.send(subscribeCall(["entity": "Timer"], id: 7))
+        let second = try reply(raw)
+        XCTAssertEqual(second.parameters["kind"]?.stringValue, "result")
+        XCTAssertEqual(second.id, .integer(7))
+        try client().save([.insert(entity: "Session", values: ["name": "Tea", "startedAt": .integer(1_700_000_000)])])
+        let diff = try reply(raw)
+        XCTAssertEqual(diff.parameters["kind"]?.stringValue, "diff")
+        XCTAssertNil(diff.id)
+        XCTAssertEqual(try client().status()["subscriptions"]?.int64Value, 2)
     }
 
     func testBadSubscriptionsGetErrorsAndTheConnectionGoesOn() throws {

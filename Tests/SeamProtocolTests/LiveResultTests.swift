@@ -29,4 +29,25 @@ final class LiveResultTests: XCTestCase {
                                            "moved": [["uuid": "a", "from": 0, "to": 1]], "inserted": [["uuid": "c", "index": 0, "row": row]]]))
         XCTAssertEqual(live.rows.map { $0["uuid"]?.stringValue }, ["c", "a", "b"])
     }
+
+    /// A diff edits a result it follows: before any result, or older than the result held, it
+    /// has nothing to edit and is a `Mismatch` (it was applied to the empty rows, or twice).
+    func testADiffBeforeAnyResultOrOlderThanItIsAMismatch() throws {
+        let insert: JSON = [["uuid": "c", "index": 0, "row": ["uuid": "c"]]]
+        var live = LiveResult()
+        XCTAssertThrowsError(try live.apply(SubscriptionUpdate(["subscription": 1, "kind": "diff", "sequence": 3, "inserted": insert])))
+        XCTAssertNil(live.sequence)
+        XCTAssertEqual(live.rows, [])
+        try live.apply(SubscriptionUpdate(["subscription": 1, "kind": "result", "sequence": 5, "rows": [["uuid": "a"]]]))
+        for sequence: Int64 in [4, 5] {
+            XCTAssertThrowsError(try live.apply(SubscriptionUpdate(["subscription": 1, "kind": "diff", "sequence": .integer(sequence),
+                                                                    "inserted": insert])), "sequence \(sequence)")
+        }
+        XCTAssertEqual(live.rows.map { $0["uuid"]?.stringValue }, ["a"])
+        // A resume with nothing since: an empty diff at the sequence held.
+        try live.apply(SubscriptionUpdate(["subscription": 1, "kind": "diff", "sequence": 5]))
+        try live.apply(SubscriptionUpdate(["subscription": 1, "kind": "diff", "sequence": 6, "inserted": insert]))
+        XCTAssertEqual(live.rows.map { $0["uuid"]?.stringValue }, ["c", "a"])
+        XCTAssertEqual(live.sequence, 6)
+    }
 }
