@@ -129,6 +129,7 @@ extension Context {
                                                      reason: "save \(u.sequence) waits to complete in it; this save changed nothing"))
             }
             let number = sequence + 1
+            try lease(through: number)
             do {
                 try apply(u, to: h, numbered: number)
             } catch {

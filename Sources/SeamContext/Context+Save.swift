@@ -88,6 +88,7 @@ extension Context {
         guard !changes.isEmpty else { return nil }
         if let since = request.unchangedSince { try checkUnchanged(changes, since: since) }
         let set = ChangeSet(sequence: sequence + 1, author: author, time: time ?? Self.now(), changes: changes)
+        try lease(through: set.sequence)
         try commit(set, work: work)
         sequence = set.sequence
         ring.append(set)

@@ -17,7 +17,20 @@ import SeamSystem
 /// numbers a save. Every resume from before then lies behind the new numbers and outside the
 /// (empty) ring, so it gets a fresh result. With full durability nothing is told before it is on
 /// the disk: a marker left by an earlier run is honoured, but none is kept.
+///
+/// A store restored from an older copy holds an older number too: numbered from there, saves
+/// would take numbers subscribers already hold for other saves, and a resume from one of them
+/// would get diffs that do not apply to what it holds. So the directory's lease
+/// (`StoreLayout.sequenceLease`, apart from the stores, so not restored with them) says how far
+/// numbers may have been handed out: written ahead, `leaseBlock` numbers at a time, on the disk
+/// before a number past it is used, and exactly the last number at a clean close. An open that
+/// finds the stores behind the lease numbers from past it (after a clean close it finds them
+/// level with it, and resumes go on as before). Restoring the lease with the stores, or the
+/// whole directory, hides the restore; `SequenceAhead` still catches a resume from beyond.
 extension Context {
+    /// How many numbers one write of the lease covers ahead: one small write (and flush) per
+    /// this many saves.
+    public static let leaseBlock: Int64 = 1 << 16
     /// How far the sequence moves on after a close that was not clean: more saves than a store
     /// can commit between two flushes of its WAL, by orders of magnitude (2³²; a JSON number
     /// still holds the sequence exactly after two million such starts).
@@ -47,9 +60,57 @@ extension Context {
         openMarker = marker
     }
 
+    /// At open, after `markOpen`: reads the lease, numbers from past it when the stores are
+    /// behind it (restored from an older copy, or a jump no store recorded), and leases ahead.
+    /// A lease that cannot be read is taken as far ahead as an unclean close.
+    func takeLease(_ layout: StoreLayout) throws(ContextError) {
+        let path = layout.sequenceLease
+        lease = (path, .min)
+        if let told = readLease(path), told > sequence {
+            recovered.append("the stores hold sequence \(sequence), but numbers up to \(told) may have been handed out (a store "
+                             + "restored from an older copy, or a jump no store took): saves are numbered from \(told + 2) on, and a "
+                             + "resume from before gets a fresh result")
+            // Past the lease, not to it: a resume from its last number must not find "nothing since".
+            sequence = told + 1
+            try recordSequenceJump()
+        }
+        try lease(through: sequence)
+    }
+
+    /// The number the lease holds, nil when there is none. One that cannot be read is taken as
+    /// far ahead as an unclean close would move the sequence (and said in `recovered`).
+    private func readLease(_ path: String) -> Int64? {
+        guard FileSystem.exists(path) else { return nil }
+        do throws(SystemError) {
+            let words = String(decoding: try FileSystem.read(path), as: UTF8.self).split(whereSeparator: \.isWhitespace)
+            if words.count == 1, let n = Int64(words[0]), n >= 0 { return n }
+            recovered.append("the sequence lease \(path) holds no sequence number: taken as after an unclean close")
+        } catch {
+            recovered.append("the sequence lease could not be read (\(error)): taken as after an unclean close")
+        }
+        return sequence + Self.uncleanCloseJump
+    }
+
+    /// Makes sure the lease covers `number` before it is used: past it, the lease moves
+    /// `leaseBlock` ahead, on the disk. Nothing without a directory.
+    func lease(through number: Int64) throws(ContextError) {
+        guard let (path, through) = lease, number > through else { return }
+        let ahead = number + Self.leaseBlock
+        try writeLease(ahead, to: path)
+        lease = (path, ahead)
+    }
+
+    private func writeLease(_ number: Int64, to path: String) throws(ContextError) {
+        let text = "\(number)\n"
+        do throws(SystemError) { try FileSystem.writeAtomically(Array(text.utf8), to: path) } catch {
+            throw ContextError(.store(StoreError(.system(error), path: path)))
+        }
+    }
+
     /// Writes the sequence into the first open store and flushes it; with none open, the next
-    /// store to open takes it (`reopen`).
+    /// store to open takes it (`reopen`). The lease covers it either way.
     func recordSequenceJump() throws(ContextError) {
+        try lease(through: sequence)
         guard let name = stores.keys.sorted().first, let h = stores[name] else {
             sequenceJumpUnrecorded = true
             return
@@ -67,6 +128,11 @@ extension Context {
             close(name, reason: "the stores were closed")  // its checkpointer stops with it
         }
         if !sequenceJumpUnrecorded { removeOpenMarker() }
+        // Level with the stores: the next open resumes where this one stopped. (Should it fail,
+        // the lease stays ahead and the next open numbers from past it: resumes get fresh results.)
+        if let (path, through) = lease, through != sequence {
+            if (try? writeLease(sequence, to: path)) != nil { lease = (path, sequence) }
+        }
     }
 
     private func removeOpenMarker() {

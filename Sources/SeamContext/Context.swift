@@ -79,7 +79,7 @@ public final class Context {
     public internal(set) var sequence: Int64
     /// What opening the stores recovered (a migration's swap finished, saves finished in their
     /// second file, leftovers removed), in words, for the owner's log.
-    public private(set) var recovered: [String] = []
+    public internal(set) var recovered: [String] = []
     public internal(set) var ring: ChangeRing
     /// Saves across two files whose first file committed, with the intent, but whose second could
     /// not even on a second try: finished before the next save (`finishUnfinished`), or by
@@ -89,6 +89,8 @@ public final class Context {
     var openMarker: String?
     /// Set when a start's sequence jump could not be recorded yet (no store was open).
     var sequenceJumpUnrecorded = false
+    /// `StoreLayout.sequenceLease` and the number it holds, once this context has read it.
+    var lease: (path: String, through: Int64)?
     /// Set when the stores changed in a way no change set told (a save committed in part, or such
     /// a part finished later): whoever keeps results of queries must fetch them again.
     public internal(set) var resultsInvalidated = false
@@ -136,6 +138,7 @@ public final class Context {
             }
         }
         try markOpen(storeDirectory.layout)
+        try takeLease(storeDirectory.layout)
     }
 
     /// Opens every store that can be served, each at the version it holds; the rest stay
@@ -249,6 +252,10 @@ public final class Context {
             guard changed else { return }
             sequence += 1
             ring = ChangeRing(capacity: options.ringCapacity)
+            do { try lease(through: sequence) } catch {
+                close(name, reason: error.description)
+                throw error
+            }
             do { try SaveJournal.setSequence(sequence, in: db) } catch {
                 close(name, reason: error.description)  // not served without its number: a try again takes another
                 throw ContextError(.database(error))

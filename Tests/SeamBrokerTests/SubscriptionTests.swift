@@ -178,6 +178,53 @@ final class SubscriptionTests: BrokerTestCase {
         XCTAssertEqual(live.rows, try fetch(c2, q))
     }
 
+    /// A store restored from an older copy (seamd stopped cleanly each time) holds an older
+    /// number: saves after it take numbers past every one handed out before (the directory's
+    /// lease says how far), so a resume from a number heard before the restore gets a fresh
+    /// result. (Before, the next saves took the numbers again, and the resume got their diffs,
+    /// applied to rows the store no longer holds.)
+    func testAResumeAfterAStoreIsRestoredFromAnOlderCopyGetsAFreshResult() throws {
+        var c = try client()
+        try addSession(c, "a")
+        broker.stop()
+        let older = TemporaryDirectory("seam-older")
+        for name in try FileManager.default.contentsOfDirectory(atPath: broker.dataDirectory) where name.hasSuffix(".sqlite") {
+            try FileManager.default.copyItem(atPath: broker.dataDirectory + "/" + name, toPath: older.file(name))
+        }
+        broker = try broker.restarted()
+        c = try client()
+        let q: JSONObject = ["entity": "Session", "sort": "name", "fields": ["name"]]
+        var raw = try RawClient(broker.socketPath)
+        var live = LiveResult()
+        try live.apply(try subscribe(raw, q))
+        for name in ["b", "c"] {
+            try addSession(c, name)
+            try live.apply(try next(raw))
+        }
+        XCTAssertEqual(live.rows.map { $0["name"]?.stringValue }, ["a", "b", "c"])
+        let heard = try XCTUnwrap(live.sequence)
+        broker.stop()
+        for name in try FileManager.default.contentsOfDirectory(atPath: broker.dataDirectory)
+        where name.hasPrefix("Cloud.sqlite") || name.hasPrefix("Local.sqlite") {
+            try FileManager.default.removeItem(atPath: broker.dataDirectory + "/" + name)
+        }
+        for name in try FileManager.default.contentsOfDirectory(atPath: older.path) {
+            try FileManager.default.copyItem(atPath: older.file(name), toPath: broker.dataDirectory + "/" + name)
+        }
+        broker = try broker.restarted()
+        c = try client()
+        for name in ["d", "e", "f"] { try addSession(c, name) }  // past the number the subscriber heard
+        XCTAssertTrue(broker.log.contains("restored from an older copy"), broker.log.suffix(600).description)
+        raw = try RawClient(broker.socketPath)
+        var resume = q
+        resume["since"] = .integer(heard)
+        let first = try subscribe(raw, resume)
+        XCTAssertEqual(first.kind, .resync)
+        XCTAssertGreaterThan(first.sequence, heard + 1)
+        try live.apply(first)
+        XCTAssertEqual(live.rows.map { $0["name"]?.stringValue }, ["a", "d", "e", "f"], "what the restored store holds, and the saves since")
+    }
+
     /// A power cut takes back saves a subscriber was told of (normal durability): the broker
     /// that starts on what reached the disk numbers its saves past them, so that a resume from
     /// before gets a fresh result, never "nothing since" over rows that are gone.
