@@ -16,9 +16,11 @@ extension Broker {
         case .failure(let e): return Reply(e, id: id).frame()
         }
         // Without ids, varlink streams one call per connection: a second subscription's replies
-        // could not be told from the first's by a plain client, so it is refused.
+        // could not be told from the first's by a plain client, so it is refused (with an error
+        // of its own: a LimitReached without an id would read as the first one's end).
         if id == nil, c.subscriptions.values.contains(where: { $0.callID == nil }) {
-            return Reply(.limitReached("a connection without ids holds one subscription: give each call an id (PROTOCOL.md, the id extension) or subscribe on another connection"), id: nil).frame()
+            return Reply(.invalidRequest("this connection already holds a subscription without an id: give each call an id "
+                                         + "(PROTOCOL.md, the id extension) or subscribe on another connection", field: "id"), id: nil).frame()
         }
         guard c.subscriptions.count < Limits.maxSubscriptionsPerConnection else {
             return Reply(.limitReached("a connection holds at most \(Limits.maxSubscriptionsPerConnection) subscriptions"), id: id).frame()

@@ -131,11 +131,8 @@ final class Subscriptions {
     func channel(for query: Query, context: Context) throws(VarlinkError) -> Channel {
         let key = query.key
         let cap = Limits.maxSubscriptionRows
-        if let existing = channels[key] {
-            // Shared, it may have grown past what a subscription may start with.
-            guard existing.window.rows.count <= cap else { throw Self.tooManyRows(cap) }
-            return existing
-        }
+        // Shared, it holds at most the cap: one that grows past it ends (`diffs`).
+        if let existing = channels[key] { return existing }
         // Whole rows: the window keeps the sort keys too, whatever the fields. And in the order
         // the window keeps them: with no sort that is uuid order (`Sorting("")`), which SQL gives
         // only when asked (else the order of whatever index it walks, where the window's binary
@@ -233,8 +230,9 @@ final class Subscriptions {
     /// The diff each affected channel gets from one committed change set, in the order the
     /// channels were first touched. Costs the channels the changes touch (through the channel
     /// index), not all channels; a limited window that lost a row is refetched. A channel whose
-    /// refetch fails (the store could not be read) cannot say what changed: it is in `failed`,
-    /// with the error, for its subscriptions to be ended with it (never left silently stale).
+    /// refetch fails (the store could not be read) cannot say what changed, and one whose result
+    /// grew past `Limits.maxSubscriptionRows` holds too much: each is in `failed`, with the
+    /// error, for its subscriptions to be ended with it (never left silently stale).
     func diffs(for set: ChangeSet, context: Context) -> (diffs: [(Channel, QueryDiff)], failed: [(Channel, VarlinkError)]) {
         var touched: [Int: [(old: [String: AttributeValue]?, new: [String: AttributeValue]?)]] = [:]
         var order: [Int] = []

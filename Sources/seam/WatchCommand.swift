@@ -36,9 +36,11 @@ enum WatchCommand {
         Task {
             do {
                 for try await update in subscriber.subscribe(LiveQuery("Session", sort: "startedAt")) { sink.yield(.update(update)) }
-                sink.yield(.failed("the broker ended the subscription"))
+                sink.yield(.failed("the broker ended the subscription; is seamd running? (seam up starts it)"))
+            } catch let error as ClientError where error.remoteName != nil {
+                sink.yield(.failed("seamd ended the live view: \(error)"))  // not a broker gone: no hint to start one
             } catch {
-                sink.yield(.failed("\(error)"))
+                sink.yield(.failed("\(error); is seamd running? (seam up starts it)"))
             }
         }
         if terminal {
@@ -83,7 +85,7 @@ enum WatchCommand {
                 Terminal.exit(0)
             case .failed(let message):
                 screen.close()
-                Terminal.fail("seam", "\(message); is seamd running? (seam up starts it)")
+                Terminal.fail("seam", message)
             }
         }
     }
