@@ -301,8 +301,9 @@ public final class SeamSubscriber: Sendable {
                 return nil
             }
             if case .failure(let error) = parsed, error.remoteName == "org.seam.Store.SequenceAhead", e.sequence != nil {
-                // The store is older than what this stream has seen (restored from an older
-                // copy): nothing can be resumed, so it starts afresh, with a new result.
+                // The stores are older than what this stream has seen (the data directory,
+                // sequence lease and all, restored from an older copy): nothing can be resumed,
+                // so it starts afresh, with a new result.
                 e.sequence = nil
                 e.subscription = nil
                 s.entries[id] = e

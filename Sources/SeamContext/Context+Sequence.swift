@@ -21,12 +21,15 @@ import SeamSystem
 /// A store restored from an older copy holds an older number too: numbered from there, saves
 /// would take numbers subscribers already hold for other saves, and a resume from one of them
 /// would get diffs that do not apply to what it holds. So the directory's lease
-/// (`StoreLayout.sequenceLease`, apart from the stores, so not restored with them) says how far
-/// numbers may have been handed out: written ahead, `leaseBlock` numbers at a time, on the disk
-/// before a number past it is used, and exactly the last number at a clean close. An open that
-/// finds the stores behind the lease numbers from past it (after a clean close it finds them
-/// level with it, and resumes go on as before). Restoring the lease with the stores, or the
-/// whole directory, hides the restore; `SequenceAhead` still catches a resume from beyond.
+/// (`StoreLayout.sequenceLease`, `SequenceLease`; apart from the stores, so not restored with
+/// them) says how far numbers may have been told: written ahead, `leaseBlock` numbers at a
+/// time, on the disk before a number past it is used; at a clean close, exactly the last
+/// number, with each store's own. An open that finds the stores behind it (below its number,
+/// or a store below the number it closed with) numbers from past it; after a clean close it
+/// finds them level, and resumes go on as before. After any stop that was not clean it finds
+/// them behind (the lease was ahead): resumes get fresh results, as the marker gives them with
+/// normal durability. Restoring the lease with the stores, or the whole directory, hides the
+/// restore; `SequenceAhead` still catches a resume from beyond the stores.
 extension Context {
     /// How many numbers one write of the lease covers ahead: one small write (and flush) per
     /// this many saves.
@@ -61,54 +64,63 @@ extension Context {
     }
 
     /// At open, after `markOpen`: reads the lease, numbers from past it when the stores are
-    /// behind it (restored from an older copy, or a jump no store recorded), and leases ahead.
-    /// A lease that cannot be read is taken as far ahead as an unclean close.
+    /// behind it, and leases ahead. Behind: the sequence below the lease's (the last stop was not
+    /// clean, or every store was restored from an older copy), or, level with it, a store below
+    /// the number it closed with (that store restored). A lease that cannot be read is taken as
+    /// far ahead as an unclean close.
     func takeLease(_ layout: StoreLayout) throws(ContextError) {
         let path = layout.sequenceLease
         lease = (path, .min)
-        if let told = readLease(path), told > sequence {
-            recovered.append("the stores hold sequence \(sequence), but numbers up to \(told) may have been handed out (a store "
-                             + "restored from an older copy, or a jump no store took): saves are numbered from \(told + 2) on, and a "
-                             + "resume from before gets a fresh result")
-            // Past the lease, not to it: a resume from its last number must not find "nothing since".
-            sequence = told + 1
-            try recordSequenceJump()
+        if let told = readLease(path) {
+            let restored = told.stores.keys.sorted().filter { name in
+                guard let h = stores[name], let now = try? SaveJournal.sequence(in: h.db) else { return false }
+                return now < told.stores[name]!
+            }
+            if sequence < told.through || (sequence == told.through && !restored.isEmpty) {
+                let why = restored.isEmpty
+                    ? "the stores hold sequence \(sequence), below the \(told.through) that may have been told (the last stop was "
+                        + "not clean, or the stores were restored from an older copy)"
+                    : "\(restored.joined(separator: " and ")) holds an older sequence number than it closed with (restored from an older copy?)"
+                recovered.append("\(why): saves are numbered from \(told.through + 2) on, and a resume from before gets a fresh result")
+                // Past the lease, not to it: a resume from its last number must not find "nothing since".
+                sequence = told.through + 1
+                try recordSequenceJump()
+            }
         }
         try lease(through: sequence)
     }
 
-    /// The number the lease holds, nil when there is none. One that cannot be read is taken as
-    /// far ahead as an unclean close would move the sequence (and said in `recovered`).
-    private func readLease(_ path: String) -> Int64? {
+    /// The lease, nil when there is none. One that cannot be read is taken as far ahead as an
+    /// unclean close would move the sequence (and said in `recovered`).
+    private func readLease(_ path: String) -> SequenceLease? {
         guard FileSystem.exists(path) else { return nil }
         do throws(SystemError) {
-            let words = String(decoding: try FileSystem.read(path), as: UTF8.self).split(whereSeparator: \.isWhitespace)
-            if words.count == 1, let n = Int64(words[0]), n >= 0 { return n }
-            recovered.append("the sequence lease \(path) holds no sequence number: taken as after an unclean close")
+            if let lease = SequenceLease(text: String(decoding: try FileSystem.read(path), as: UTF8.self)) { return lease }
+            recovered.append("the sequence lease \(path) is not one: taken as after an unclean close")
         } catch {
             recovered.append("the sequence lease could not be read (\(error)): taken as after an unclean close")
         }
-        return sequence + Self.uncleanCloseJump
+        return SequenceLease(through: sequence + Self.uncleanCloseJump)
     }
 
     /// Makes sure the lease covers `number` before it is used: past it, the lease moves
-    /// `leaseBlock` ahead, on the disk. Nothing without a directory.
+    /// `leaseBlock` ahead, on the disk. Nothing without a directory (in memory), nor before
+    /// `takeLease` (the jumps an open takes before it are covered there, before anything is told).
     func lease(through number: Int64) throws(ContextError) {
         guard let (path, through) = lease, number > through else { return }
         let ahead = number + Self.leaseBlock
-        try writeLease(ahead, to: path)
+        try writeLease(SequenceLease(through: ahead), to: path)
         lease = (path, ahead)
     }
 
-    private func writeLease(_ number: Int64, to path: String) throws(ContextError) {
-        let text = "\(number)\n"
-        do throws(SystemError) { try FileSystem.writeAtomically(Array(text.utf8), to: path) } catch {
+    private func writeLease(_ lease: SequenceLease, to path: String) throws(ContextError) {
+        do throws(SystemError) { try FileSystem.writeAtomically(Array(lease.text.utf8), to: path) } catch {
             throw ContextError(.store(StoreError(.system(error), path: path)))
         }
     }
 
     /// Writes the sequence into the first open store and flushes it; with none open, the next
-    /// store to open takes it (`reopen`). The lease covers it either way.
+    /// store to open takes it (`reopen`). The lease covers it either way (once taken).
     func recordSequenceJump() throws(ContextError) {
         try lease(through: sequence)
         guard let name = stores.keys.sorted().first, let h = stores[name] else {
@@ -123,15 +135,19 @@ extension Context {
     /// Closes every store, each put on the disk first, and then removes the open marker: what
     /// the next open takes for a clean close. Called by `deinit` too; the context serves nothing after.
     public func finish() {
+        var closing = SequenceLease(through: sequence)
         for name in stores.keys.sorted() {
             stores[name]?.db.flushWAL()
+            if let h = stores[name], let n = try? SaveJournal.sequence(in: h.db) { closing.stores[name] = n }
             close(name, reason: "the stores were closed")  // its checkpointer stops with it
         }
         if !sequenceJumpUnrecorded { removeOpenMarker() }
-        // Level with the stores: the next open resumes where this one stopped. (Should it fail,
+        // Level with the stores, each store's own number beside: the next open resumes where
+        // this one stopped, unless a store is found behind its number. (Should the write fail,
         // the lease stays ahead and the next open numbers from past it: resumes get fresh results.)
-        if let (path, through) = lease, through != sequence {
-            if (try? writeLease(sequence, to: path)) != nil { lease = (path, sequence) }
+        if let (path, _) = lease {
+            lease = nil  // once: a second `finish` (from `deinit`) has no stores to say
+            try? writeLease(closing, to: path)
         }
     }
 

@@ -250,12 +250,12 @@ public final class Context {
             // gets a fresh result. (The original, served again after a failed migration, is
             // left byte for byte as it was.)
             guard changed else { return }
-            sequence += 1
-            ring = ChangeRing(capacity: options.ringCapacity)
-            do { try lease(through: sequence) } catch {
+            do { try lease(through: sequence + 1) } catch {
                 close(name, reason: error.description)
                 throw error
             }
+            sequence += 1
+            ring = ChangeRing(capacity: options.ringCapacity)
             do { try SaveJournal.setSequence(sequence, in: db) } catch {
                 close(name, reason: error.description)  // not served without its number: a try again takes another
                 throw ContextError(.database(error))

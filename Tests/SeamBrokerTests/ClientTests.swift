@@ -140,9 +140,10 @@ final class ClientTests: XCTestCase {
         XCTAssertFalse(try c.pending().isEmpty, "the diffs that came meanwhile are kept")
     }
 
-    /// A subscriber whose broker comes back on a store restored from an older copy (its
-    /// sequence behind the stream's) cannot resume: the stream starts afresh with a result of
-    /// what the store holds, instead of failing.
+    /// A subscriber whose broker comes back on a data directory restored from an older copy
+    /// (stores and sequence lease: its sequence behind the stream's) cannot resume
+    /// (`SequenceAhead`): the stream starts afresh with a result of what the store holds,
+    /// instead of failing.
     func testAStreamStartsAfreshOnAStoreOlderThanItsSequence() async throws {
         var broker = try BrokerProcess()
         let c = try SeamConnection.connect(path: broker.socketPath)
@@ -150,7 +151,8 @@ final class ClientTests: XCTestCase {
         try c.save([.insert(entity: "UserGroup", values: ["name": "Kept"])])
         broker.stop()
         let copy = TemporaryDirectory("seam-older")
-        for file in try FileManager.default.contentsOfDirectory(atPath: broker.dataDirectory) where file.hasSuffix(".sqlite") {
+        for file in try FileManager.default.contentsOfDirectory(atPath: broker.dataDirectory)
+        where file.hasSuffix(".sqlite") || file == "sequence.lease" {
             try FileManager.default.copyItem(atPath: broker.dataDirectory + "/" + file, toPath: copy.file(file))
         }
         broker = try broker.restarted()
@@ -168,7 +170,8 @@ final class ClientTests: XCTestCase {
         XCTAssertEqual(live.rows.count, 4)
         // Back to the copy made before the later saves: sequence 1, where the stream saw 4.
         broker.stop()
-        for file in try FileManager.default.contentsOfDirectory(atPath: broker.dataDirectory) where file.hasPrefix("Cloud") || file.hasPrefix("Local") {
+        for file in try FileManager.default.contentsOfDirectory(atPath: broker.dataDirectory)
+        where file.hasPrefix("Cloud") || file.hasPrefix("Local") || file == "sequence.lease" {
             try FileManager.default.removeItem(atPath: broker.dataDirectory + "/" + file)
         }
         for file in try FileManager.default.contentsOfDirectory(atPath: copy.path) {
@@ -176,6 +179,8 @@ final class ClientTests: XCTestCase {
         }
         broker = try broker.restarted()
         defer { broker.stop() }
+        XCTAssertFalse(broker.log.contains("holds an older sequence") || broker.log.contains("that may have been told"),
+                       "the lease was restored too: nothing to find out")
         let fresh = try await XCTUnwrapAsync(try await updates.next())
         try live.apply(fresh)
         XCTAssertEqual(live.rows.map { $0["name"]?.stringValue }, ["Kept"], "what the restored store holds")

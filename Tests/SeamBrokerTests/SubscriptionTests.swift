@@ -225,6 +225,37 @@ final class SubscriptionTests: BrokerTestCase {
         XCTAssertEqual(live.rows.map { $0["name"]?.stringValue }, ["a", "d", "e", "f"], "what the restored store holds, and the saves since")
     }
 
+    /// The same when one store is restored and the other holds the last number: a client that
+    /// fetched at that number and subscribes from it gets a fresh result, not "nothing since"
+    /// over rows the restored store no longer holds.
+    func testASubscriptionFromBeforeOneStoreIsRestoredGetsAFreshResult() throws {
+        var c = try client()
+        try c.save([.insert(entity: "UserGroup", values: ["name": "a"])])
+        broker.stop()
+        let older = TemporaryDirectory("seam-older")
+        try FileManager.default.copyItem(atPath: broker.dataDirectory + "/Cloud.sqlite", toPath: older.file("Cloud.sqlite"))
+        broker = try broker.restarted()
+        c = try client()
+        try c.save([.insert(entity: "UserGroup", values: ["name": "b"])])
+        try addSession(c, "last")  // the last number is Local's
+        let q: JSONObject = ["entity": "UserGroup", "sort": "name", "fields": ["name"]]
+        let fetched = try c.call("org.seam.Store.Fetch", q)
+        XCTAssertEqual(fetched["rows"]?.arrayValue?.count, 2)
+        let at = try XCTUnwrap(fetched["sequence"]?.int64Value)
+        broker.stop()
+        for name in try FileManager.default.contentsOfDirectory(atPath: broker.dataDirectory) where name.hasPrefix("Cloud.sqlite") {
+            try FileManager.default.removeItem(atPath: broker.dataDirectory + "/" + name)
+        }
+        try FileManager.default.copyItem(atPath: older.file("Cloud.sqlite"), toPath: broker.dataDirectory + "/Cloud.sqlite")
+        broker = try broker.restarted()
+        XCTAssertTrue(broker.log.contains("Cloud holds an older sequence number"), broker.log.suffix(600).description)
+        var resume = q
+        resume["since"] = .integer(at)
+        let first = try subscribe(try RawClient(broker.socketPath), resume)
+        XCTAssertEqual(first.kind, .resync)
+        XCTAssertEqual(first.rows.map { $0["name"]?.stringValue }, ["a"], "what the restored store holds")
+    }
+
     /// A power cut takes back saves a subscriber was told of (normal durability): the broker
     /// that starts on what reached the disk numbers its saves past them, so that a resume from
     /// before gets a fresh result, never "nothing since" over rows that are gone.

@@ -24,7 +24,41 @@ final class SequenceLeaseTests: ContextTestCase {
         XCTAssertEqual(context.sequence, 3)
         XCTAssertEqual(context.recovered, [])
         context = nil
-        XCTAssertEqual(try lease(), "3\n")
+        XCTAssertEqual(try lease(), "3\nCloud 3\nLocal 0\n", "the last number, and each store's own")
+    }
+
+    /// A store restored from an older copy while the other holds the last number: level with
+    /// the lease, but that store is below the number it closed with. A resume from the last
+    /// number (a client that fetched then) must not find "nothing since".
+    func testOneStoreRestoredFromAnOlderCopyIsFoundOut() throws {
+        try addTimer("A")
+        context = nil
+        let older = temp.file("Cloud.older")
+        try FileManager.default.copyItem(atPath: temp.file("Cloud.sqlite"), toPath: older)
+        try reopen()
+        try addTimer("B")
+        try addSession(timer: nil)  // the last number is Local's
+        context = nil
+        XCTAssertEqual(try lease(), "3\nCloud 2\nLocal 3\n")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temp.file("Cloud.sqlite" + suffix)) }
+        try FileManager.default.copyItem(atPath: older, toPath: temp.file("Cloud.sqlite"))
+        context = try Context(directory: temp.path, schema: TimerApp.schema)
+        XCTAssertEqual(context.sequence, 4)
+        XCTAssertTrue(context.recovered.contains { $0.contains("Cloud holds an older sequence number") }, "\(context.recovered)")
+        XCTAssertNil(context.changes(since: 3))
+    }
+
+    /// The lease's text: what `SequenceLease` reads back is what it wrote; anything else is not a lease.
+    func testTheLeaseTextRoundTripsAndAnythingElseIsRefused() {
+        for lease in [SequenceLease(through: 0), SequenceLease(through: 7, stores: ["Cloud": 3, "Local": 7]),
+                      SequenceLease(through: SequenceLease.maxNumber)] {
+            XCTAssertEqual(SequenceLease(text: lease.text), lease, lease.text)
+        }
+        for text in ["", "\n", "12", "garbage\n", "-5\n", "+5\n", " 5\n", "5 \n", "12 13\n", "0x10\n", "\u{0}\u{1}",
+                     "99999999999999999999999\n", "\(SequenceLease.maxNumber + 1)\n", "5\nCloud 7\n", "5\nCloud 1\nCloud 2\n",
+                     "5\nCloud\n", "5\n 1\n", "5\nCl oud 1\n", "5\nCloud 1", "5\n\n", "٣\n"] {
+            XCTAssertNil(SequenceLease(text: text), text.debugDescription)
+        }
     }
 
     /// Stores behind the lease (one restored from an older copy, say): saves are numbered from
@@ -35,7 +69,7 @@ final class SequenceLeaseTests: ContextTestCase {
         try "1000\n".write(toFile: leasePath, atomically: true, encoding: .utf8)
         context = try Context(directory: temp.path, schema: TimerApp.schema)
         XCTAssertEqual(context.sequence, 1001)
-        XCTAssertTrue(context.recovered.contains { $0.contains("restored from an older copy") }, "\(context.recovered)")
+        XCTAssertTrue(context.recovered.contains { $0.contains("below the 1000 that may have been told") }, "\(context.recovered)")
         XCTAssertNil(context.changes(since: 1000), "a resume from the lease's last number gets a fresh result")
         try addTimer("B")
         XCTAssertEqual(context.sequence, 1002)
@@ -49,7 +83,7 @@ final class SequenceLeaseTests: ContextTestCase {
     func testALeaseThatCannotBeReadIsTakenAsAnUncleanClose() throws {
         try addTimer("A")
         var expected = context.sequence
-        for text in ["", "garbage\n", "-5\n", "12 13\n", "99999999999999999999999\n", "\u{0}\u{1}"] {
+        for text in ["", "garbage\n", "-5\n", "12 13\n", "99999999999999999999999\n", "9223372036854775807\n", "\u{0}\u{1}"] {
             context = nil
             try text.write(toFile: leasePath, atomically: true, encoding: .utf8)
             context = try Context(directory: temp.path, schema: TimerApp.schema)
