@@ -198,6 +198,12 @@ public final class Broker {
     }
 
     private func handle(_ c: Connection, _ events: EventLoop.Events) {
+        if c.readClosed {
+            // Only room to write and the peer's full close are watched now.
+            if events.peerGone { return peerGone(c) }
+            if events.writable { flush(c) }
+            return
+        }
         if events.writable { flush(c) }
         if events.readable || events.hangup { read(c) }
     }
@@ -216,8 +222,7 @@ public final class Broker {
         }
         switch result {
         case .closed:
-            log.debug("\(c.label) disconnected")
-            close(c)
+            readEnded(c)
             return false
         case .wouldBlock:
             return false
@@ -349,7 +354,7 @@ public final class Broker {
                 resumeCalls(c)
                 return
             }
-            guard c.owesResync else { return }
+            guard c.owesResync else { return closeIfFinished(c) }
             queueResyncs(c)
         }
     }
@@ -359,22 +364,63 @@ public final class Broker {
     /// resyncs), so that one connection's calls never run in the middle of another's.
     private func resumeCalls(_ c: Connection) {
         c.callsPaused = false
+        c.callsResuming = true
         _ = loop.after(0) { [weak self, weak c] in
             guard let self, let c, !c.closed else { return }
+            c.callsResuming = false
             self.processFrames(c)
             self.flush(c)
+            if c.discardsOutput { self.closeIfFinished(c) }  // flush writes nothing then
         }
     }
 
-    /// Tells epoll what `c` waits for: calls always, and room to write while anything is queued.
+    /// Tells epoll what `c` waits for: calls until its client closed its writing half, and
+    /// room to write while anything is queued.
     private func watch(_ c: Connection) {
         guard !c.closed else { return }
-        loop.change(c.fd, c.watchingWrites ? [.read, .write] : .read)
+        if c.readClosed {
+            loop.change(c.fd, c.watchingWrites ? .write : [], halfClose: false)
+        } else {
+            loop.change(c.fd, c.watchingWrites ? [.read, .write] : .read)
+        }
+    }
+
+    /// The client closed its writing half (or the whole connection): every call it sent is
+    /// read. A client may close only that half and go on reading (as `socat` and shell
+    /// pipelines do), so the connection stays while there is something for it: replies
+    /// queued, calls that wait for it to read them, subscriptions. It closes once there is
+    /// none (`closeIfFinished`), or when the client closes entirely (`peerGone`).
+    private func readEnded(_ c: Connection) {
+        log.debug("\(c.label) closed its end")
+        c.readClosed = true
+        if c.discardsOutput { return close(c) }  // its calls are handled (none waits), its replies go nowhere
+        watch(c)
+        closeIfFinished(c)
+    }
+
+    /// Closes a connection whose client closed its writing half once nothing is left for it.
+    private func closeIfFinished(_ c: Connection) {
+        guard c.readClosed, !c.closed, !c.callsPaused, !c.callsResuming else { return }
+        if c.discardsOutput || (c.pendingOutput == 0 && c.subscriptions.isEmpty && !c.owesResync) { close(c) }
+    }
+
+    /// The client of a connection that closed its writing half is gone altogether: the calls
+    /// that waited for it to read are still handled (one-way saves among them), their replies
+    /// dropped, and the connection closed.
+    private func peerGone(_ c: Connection) {
+        log.debug("\(c.label) disconnected")
+        c.discardsOutput = true
+        c.outbox = []
+        c.outboxOffset = 0
+        c.callsPaused = false
+        processFrames(c)
+        close(c)
     }
 
     /// A write to `c` failed. When its peer has gone (it closed its end), the calls it sent
-    /// before it went are still in the socket: they are read and handled to the end, which then
-    /// closes the connection, and their replies dropped. A client that sends and exits (one-way
+    /// before it went are still in the socket: they are read and handled to the end (its
+    /// end of file, or now when that was read already), which then closes the connection, and
+    /// their replies dropped. A client that sends and exits (one-way
     /// saves, say) loses nothing. Any other failure closes the connection.
     func writeFailed(_ c: Connection, _ error: SystemError) {
         log.debug("\(c.label): \(error)")
@@ -386,7 +432,7 @@ public final class Broker {
         watch(c)
         // Calls that waited for their client to read are handled (their replies dropped): they
         // may be all it sent.
-        if c.callsPaused { resumeCalls(c) }
+        if c.callsPaused { resumeCalls(c) } else { closeIfFinished(c) }
     }
 
     func close(_ c: Connection) {

@@ -26,6 +26,11 @@ final class Connection {
     /// Its calls wait (read into `decoder`, not handled) until what is queued for it is read
     /// (`Limits.pauseCallsBytes`).
     var callsPaused = false
+    /// Set while the calls that waited are about to be handled (from the loop's next turn).
+    var callsResuming = false
+    /// The client closed its writing half: every call it sent is read, and the connection is
+    /// kept only to answer them and for its subscriptions (`Broker.readEnded`).
+    var readClosed = false
     /// This connection's subscriptions, by subscription number.
     var subscriptions: [Int: Subscription] = [:]
     /// Set when one of its subscriptions stopped queueing diffs: a resync is owed once the

@@ -14,8 +14,10 @@ public final class EventLoop {
     public struct Events: Sendable {
         public var readable: Bool
         public var writable: Bool
-        /// The peer hung up or the descriptor failed.
+        /// The peer hung up (closed its end, or only its writing half) or the descriptor failed.
         public var hangup: Bool
+        /// The peer closed both halves, or the descriptor failed: nothing written reaches it.
+        public var peerGone: Bool
     }
 
     private let epoll: Int32
@@ -41,9 +43,11 @@ public final class EventLoop {
         handlers[fd] = handler
     }
 
-    /// Changes what `fd` is watched for.
-    public func change(_ fd: Int32, _ interest: Interest) {
-        _ = seam_epoll_ctl(epoll, Int32(SEAM_EPOLL_CTL_MOD), fd, interest.rawValue | UInt32(SEAM_EPOLLRDHUP))
+    /// Changes what `fd` is watched for. `halfClose`: whether the peer closing its writing half
+    /// is reported (`hangup`); once it has been, it would be reported on every turn, so a
+    /// descriptor kept for writing after it is watched without (its `peerGone` still comes).
+    public func change(_ fd: Int32, _ interest: Interest, halfClose: Bool = true) {
+        _ = seam_epoll_ctl(epoll, Int32(SEAM_EPOLL_CTL_MOD), fd, interest.rawValue | (halfClose ? UInt32(SEAM_EPOLLRDHUP) : 0))
     }
 
     /// Stops watching `fd` (it is not closed).
@@ -98,9 +102,9 @@ public final class EventLoop {
             if n > 0 {
                 for i in 0..<Int(n) {
                     let e = events[i]
-                    let hangup = e & (UInt32(SEAM_EPOLLHUP) | UInt32(SEAM_EPOLLERR) | UInt32(SEAM_EPOLLRDHUP)) != 0
+                    let gone = e & (UInt32(SEAM_EPOLLHUP) | UInt32(SEAM_EPOLLERR)) != 0
                     handlers[fds[i]]?(Events(readable: e & UInt32(SEAM_EPOLLIN) != 0, writable: e & UInt32(SEAM_EPOLLOUT) != 0,
-                                             hangup: hangup))
+                                             hangup: gone || e & UInt32(SEAM_EPOLLRDHUP) != 0, peerGone: gone))
                 }
             }
             let after = WallClock.monotonic()

@@ -57,6 +57,27 @@ final class LargeResultTests: BrokerTestCase {
         XCTAssertFalse(broker.log.contains("reads too slowly"), broker.log)
     }
 
+    /// The same calls from a client that closes its writing half once it has sent them (as
+    /// `socat` and shell pipes do) and then reads: every reply arrives, the calls that waited
+    /// for it to read included, and then seamd closes the connection. (Before, the end of file
+    /// closed it at once, and what was queued and what waited was lost.)
+    func testAClientThatClosesItsWritingHalfStillGetsItsReplies() throws {
+        try addLargeSessions(40)
+        let raw = try RawClient(broker.socketPath)
+        raw.send(#"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session","sort":"startedAt"},"id":1}"#
+                 + "\u{0}" + #"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session","sort":"-startedAt"},"id":2}"#
+                 + "\u{0}" + #"{"method":"org.seam.Store.Count","parameters":{"entity":"Session"},"id":3}"#)
+        raw.shutdownWriting()
+        for id in 1...2 {
+            let rows = try XCTUnwrap(raw.readFrameBytes(timeout: 60), "reply \(id) was lost: \(broker.log.suffix(400))")
+            XCTAssertEqual(Needles.count(#""note":""#, in: rows), 40)
+            XCTAssertTrue(String(decoding: rows.suffix(20), as: UTF8.self).contains(#""id":\#(id)"#))
+        }
+        let count = try XCTUnwrap(raw.readFrame(timeout: 30))
+        XCTAssertTrue(count.contains(#""count":40"#), count)
+        XCTAssertTrue(raw.isClosed(timeout: 10), "closed once nothing is left for it")
+    }
+
     /// A session with a note of 4,000 bytes, and a Fetch of it by uuid as a frame (NUL included).
     func fetchOfASessionWithANote() throws -> (call: [UInt8], note: String) {
         let note = String(repeating: "n", count: 4_000)

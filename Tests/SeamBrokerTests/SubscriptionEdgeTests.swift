@@ -113,4 +113,24 @@ final class SubscriptionEdgeTests: BrokerTestCase {
         XCTAssertEqual(large.rows.count, 70)
         XCTAssertEqual(small.rows.map { $0["name"]?.stringValue }, ["small"])
     }
+
+    /// A subscriber that closes its writing half (a shell pipe into socat) still hears of each
+    /// change, until it closes the connection altogether; then seamd forgets the subscription.
+    func testASubscriberThatClosesItsWritingHalfGoesOnHearing() throws {
+        var raw: RawClient? = try RawClient(broker.socketPath)
+        raw?.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"UserGroup","sort":"name"},"more":true}"#)
+        raw?.shutdownWriting()
+        XCTAssertTrue(try XCTUnwrap(raw?.readFrame()).contains(#""kind":"result""#))
+        let c = try client()
+        for name in ["A", "B"] {
+            try c.save([.insert(entity: "UserGroup", values: ["name": .string(name)])])
+            let diff = try XCTUnwrap(raw?.readFrame(), "no diff for \(name): \(broker.log.suffix(400))")
+            XCTAssertTrue(diff.contains(#""kind":"diff""#) && diff.contains(name), diff)
+        }
+        XCTAssertEqual(try c.status()["subscriptions"]?.int64Value, 1)
+        raw = nil  // closes the connection altogether
+        try eventually(5, "the subscription is forgotten once its client has gone") {
+            try c.status()["subscriptions"]?.int64Value == 0
+        }
+    }
 }

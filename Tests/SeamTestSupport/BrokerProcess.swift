@@ -131,6 +131,10 @@ public final class RawClient {
 
     public func send(_ text: String, nul: Bool = true) { send(Array(text.utf8) + (nul ? [0] : [])) }
 
+    /// Closes the writing half only (`shutdown(SHUT_WR)`, as socat and shell pipes do): the
+    /// broker reads end of file, and this client can still read.
+    public func shutdownWriting() { _ = shutdown(fd, Int32(SHUT_WR)) }
+
     private var pending: [UInt8] = []
 
     /// Reads one NUL-terminated frame, or nil if the connection closed or `timeout` passed.
