@@ -1,10 +1,11 @@
 /*
  * seam-notify — announces each Seam session that finishes.
  *
- * An example plugin on the C SDK (Protocol/c/seam.h). It subscribes to the sessions whose
- * state is "finished" since it started and, for each that joins that result, runs a
- * command (--run), else notify-send when it is on PATH, else prints a line. Sessions that had
- * already finished when it started are not announced.
+ * An example plugin on the C SDK (Protocol/c/seam.h). It subscribes to the sessions that have
+ * not finished (a result as small as what runs, however long the history) and, for each that
+ * leaves that result and is then found finished, runs a command (--run), else notify-send when
+ * it is on PATH, else prints a line. Sessions that had already finished when it started are
+ * not announced.
  *
  * It waits in poll() on two descriptors: the broker's socket and a signalfd (SIGTERM and
  * SIGINT end it with status 0; SIGCHLD reaps the commands it ran). When the broker goes
@@ -27,7 +28,6 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -50,7 +50,7 @@ struct waiting {
 struct notifier {
     enum action action;
     const char *command;   /* RUN: the shell command */
-    json_object *finished; /* the uuids of the sessions in the result (an object used as a set) */
+    json_object *active;   /* the uuids of the sessions in the result (an object used as a set) */
     int64_t subscription_call;
     int running;                  /* commands started and not reaped */
     struct waiting *first, *last; /* announcements waiting, oldest first */
@@ -297,42 +297,68 @@ static json_object *array_field(json_object *o, const char *key)
     return NULL;
 }
 
-/* A finished session joined the result: announce it unless it was already there. */
-static void joined(struct notifier *n, json_object *row)
+/* A session left the result of those not finished: announced when it is found finished (one
+ * deleted is not). Returns 0 to go on, else the exit status (the broker is gone). */
+static int left(struct notifier *n, seam_client *c, const char *uuid)
 {
-    const char *uuid = string_field(row, "uuid");
-    if (!uuid || json_object_object_get_ex(n->finished, uuid, NULL))
-        return;
-    json_object_object_add(n->finished, uuid, NULL);
-    const char *name = string_field(row, "name");
-    announce(n, name ? name : "", uuid);
+    json_object *parameters = json_object_new_object();
+    if (!parameters) {
+        complain("out of memory");
+        return 1;
+    }
+    json_object_object_add(parameters, "entity", json_object_new_string("Session"));
+    json_object_object_add(parameters, "uuid", json_object_new_string(uuid));
+    json_object *reply = NULL;
+    seam_error err;
+    int rc = seam_call(c, "org.seam.Store.Fetch", parameters, &reply, &err);
+    json_object_put(parameters);
+    if (rc != SEAM_OK) {
+        json_object_put(reply);
+        complain("Fetch of session %s: %s%s%s", uuid, err.name, err.name[0] ? ": " : "", err.message);
+        return rc == SEAM_E_REMOTE || rc == SEAM_E_TIMEOUT ? 0 : 1;
+    }
+    json_object *rows = array_field(reply, "rows");
+    json_object *row = rows && json_object_array_length(rows) > 0 ? json_object_array_get_idx(rows, 0) : NULL;
+    const char *state = row ? string_field(row, "state") : NULL;
+    if (state && strcmp(state, "finished") == 0) {
+        const char *name = string_field(row, "name");
+        announce(n, name ? name : "", uuid);
+    }
+    json_object_put(reply);
+    return 0;
 }
 
-/* The whole result: remembered; with announce, the sessions new in it are announced (a
- * resync after the client fell behind). */
-static void whole_result(struct notifier *n, json_object *rows, int announce_new)
+/* The whole result: remembered; with check, the sessions that left it meanwhile (a resync
+ * after the client fell behind) are looked at as in a diff. Returns 0 or the exit status. */
+static int whole_result(struct notifier *n, seam_client *c, json_object *rows, int check)
 {
     json_object *fresh = json_object_new_object();
     if (!fresh) {
         complain("out of memory");
-        return;
+        return 1;
     }
     size_t count = rows ? json_object_array_length(rows) : 0;
     for (size_t i = 0; i < count; i++) {
-        json_object *row = json_object_array_get_idx(rows, i);
-        const char *uuid = string_field(row, "uuid");
-        if (!uuid)
-            continue;
-        if (announce_new)
-            joined(n, row);
-        json_object_object_add(fresh, uuid, NULL);
+        const char *uuid = string_field(json_object_array_get_idx(rows, i), "uuid");
+        if (uuid)
+            json_object_object_add(fresh, uuid, NULL);
     }
-    json_object_put(n->finished);
-    n->finished = fresh;
+    json_object *old = n->active;
+    n->active = fresh;
+    int status = 0;
+    if (check && old) {
+        json_object_object_foreach(old, uuid, unused) {
+            (void)unused;
+            if (!status && !json_object_object_get_ex(fresh, uuid, NULL))
+                status = left(n, c, uuid);
+        }
+    }
+    json_object_put(old);
+    return status;
 }
 
 /* Handles one message from the broker. Returns 0 to go on, else the exit status. */
-static int handle(struct notifier *n, const seam_message *m)
+static int handle(struct notifier *n, seam_client *c, const seam_message *m)
 {
     if (m->error) {
         const char *message = string_field(m->parameters, "message");
@@ -345,29 +371,34 @@ static int handle(struct notifier *n, const seam_message *m)
         complain("a subscription reply without a kind");
         return 1;
     }
+    int status = 0;
     if (strcmp(m->kind, "result") == 0) {
         json_object *rows = array_field(m->parameters, "rows");
-        whole_result(n, rows, 0);
-        fprintf(stderr, "%s: watching for sessions that finish\n", program);
+        status = whole_result(n, c, rows, 0);
+        fprintf(stderr, "%s: watching for sessions that finish (%zu running or paused)\n", program,
+                rows ? json_object_array_length(rows) : (size_t)0);
     } else if (strcmp(m->kind, "resync") == 0) {
-        whole_result(n, array_field(m->parameters, "rows"), 1);
+        status = whole_result(n, c, array_field(m->parameters, "rows"), 1);
     } else if (strcmp(m->kind, "diff") == 0) {
-        json_object *deleted = array_field(m->parameters, "deleted");
         json_object *inserted = array_field(m->parameters, "inserted");
-        size_t count = deleted ? json_object_array_length(deleted) : 0;
+        size_t count = inserted ? json_object_array_length(inserted) : 0;
         for (size_t i = 0; i < count; i++) {
-            const char *uuid = string_field(json_object_array_get_idx(deleted, i), "uuid");
+            const char *uuid = string_field(json_object_array_get_idx(inserted, i), "uuid");
             if (uuid)
-                json_object_object_del(n->finished, uuid);
+                json_object_object_add(n->active, uuid, NULL);
         }
-        count = inserted ? json_object_array_length(inserted) : 0;
-        for (size_t i = 0; i < count; i++) {
-            json_object *row = NULL;
-            json_object *entry = json_object_array_get_idx(inserted, i);
-            if (json_object_object_get_ex(entry, "row", &row))
-                joined(n, row);
+        json_object *deleted = array_field(m->parameters, "deleted");
+        count = deleted ? json_object_array_length(deleted) : 0;
+        for (size_t i = 0; i < count && !status; i++) {
+            const char *uuid = string_field(json_object_array_get_idx(deleted, i), "uuid");
+            if (uuid && json_object_object_get_ex(n->active, uuid, NULL)) {
+                json_object_object_del(n->active, uuid);
+                status = left(n, c, uuid);
+            }
         }
     }
+    if (status)
+        return status;
     if (!m->continues) {
         complain("the broker ended the subscription");
         return 1;
@@ -384,7 +415,7 @@ static int follow(struct notifier *n, seam_client *c, int signals)
         seam_error err;
         int rc;
         while ((rc = seam_next(c, 0, &m, &err)) == SEAM_OK) {
-            int status = handle(n, &m);
+            int status = handle(n, c, &m);
             seam_message_free(&m);
             if (status)
                 return status;
@@ -443,7 +474,7 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     const char *socket_path = NULL;
-    struct notifier n = { .action = PRINT, .command = NULL, .finished = NULL,
+    struct notifier n = { .action = PRINT, .command = NULL, .active = NULL,
                           .subscription_call = 0, .running = 0, .first = NULL, .last = NULL };
     opterr = 0;
     int opt;
@@ -503,26 +534,21 @@ int main(int argc, char **argv)
     /* Until the subscription is in place, SIGTERM and SIGINT keep their default action: a
      * broker that never answers Hello cannot make this process deaf to them. */
     static const char *const reads[] = { "Session", NULL };
-    /* The sessions that finish from now on: a result that starts empty and holds only what
-     * finishes while this runs (all finished sessions would outgrow what a broker keeps for a
-     * subscription, 100,000 rows, after years of use). */
-    char since_start[96];
-    snprintf(since_start, sizeof since_start, "state == \"finished\" AND finishedAt >= date(%lld)",
-             (long long)time(NULL));
+
     json_object *hello = NULL;
     int status = 1;
     int signals = -1;
     if (seam_hello(c, "plugin", "seam-notify", reads, NULL, &hello, &err) != SEAM_OK) {
         complain("Hello: %s%s%s", err.name, err.name[0] ? ": " : "", err.message);
-    } else if (seam_subscribe(c, "Session", since_start, NULL, &n.subscription_call, &err) != SEAM_OK) {
+    } else if (seam_subscribe(c, "Session", "state != \"finished\"", NULL, &n.subscription_call, &err) != SEAM_OK) {
         complain("Subscribe: %s", err.message);
     } else if ((signals = signal_descriptor()) >= 0) {
-        n.finished = json_object_new_object();
-        status = n.finished ? follow(&n, c, signals) : 1;
+        n.active = json_object_new_object();
+        status = n.active ? follow(&n, c, signals) : 1;
     }
     forget_waiting(&n);
     json_object_put(hello);
-    json_object_put(n.finished);
+    json_object_put(n.active);
     seam_close(c);
     if (signals >= 0)
         close(signals);

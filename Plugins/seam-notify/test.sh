@@ -135,6 +135,17 @@ wait_for 15 grep -q "watching" "$tmp/notify1.err" || fail "seam-notify did not s
 expect_once "$announced" 'Tea|' Tea 'Tea|Tea|{uuid}' "a session that finishes runs --run once, with its name and uuid" announced
 grep -q Old "$announced" 2>/dev/null && fail "Old, finished before seam-notify started, was announced"
 
+# A running session that is deleted (with its timer) leaves what runs without finishing.
+"$seam" timer add Gone --step go=1h >/dev/null
+"$seam" start Gone >/dev/null
+"$seam" timer rm Gone >/dev/null
+"$seam" flash 1s --name After >/dev/null
+if wait_for 15 grep -q '^After|' "$announced" && ! grep -q Gone "$announced"; then
+    echo "ok   a session deleted while it runs is not announced"
+else
+    fail "a deleted session: $(cat "$announced")"
+fi
+
 # ---- 2. SIGTERM --------------------------------------------------------------------------
 kill -TERM "$notify_pid"
 status=0
