@@ -186,6 +186,7 @@ extension Broker {
                                       "progress": progressJSON(run)], id: call.id).frame()
         }
         run.watchers.append((c, call.id))
+        c.repliesOwed += 1
         return Reply(parameters: ["state": .string("running"), "stores": .array(run.stores.map(JSON.string)),
                                   "progress": progressJSON(run)], continues: true, id: call.id).frame()
     }
@@ -212,6 +213,7 @@ extension Broker {
     /// worker's call is answered when that is done.
     private func finish(_ run: MigrationRun, _ c: Connection, id: JSON?) -> [UInt8] {
         run.concluded = true
+        c.repliesOwed += 1  // until `conclude` answers
         run.progress.phase = .verifying
         let directory = storeDirectory
         let plan = run.plan
@@ -248,6 +250,10 @@ extension Broker {
     }
 
     private func conclude(_ run: MigrationRun, verified failure: StoreError?, directory: StoreDirectory, worker c: Connection, id: JSON?) {
+        defer {
+            c.repliesOwed -= 1
+            closeIfFinished(c)
+        }
         let reply: Reply
         var swapping = false
         do {
@@ -333,7 +339,12 @@ extension Broker {
             if !closed.isEmpty { done["closed"] = .array(closed) }
             tellWatchers(run, Reply(parameters: done, id: nil))
         }
+        let watching = run.watchers.map(\.connection)
         run.watchers = []
+        for c in watching {
+            c.repliesOwed -= 1
+            closeIfFinished(c)
+        }
         // The channels on a half-swapped store end (it comes back only when a person has acted);
         // those on a store still to reopen wait for it, and resume when it does.
         resumeChannels(in: unfinishedSwap == nil ? back : run.stores)

@@ -367,8 +367,10 @@ public final class Broker {
         c.callsResuming = true
         _ = loop.after(0) { [weak self, weak c] in
             guard let self, let c, !c.closed else { return }
-            c.callsResuming = false
+            // Resuming until they are all handled: a flush among them that empties the outbox
+            // must not close a half-closed connection with calls still in its decoder.
             self.processFrames(c)
+            c.callsResuming = false
             self.flush(c)
             if c.discardsOutput { self.closeIfFinished(c) }  // flush writes nothing then
         }
@@ -393,15 +395,16 @@ public final class Broker {
     private func readEnded(_ c: Connection) {
         log.debug("\(c.label) closed its end")
         c.readClosed = true
-        if c.discardsOutput { return close(c) }  // its calls are handled (none waits), its replies go nowhere
         watch(c)
         closeIfFinished(c)
     }
 
-    /// Closes a connection whose client closed its writing half once nothing is left for it.
-    private func closeIfFinished(_ c: Connection) {
+    /// Closes a connection whose client closed its writing half once nothing is left for it:
+    /// every call it sent handled, and (while anyone reads) no reply queued or owed, no
+    /// subscription. Calls that wait or are being handled keep it, whoever reads.
+    func closeIfFinished(_ c: Connection) {
         guard c.readClosed, !c.closed, !c.callsPaused, !c.callsResuming else { return }
-        if c.discardsOutput || (c.pendingOutput == 0 && c.subscriptions.isEmpty && !c.owesResync) { close(c) }
+        if c.discardsOutput || (c.pendingOutput == 0 && c.subscriptions.isEmpty && !c.owesResync && c.repliesOwed == 0) { close(c) }
     }
 
     /// The client of a connection that closed its writing half is gone altogether: the calls

@@ -78,6 +78,32 @@ final class LargeResultTests: BrokerTestCase {
         XCTAssertTrue(raw.isClosed(timeout: 10), "closed once nothing is left for it")
     }
 
+    /// After a half close, the calls that waited for the client to read are all handled, the
+    /// last ones too: an Unsubscribe among them (its subscription gone, nothing queued once its
+    /// replies are written) does not close the connection before the one-way Save and the Count
+    /// behind it. (Reviewed: the first version of the half close closed it there.)
+    func testCallsThatWaitedAfterAHalfCloseAreAllHandled() throws {
+        try addLargeSessions(3)
+        let raw = try RawClient(broker.socketPath)
+        let calls = [
+            #"{"method":"org.seam.Store.Hello","parameters":{"version":1},"id":0}"#,
+            #"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"UserGroup"},"more":true,"id":1}"#,
+            #"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session"},"id":2}"#,
+            #"{"method":"org.seam.Store.Unsubscribe","parameters":{"subscription":1},"id":3}"#,
+            #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"UserGroup","values":{"name":"late"}}]},"oneway":true}"#,
+            #"{"method":"org.seam.Store.Count","parameters":{"entity":"UserGroup"},"id":4}"#,
+        ]
+        raw.send(calls.joined(separator: "\u{0}"))
+        raw.shutdownWriting()
+        var last = ""
+        while let frame = raw.readFrameBytes(timeout: 30) {
+            last = String(decoding: frame.prefix(200), as: UTF8.self)
+            if last.contains(#""id":4"#) { break }
+        }
+        XCTAssertTrue(last.contains(#""count":1"#) && last.contains(#""id":4"#), "the Count, after the Save: \(last) \(broker.log.suffix(400))")
+        XCTAssertTrue(raw.isClosed(timeout: 10), "closed once nothing is left for it")
+    }
+
     /// A session with a note of 4,000 bytes, and a Fetch of it by uuid as a frame (NUL included).
     func fetchOfASessionWithANote() throws -> (call: [UInt8], note: String) {
         let note = String(repeating: "n", count: 4_000)
