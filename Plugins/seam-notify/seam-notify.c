@@ -315,7 +315,11 @@ static int left(struct notifier *n, seam_client *c, const char *uuid)
     if (rc != SEAM_OK) {
         json_object_put(reply);
         complain("Fetch of session %s: %s%s%s", uuid, err.name, err.name[0] ? ": " : "", err.message);
-        return rc == SEAM_E_REMOTE || rc == SEAM_E_TIMEOUT ? 0 : 1;
+        /* An error for this call alone goes on; a broker that is gone, or stopping (it answers
+         * nothing after ShuttingDown), ends this process, for its supervisor to start again. */
+        if (rc == SEAM_E_REMOTE && strcmp(err.name, "org.seam.Store.ShuttingDown") != 0)
+            return 0;
+        return rc == SEAM_E_TIMEOUT ? 0 : 1;
     }
     json_object *rows = array_field(reply, "rows");
     json_object *row = rows && json_object_array_length(rows) > 0 ? json_object_array_get_idx(rows, 0) : NULL;

@@ -7,7 +7,8 @@
 # passes. What it checks:
 #   1. seamd --no-roles, seam-ticker and seam-notify beside it (socket by path): a session
 #      that finished before seam-notify started is not announced; `seam flash 1s --name Tea`
-#      is, once, through --run with $1, $SEAM_SESSION_NAME and $SEAM_SESSION_UUID.
+#      is, once, through --run with $1, $SEAM_SESSION_NAME and $SEAM_SESSION_UUID; a session
+#      deleted while it runs (with its timer) is not.
 #   2. SIGTERM: seam-notify exits 0; and it stops, too, while a broker never answers its Hello.
 #   3. Without --run, with notify-send on PATH (a fake that records how it was run): it runs
 #      once as `notify-send Seam "NAME finished"`, with $SEAM_SESSION_UUID; nothing on stdout.
