@@ -37,6 +37,7 @@ extension Broker {
             case "Listen":
                 guard call.more else { return Reply(.expectedMore, id: call.id).frame() }
                 syncListeners.append((c, call.id))
+                c.repliesOwed += 1  // a stream for as long as the connection lasts
                 return Reply(parameters: ["event": .string("listening"), "sequence": .integer(context.sequence)],
                              continues: true, id: call.id).frame()
             default:

@@ -29,7 +29,8 @@ final class Connection {
     /// Set while the calls that waited are about to be handled, or are (from the loop's next turn).
     var callsResuming = false
     /// Calls of this connection answered later, from elsewhere (a `Migrate` with `more`, the
-    /// worker's `Finished`): a connection whose client closed its writing half stays for them.
+    /// worker's `Finished`, the sync worker's `Listen`, which lasts as long as the connection):
+    /// a connection whose client closed its writing half stays for them.
     var repliesOwed = 0
     /// The client closed its writing half: every call it sent is read, and the connection is
     /// kept only to answer them and for its subscriptions (`Broker.readEnded`).
