@@ -39,12 +39,12 @@ _seamd() {
         --log-level)
             COMPREPLY=($(compgen -W $'debug\ninfo\nwarning\nerror' -- "$value"))
             return 0 ;;
-        --handshake-timeout)
+        --handshake-timeout|--spin)
             return 0 ;;
     esac
 
     # seamd takes no operands: offer the options.
-    for item in --data-dir --socket --config --no-roles --durability --log-level --handshake-timeout --version --help; do
+    for item in --data-dir --socket --config --no-roles --durability --log-level --handshake-timeout --spin --version --help; do
         [[ $item == "$cur"* ]] && COMPREPLY+=("$item")
     done
     return 0

@@ -14,6 +14,10 @@ public final class Broker {
         public var durability: Durability = .normal
         /// A listening socket handed over by systemd (`LISTEN_FDS`), used instead of binding.
         public var listenDescriptor: Int32?
+        /// Seconds the event loop keeps polling after a turn with work before it sleeps
+        /// (`EventLoop.spinSeconds`): a request that follows closely is read without waiting for
+        /// an idle CPU to wake. 0 sleeps at once.
+        public var spinSeconds: Double = 0.000_2
         /// Seconds a new connection has to send its first call before it is closed.
         public var handshakeTimeout: Double = Limits.handshakeTimeout
         /// Interfaces the application adds beside org.seam.Store.
@@ -90,6 +94,7 @@ public final class Broker {
         if !options.syncConfigured, Self.hasSyncedBefore(opened) { opened.syncConfigured = true }
         context = opened
         do { loop = try EventLoop() } catch { throw BrokerError("cannot start the event loop: \(error)") }
+        loop.spinSeconds = configuration.spinSeconds
         if let fd = configuration.listenDescriptor {
             listener = fd
             ownsSocketFile = false

@@ -110,6 +110,8 @@ enum ChannelBenchmarks {
         print(" the same schema, synchronous=FULL (synced) or NORMAL, through SQLite's C API in the bench's process: no messages, no")
         print(" channels. seamd commits each save to SQLite, so this is a bound under its p50: where it passes 0.75× PostgreSQL's, so")
         print(" must seamd.")
+        print(" seamd runs as it ships: after a request it polls 200 µs before it sleeps (--spin; SEAM_SPIN_MICROSECONDS=0 in")
+        print(" the bench's environment turns that off, to compare); PostgreSQL and the floor sleep at once.")
         print(" Placed by the scheduler: wherever the kernel runs each process; one CPU: the client and every server (seamd, every")
         print(" PostgreSQL process, the floor) on CPU 0; two CPUs: the client on CPU 0, every server on CPU 1)")
         memory.print()

@@ -22,11 +22,14 @@ let usage = """
       --durability MODE    normal (WAL, synchronous=NORMAL; the default) or full (every save on the disk before it is answered)
       --log-level LEVEL    debug, info (default), warning or error
       --handshake-timeout S  seconds a new connection has to send its first call (default 10)
+      --spin MICROSECONDS  after handling a request, poll this long before sleeping, so that the
+                           next one is read without waiting for an idle CPU to wake (default
+                           $SEAM_SPIN_MICROSECONDS, else 200; 0: never)
       --version            print the version
     """
 
 do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["data-dir", "socket", "durability", "log-level", "handshake-timeout", "config"],
+    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["data-dir", "socket", "durability", "log-level", "handshake-timeout", "config", "spin"],
                              flags: ["version", "no-roles"])
     if args.wantsHelp { print(usage); Terminal.exit(0) }
     if args.flag("version") { print("seamd 0.1.0"); Terminal.exit(0) }
@@ -54,6 +57,12 @@ do {
             throw Arguments.UsageError("--handshake-timeout takes seconds, from 0 to 3600")
         }
         configuration.handshakeTimeout = seconds
+    }
+    if let s = args.value("spin") ?? Environment.value("SEAM_SPIN_MICROSECONDS") {
+        guard let microseconds = Int(s), microseconds >= 0, microseconds <= 100_000 else {
+            throw Arguments.UsageError("--spin takes microseconds, from 0 to 100000")
+        }
+        configuration.spinSeconds = Double(microseconds) / 1_000_000
     }
     let log = Logger(tag: "seamd", level: level)
     do {

@@ -17,6 +17,24 @@ final class BrokerLifecycleTests: XCTestCase {
         XCTAssertTrue(broker.log.contains("shutting down"), broker.log)
     }
 
+    /// `--spin` (and `SEAM_SPIN_MICROSECONDS`) take microseconds, from 0 to 100,000: anything
+    /// else is a usage error (exit 64), and 0 (no polling after a request) serves as well.
+    func testSpinTakesMicroseconds() throws {
+        for bad in ["-1", "x", "1.5", "100001", ""] {
+            let r = try Executables.run("seamd", ["--spin", bad, "--data-dir", "/nonexistent/seam", "--socket", "/nonexistent/seam.sock"])
+            XCTAssertEqual(r.status, 64, "--spin \(bad): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("--spin takes microseconds"), r.stderr)
+        }
+        let fromEnvironment = try Executables.run("seamd", ["--data-dir", "/nonexistent/seam"], environment: ["SEAM_SPIN_MICROSECONDS": "soon"])
+        XCTAssertEqual(fromEnvironment.status, 64, fromEnvironment.stderr)
+        let broker = try BrokerProcess(arguments: ["--spin", "0"])
+        defer { broker.stop() }
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        try c.save([.insert(entity: "UserGroup", values: ["name": "a"])])
+        XCTAssertEqual(try c.status()["subscriptions"]?.int64Value, 0)
+    }
+
     func testASecondDaemonOnTheSameStoresExitsWithAClearMessage() throws {
         let first = try BrokerProcess()
         defer { first.stop() }

@@ -55,4 +55,37 @@ final class EventLoopTests: XCTestCase {
         loop.run()
         XCTAssertEqual(log, ["deadline", "upkeep"])
     }
+
+    /// After a turn with work the loop polls for `spinSeconds` (so a request that follows is
+    /// read at once), then sleeps: its thread uses about the window's CPU time, not the run's.
+    /// A deadline inside the window is kept.
+    func testTheLoopSpinsAfterWorkThenSleeps() throws {
+        let loop = try EventLoop()
+        loop.spinSeconds = 0.05
+        var pair: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
+        defer { close(pair[0]); close(pair[1]) }
+        try loop.watch(pair[0], .read) { _ in
+            var byte: UInt8 = 0
+            _ = read(pair[0], &byte, 1)
+        }
+        var b: UInt8 = 1
+        _ = write(pair[1], &b, 1)
+        var fired: Double?
+        let started = WallClock.monotonic()
+        loop.after(0.01) { fired = WallClock.monotonic() - started }
+        loop.after(0.4) { loop.stop() }
+        let before = Self.threadCPUSeconds()
+        loop.run()
+        let used = Self.threadCPUSeconds() - before
+        XCTAssertGreaterThan(used, 0.005, "it polled after the read")
+        XCTAssertLessThan(used, 0.2, "it slept once the window had passed (0.4 s of running)")
+        XCTAssertLessThan(try XCTUnwrap(fired), 0.03, "the deadline inside the window was not put off")
+    }
+
+    private static func threadCPUSeconds() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
 }
