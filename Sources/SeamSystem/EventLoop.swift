@@ -104,16 +104,20 @@ public final class EventLoop {
             let upkeep = soonest > now && (idle?.due() ?? false)
             let timeout = upkeep ? 0 : soonest.isFinite ? Int32(max(0, min(1000, (soonest - now) * 1000 + 1))) : 1000
             var n: Int32 = 0
-            // Spinning ends when the window does, or at the next deadline, which it must not delay.
+            // Spinning ends when the window does, or at the next deadline, which it must not delay:
+            // the wait after it is measured from when it ended.
             let spinEnd = min(spinUntil, soonest)
+            var wait = timeout
             if timeout > 0, now < spinEnd {
                 repeat {
                     n = seam_epoll_wait(epoll, &fds, &events, 128, 0)
                     if n != 0 { break }
                     sched_yield()
                 } while WallClock.monotonic() < spinEnd
+                let end = WallClock.monotonic()
+                wait = soonest.isFinite ? Int32(max(0, min(1000, (soonest - end) * 1000 + 1))) : 1000
             }
-            if n == 0 { n = seam_epoll_wait(epoll, &fds, &events, 128, timeout) }
+            if n == 0 { n = seam_epoll_wait(epoll, &fds, &events, 128, wait) }
             if n == 0, upkeep { idle?.work() }
             if n > 0 {
                 for i in 0..<Int(n) {

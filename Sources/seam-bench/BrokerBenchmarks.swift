@@ -98,6 +98,7 @@ enum BrokerBenchmarks {
         table.add(["seamd RSS, idle (1,000 sessions)", String(format: "%.1f MB", Double(idleRSS) / 1_048_576), "-", "-", "-"])
         table.print()
         print("targets: p50 ≤ 1.25× Redis's; 50 clients ≥ 0.5× Redis's requests/s; idle RSS ≤ 20 MB")
+        print("(seamd polls \(SeamdSpin.described) after a turn with work before it sleeps (--spin); Redis and the floor sleep at once)")
         print("(placed by the scheduler: wherever the kernel runs each process; one CPU: the client and every server on CPU 0;")
         print(" two CPUs: the client on CPU 0, every server on CPU 1 — each system measured in the same placement as the others)")
         if redis == nil { print("(redis-server not found: scripts/bench installs it with apt-get)") }

@@ -22,8 +22,9 @@ let usage = """
       --durability MODE    normal (WAL, synchronous=NORMAL; the default) or full (every save on the disk before it is answered)
       --log-level LEVEL    debug, info (default), warning or error
       --handshake-timeout S  seconds a new connection has to send its first call (default 10)
-      --spin MICROSECONDS  after handling a request, poll this long before sleeping, so that the
-                           next one is read without waiting for an idle CPU to wake (default
+      --spin MICROSECONDS  after a turn that handled anything (a request, a signal, a role's output),
+                           poll this long before sleeping, so that the next request is read
+                           without waiting for an idle CPU to wake (default
                            $SEAM_SPIN_MICROSECONDS, else 200; 0: never)
       --version            print the version
     """
