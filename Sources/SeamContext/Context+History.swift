@@ -75,16 +75,35 @@ extension Context {
             try h.db.transaction {
                 let gone = try h.db.rows(sql + " RETURNING sequence", arguments, types: [.integer]).compactMap { $0[0].integerValue }
                 guard let last = gone.max() else { return }
-                try h.db.run("""
-                    INSERT INTO seam_store(key, value) VALUES ('historyPurgedThrough', ?1)
-                    ON CONFLICT(key) DO UPDATE SET value = max(CAST(value AS INTEGER), ?1)
-                    """, [.string(String(last))])
+                try Self.raiseHistoryForgotten(to: last, in: h.db)
             }
         } catch let e as DatabaseError {
             throw ContextError(.database(e))
         } catch {
             throw ContextError(.database(DatabaseError(code: 1, message: "\(error)", path: h.db.path)))
         }
+    }
+
+    /// Raises `historyPurgedThrough` to `number` (never lowers it): a conditional save from
+    /// before it is refused. Nothing when the history's store is not open (a jump is recorded
+    /// again when it opens).
+    func raiseHistoryForgotten(to number: Int64) throws(ContextError) {
+        guard let h = historyStore else { return }
+        do throws(DatabaseError) {
+            guard try h.db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'seam_store'").integerValue == 1 else { return }
+            try Self.raiseHistoryForgotten(to: number, in: h.db)
+        } catch {
+            throw ContextError(.database(error))
+        }
+    }
+
+    /// Compared as numbers: the value is kept as text, and SQLite ranks any text above any
+    /// integer, so `max(value, ?)` on text would take the new value even when it is lower.
+    private static func raiseHistoryForgotten(to number: Int64, in db: Database) throws(DatabaseError) {
+        try db.run("""
+            INSERT INTO seam_store(key, value) VALUES ('historyPurgedThrough', ?1)
+            ON CONFLICT(key) DO UPDATE SET value = CAST(max(CAST(value AS INTEGER), CAST(?1 AS INTEGER)) AS TEXT)
+            """, [.string(String(number))])
     }
 
     /// The last sequence number whose history a purge forgot (0: none).

@@ -76,7 +76,10 @@ extension Context {
                 guard let h = stores[name], let now = try? SaveJournal.sequence(in: h.db) else { return false }
                 return now < told.stores[name]!
             }
-            if sequence < told.through || (sequence == told.through && !restored.isEmpty) {
+            // Written while the stores were open (no store lines), the lease is ahead of every
+            // number used then: the stores level with it still lost what came after.
+            let cleanClose = !told.stores.isEmpty
+            if sequence < told.through || (sequence == told.through && (!restored.isEmpty || !cleanClose)) {
                 let why = restored.isEmpty
                     ? "the stores hold sequence \(sequence), below the \(told.through) that may have been told (the last stop was "
                         + "not clean, or the stores were restored from an older copy)"
@@ -103,11 +106,12 @@ extension Context {
         return SequenceLease(through: sequence + Self.uncleanCloseJump)
     }
 
-    /// Makes sure the lease covers `number` before it is used: past it, the lease moves
-    /// `leaseBlock` ahead, on the disk. Nothing without a directory (in memory), nor before
+    /// Makes sure the lease covers `number` before it is used, and stays ahead of it: reached,
+    /// it moves `leaseBlock` ahead, on the disk. (Never level while the stores are open, so that
+    /// an unclean stop always leaves the stores behind it.) Nothing without a directory (in memory), nor before
     /// `takeLease` (the jumps an open takes before it are covered there, before anything is told).
     func lease(through number: Int64) throws(ContextError) {
-        guard let (path, through) = lease, number > through else { return }
+        guard let (path, through) = lease, number >= through else { return }
         let ahead = number + Self.leaseBlock
         try writeLease(SequenceLease(through: ahead), to: path)
         lease = (path, ahead)
@@ -123,6 +127,10 @@ extension Context {
     /// store to open takes it (`reopen`). The lease covers it either way (once taken).
     func recordSequenceJump() throws(ContextError) {
         try lease(through: sequence)
+        // A conditional save read before the jump cannot be checked against the history after
+        // it (saves lost with the stores, or a store older than what was read): refused, as a
+        // save from history no longer kept is.
+        try raiseHistoryForgotten(to: sequence)
         guard let name = stores.keys.sorted().first, let h = stores[name] else {
             sequenceJumpUnrecorded = true
             return

@@ -56,7 +56,8 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         case .changedSince(let e, let u, let n, let since):
             return "\(e) \(u) was changed by save \(n), after sequence \(since): read what changed since then and save again"
         case .historyForgotten(let since, let through):
-            return "the history after sequence \(since) is forgotten through \(through) (purged): whether the rows changed "
+            return "the history after sequence \(since) is forgotten through \(through) (purged, or the sequence jumped at a "
+                + "start that found saves lost or a store restored): whether the rows changed "
                 + "since cannot be told; read them again and save with that sequence"
         case .sequenceAhead(let since, let n):
             return "sequence \(since) is beyond the last save (\(n)): the store is older than what was read from it"

@@ -12,7 +12,8 @@
 public struct SequenceLease: Equatable, Sendable {
     /// No save number above it has been told.
     public var through: Int64
-    /// Each store's own sequence number at a clean close (none while the stores are open).
+    /// Each store's own sequence number at a clean close. None while the stores are open: a
+    /// lease without them was written by a run that did not close cleanly (or had no store open).
     public var stores: [String: Int64]
 
     /// The largest number a lease holds: every step taken past it stays far from overflow.
@@ -31,7 +32,7 @@ public struct SequenceLease: Equatable, Sendable {
         var stores: [String: Int64] = [:]
         for line in lines.dropFirst() {
             let parts = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard parts.count == 2, !parts[0].isEmpty, parts[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }),
+            guard parts.count == 2, !parts[0].isEmpty, parts[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }),
                   stores[String(parts[0])] == nil, let n = Self.number(parts[1]), n <= through else { return nil }
             stores[String(parts[0])] = n
         }

@@ -61,7 +61,8 @@ do {
     }
     if let s = args.value("spin") ?? Environment.value("SEAM_SPIN_MICROSECONDS") {
         guard let microseconds = Int(s), microseconds >= 0, microseconds <= 100_000 else {
-            throw Arguments.UsageError("--spin takes microseconds, from 0 to 100000")
+            let what = args.value("spin") == nil ? "SEAM_SPIN_MICROSECONDS (--spin)" : "--spin"
+            throw Arguments.UsageError("\(what) takes microseconds, from 0 to 100000")
         }
         configuration.spinSeconds = Double(microseconds) / 1_000_000
     }
