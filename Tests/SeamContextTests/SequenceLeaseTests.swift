@@ -13,6 +13,13 @@ final class SequenceLeaseTests: ContextTestCase {
 
     private func reopen() throws { context = nil; context = try Context(directory: temp.path, schema: TimerApp.schema) }
 
+    /// Closes the context, writes `text` as the lease, and opens the directory again.
+    private func reopen(withLease text: String) throws {
+        context = nil
+        try text.write(toFile: leasePath, atomically: true, encoding: .utf8)
+        context = try Context(directory: temp.path, schema: TimerApp.schema)
+    }
+
     /// Open, the lease runs a block ahead of the last save; a clean close leaves it level with
     /// the stores, so the next open numbers on from there and resumes go on as before.
     func testACleanCloseLeavesTheLeaseLevelWithTheStores() throws {
@@ -53,9 +60,7 @@ final class SequenceLeaseTests: ContextTestCase {
     /// at full durability, then a store restored), and the numbers jump.
     func testStoresLevelWithALeaseWrittenWhileOpenAreBehindIt() throws {
         try addTimer("A")
-        context = nil
-        try "1\n".write(toFile: leasePath, atomically: true, encoding: .utf8)
-        context = try Context(directory: temp.path, schema: TimerApp.schema)
+        try reopen(withLease: "1\n")
         XCTAssertEqual(context.sequence, 2)
         XCTAssertNil(context.changes(since: 1))
     }
@@ -67,9 +72,7 @@ final class SequenceLeaseTests: ContextTestCase {
     func testAConditionalSaveFromBeforeAJumpIsRefused() throws {
         let timer = try addTimer("Tea")
         let read = context.sequence
-        context = nil
-        try "1000\n".write(toFile: leasePath, atomically: true, encoding: .utf8)
-        context = try Context(directory: temp.path, schema: TimerApp.schema)
+        try reopen(withLease: "1000\n")
         var stale = SaveRequest([.update(entity: "Timer", uuid: timer, values: ["name": .string("Green tea")])])
         stale.unchangedSince = read
         expectError({ try self.context.save(stale) }) {
@@ -103,9 +106,7 @@ final class SequenceLeaseTests: ContextTestCase {
     /// past it, the open says why, and the stores keep the jump.
     func testStoresBehindTheLeaseAreNumberedFromPastIt() throws {
         try addTimer("A")
-        context = nil
-        try "1000\n".write(toFile: leasePath, atomically: true, encoding: .utf8)
-        context = try Context(directory: temp.path, schema: TimerApp.schema)
+        try reopen(withLease: "1000\n")
         XCTAssertEqual(context.sequence, 1001)
         XCTAssertTrue(context.recovered.contains { $0.contains("below the 1000 that may have been told") }, "\(context.recovered)")
         XCTAssertNil(context.changes(since: 1000), "a resume from the lease's last number gets a fresh result")
