@@ -118,13 +118,13 @@ final class Subscriptions {
     func subscriptionCount(uid: UInt32) -> Int { perUID[uid] ?? 0 }
 
     private static func tooManyRows(_ cap: Int) -> VarlinkError {
-        .limitReached("this query matches more than \(cap) rows; subscribe with a limit")
+        .limitReached("this query matches more than \(cap) rows; subscribe with a limit of at most \(cap)")
     }
 
     /// The broker keeps every row of a channel's result to diff it: one that grows past the cap
     /// after it was opened ends its subscriptions, as one that started past it is refused.
     private static func grewPastCap(_ cap: Int) -> VarlinkError {
-        .limitReached("this query's result grew past \(cap) rows; subscribe again with a limit")
+        .limitReached("this query's result grew past \(cap) rows; subscribe again with a limit of at most \(cap)")
     }
 
     /// The channel for `query`, created (its first result fetched) when no subscription shares it.
