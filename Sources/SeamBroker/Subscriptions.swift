@@ -130,7 +130,6 @@ final class Subscriptions {
     /// The channel for `query`, created (its first result fetched) when no subscription shares it.
     func channel(for query: Query, context: Context) throws(VarlinkError) -> Channel {
         let key = query.key
-        let cap = Limits.maxSubscriptionRows
         // Shared, it holds at most the cap: one that grows past it ends (`diffs`).
         if let existing = channels[key] { return existing }
         // Whole rows: the window keeps the sort keys too, whatever the fields. And in the order
@@ -140,11 +139,7 @@ final class Subscriptions {
         var base = query.request
         base.attributes = nil
         base.sort = base.sort ?? ""
-        var fetch = base
-        fetch.limit = min(query.request.limit ?? cap + 1, cap + 1)
-        let rows: [Row]
-        do { rows = try context.fetch(fetch) } catch { throw Broker.varlink(error) }
-        if rows.count > cap { throw Self.tooManyRows(cap) }
+        let rows = try Self.fetchWithinCap(base, context: context, past: Self.tooManyRows(Limits.maxSubscriptionRows))
         nextChannelID += 1
         let window = ResultWindow(predicate: query.predicate, sorting: query.sorting, limit: query.request.limit,
                                   fields: query.fields, rows: rows.map(\.values))
@@ -280,13 +275,19 @@ final class Subscriptions {
     /// The channel's result fetched afresh into its window: at most the cap and one row more are
     /// read, and past the cap the window is left as it was.
     private func refetch(_ channel: Channel, context: Context) throws(VarlinkError) -> QueryDiff {
-        let cap = Limits.maxSubscriptionRows
-        var request = channel.request
-        request.limit = min(request.limit ?? cap + 1, cap + 1)
-        let rows: [Row]
-        do { rows = try context.fetch(request) } catch { throw Broker.varlink(error) }
-        guard rows.count <= cap else { throw Self.grewPastCap(cap) }
+        let rows = try Self.fetchWithinCap(channel.request, context: context, past: Self.grewPastCap(Limits.maxSubscriptionRows))
         return channel.window.replace(with: rows.map(\.values))
+    }
+
+    /// A channel's rows: at most the cap and one row more are read; more than the cap throws `past`.
+    private static func fetchWithinCap(_ request: FetchRequest, context: Context, past: VarlinkError) throws(VarlinkError) -> [Row] {
+        let cap = Limits.maxSubscriptionRows
+        var capped = request
+        capped.limit = min(request.limit ?? cap + 1, cap + 1)
+        let rows: [Row]
+        do { rows = try context.fetch(capped) } catch { throw Broker.varlink(error) }
+        guard rows.count <= cap else { throw past }
+        return rows
     }
 
     /// The diff from the result a subscriber had at `since` to the channel's result now, or nil

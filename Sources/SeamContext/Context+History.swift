@@ -89,12 +89,7 @@ extension Context {
     /// again when it opens).
     func raiseHistoryForgotten(to number: Int64) throws(ContextError) {
         guard let h = historyStore else { return }
-        do throws(DatabaseError) {
-            guard try h.db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'seam_store'").integerValue == 1 else { return }
-            try Self.raiseHistoryForgotten(to: number, in: h.db)
-        } catch {
-            throw ContextError(.database(error))
-        }
+        do { try Self.raiseHistoryForgotten(to: number, in: h.db) } catch { throw ContextError(.database(error)) }
     }
 
     /// Compared as numbers: the value is kept as text, and SQLite ranks any text above any

@@ -72,10 +72,10 @@ extension Context {
         let path = layout.sequenceLease
         lease = (path, .min)
         if let told = readLease(path) {
-            let restored = told.stores.keys.sorted().filter { name in
+            let restored = told.stores.sorted { $0.key < $1.key }.filter { name, closedWith in
                 guard let h = stores[name], let now = try? SaveJournal.sequence(in: h.db) else { return false }
-                return now < told.stores[name]!
-            }
+                return now < closedWith
+            }.map(\.key)
             // Written while the stores were open (no store lines), the lease is ahead of every
             // number used then: the stores level with it still lost what came after.
             let cleanClose = !told.stores.isEmpty
@@ -108,8 +108,9 @@ extension Context {
 
     /// Makes sure the lease covers `number` before it is used, and stays ahead of it: reached,
     /// it moves `leaseBlock` ahead, on the disk. (Never level while the stores are open, so that
-    /// an unclean stop always leaves the stores behind it.) Nothing without a directory (in memory), nor before
-    /// `takeLease` (the jumps an open takes before it are covered there, before anything is told).
+    /// an unclean stop always leaves the stores behind it.) Nothing without a directory (in
+    /// memory), nor before `takeLease` (the jumps an open takes before it are covered there,
+    /// before anything is told).
     func lease(through number: Int64) throws(ContextError) {
         guard let (path, through) = lease, number >= through else { return }
         let ahead = number + Self.leaseBlock

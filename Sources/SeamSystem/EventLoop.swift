@@ -102,7 +102,7 @@ public final class EventLoop {
             for d in deadlines where d.at < soonest { soonest = d.at }
             // Upkeep waits for deadlines already due as well as for requests.
             let upkeep = soonest > now && (idle?.due() ?? false)
-            let timeout = upkeep ? 0 : soonest.isFinite ? Int32(max(0, min(1000, (soonest - now) * 1000 + 1))) : 1000
+            let timeout = upkeep ? 0 : Self.milliseconds(until: soonest, from: now)
             var n: Int32 = 0
             // Spinning ends when the window does, or at the next deadline, which it must not delay:
             // the wait after it is measured from when it ended.
@@ -114,8 +114,7 @@ public final class EventLoop {
                     if n != 0 { break }
                     sched_yield()
                 } while WallClock.monotonic() < spinEnd
-                let end = WallClock.monotonic()
-                wait = soonest.isFinite ? Int32(max(0, min(1000, (soonest - end) * 1000 + 1))) : 1000
+                wait = Self.milliseconds(until: soonest, from: WallClock.monotonic())
             }
             if n == 0 { n = seam_epoll_wait(epoll, &fds, &events, 128, wait) }
             if n == 0, upkeep { idle?.work() }
@@ -138,4 +137,9 @@ public final class EventLoop {
     }
 
     public func stop() { running = false }
+
+    /// epoll's timeout to wait for the deadline at `soonest`: rounded up, at most a second.
+    private static func milliseconds(until soonest: Double, from now: Double) -> Int32 {
+        soonest.isFinite ? Int32(max(0, min(1000, (soonest - now) * 1000 + 1))) : 1000
+    }
 }
