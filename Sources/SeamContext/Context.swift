@@ -288,10 +288,10 @@ public final class Context {
     /// (`Checkpointer.catchUp`).
     public var upkeepDue: Bool { checkpointers.values.contains { $0.catchUpDue } }
 
-    /// Does what `upkeepDue` announced, on this (the writer's) thread: at most 500 pages and two
-    /// fdatasyncs per store, once per 4,000 frames committed. An owner that never calls it lets
-    /// each WAL grow to the checkpointer's `limit` (8,000 frames) before the writer checkpoints
-    /// inline; the broker calls it from its loop's idle turns.
+    /// Does what `upkeepDue` announced: asks each store's checkpointer thread to copy back its
+    /// last frames (at most 500 pages and two fdatasyncs, on that thread; this one does not wait).
+    /// An owner that never calls it lets each WAL grow to the checkpointer's `limit` (8,000
+    /// frames) before the writer checkpoints inline; the broker calls it from its loop's idle turns.
     public func upkeep() { for c in checkpointers.values where c.catchUpDue { c.catchUp() } }
 
     /// Closes an open store (before its migration): its checkpointer stops, its statements

@@ -2,45 +2,28 @@ import CSQLite
 import SeamSystem
 import Synchronization
 
-/// Checkpoints a WAL store from a thread of its own, so that the thread that commits does not
-/// wait, save by save, for pages to be copied back into the database file, for the two
-/// fdatasyncs around that copy (about 10 ms each on a virtual disk), or for the WAL to be
-/// truncated afterwards (which waited for writeback: 100 ms and more). Inline, those stalls were
-/// the whole long tail of commit latency — the ticker's step ends were late by tens of
-/// milliseconds at p99. What the writer's thread still does is bounded and rare (below).
+/// Checkpoints a WAL store from a thread of its own, so that the thread that commits never
+/// copies pages back into the database file or waits on the fdatasyncs around that copy.
 ///
-/// The writer's connection stops checkpointing (`autoCheckpointFrames = 0`) and truncating
-/// (`journal_size_limit=-1`: the WAL is reused from its start after each complete checkpoint,
-/// so its size stays what the busiest stretch needed), and tells the checkpointer, through
-/// SQLite's WAL hook, how many frames the WAL holds after each commit. Once `threshold` frames
-/// have not been copied back, the checkpointer's own connection runs a PASSIVE checkpoint: it
-/// blocks neither the writer nor readers.
+/// - The writer's connection stops checkpointing (`autoCheckpointFrames = 0`) and truncating
+///   (`journal_size_limit=-1`), and reports the WAL's frames after each commit through SQLite's
+///   WAL hook. Past `threshold` frames not copied back, the thread runs PASSIVE checkpoints (they
+///   block neither the writer nor readers) until fewer than `catchUpFrames` are left.
+/// - SQLite starts the WAL over only when a write begins with every frame copied back. The last
+///   frames are copied when the writer is idle: its owner calls `catchUp()` between requests,
+///   which asks the thread for one more checkpoint (it never checkpoints on the caller's thread).
+///   A commit that overtakes the catch-up leaves frames behind it; the next catch-up is spaced
+///   out (`catchUpDue`), so a steady writer is not chased with a checkpoint per commit.
+/// - A writer that outpaces the thread checkpoints inline once the WAL passes `limit`, so the WAL
+///   stays bounded.
 ///
-/// SQLite starts the WAL over only when a write begins with every frame copied back, and a
-/// writer that keeps committing has always appended a few frames while the thread was copying.
-/// So the thread copies the bulk, down to fewer than `catchUpFrames`, and the writer's thread
-/// copies the rest (`catchUp`) when it has nothing else to do, once per `threshold` frames;
-/// its next commit starts the WAL over. The thread does not chase those last frames itself.
-/// Synced, that was a checkpoint for nearly every commit, each with two fdatasyncs competing
-/// with the commit's own (2,000 synced one-row saves: about 1,000 fdatasyncs by the thread; now
-/// 10–13), and a WAL that started over only by luck, whose appends each also wait for the
-/// file's inode to be written (on this machine's disk an append's fdatasync costs twice an
-/// overwrite's). Not synced, it was worse: a chasing checkpoint's two fdatasyncs (~180 µs each
-/// here) outlast the gap between two saves, so under steady saves it almost never finished
-/// between commits, the WAL grew to 250 MB, and the thread ran about one checkpoint for every
-/// three saves, on the CPU the saves needed. What the writer's thread pays instead, once per
-/// `threshold` frames: the catch-up's copy of at most `catchUpFrames` pages and its two
-/// fdatasyncs, in an idle turn, and (SQLite's own) an fdatasync of the new WAL header in the
-/// commit that starts the WAL over.
-/// Only a writer that never pauses, or outpaces the thread, checkpoints inline, once the WAL
-/// passes `limit` (and the thread then starts no new round, which would keep it out): the WAL
-/// stays bounded. Durability is unchanged: every checkpoint syncs exactly as the writer's
-/// connection would have (the same `synchronous`), and a crash at any point leaves a WAL that
-/// SQLite recovers as always.
+/// Durability is unchanged: every checkpoint syncs as the writer's connection would (the same
+/// `synchronous`), and a crash at any point leaves a WAL that SQLite recovers. ARCHITECTURE.md
+/// ("Checkpoints") has the measurements behind these choices.
 public final class Checkpointer: Sendable {
     /// WAL frames (pages) not yet copied back after which a checkpoint runs.
     public let threshold: Int
-    /// The most frames the writer's catch-up copies: the thread's round goes on until fewer are
+    /// The most frames a catch-up copies: the thread's round goes on until fewer are
     /// left. 500 frames (2 MiB, a few milliseconds to copy), or `threshold` if that is lower.
     public var catchUpFrames: Int { min(threshold, 500) }
     /// WAL frames after which the writer checkpoints inline after all: eight times `threshold`,
@@ -61,6 +44,12 @@ public final class Checkpointer: Sendable {
     /// The WAL (generation and frames, as in `copied`) the writer last caught up on: a catch-up
     /// that a reader kept from finishing is not tried again before the next commit.
     private let caughtUpOn = Atomic<Int>(-1)
+    /// Set with `busy` when the writer asks for a catch-up rather than a round: one checkpoint.
+    private let catchUpAsked = Atomic<Bool>(false)
+    /// When the writer last committed, and the earliest time for the next catch-up, in
+    /// microseconds of the monotonic clock.
+    private let lastCommit = Atomic<Int>(0)
+    private let nextCatchUp = Atomic<Int>(0)
     /// The thread sleeps on it between checkpoints: an idle store costs no wakeups.
     private let wakeup = Semaphore()
     private let stopping = Atomic<Bool>(false)
@@ -72,10 +61,8 @@ public final class Checkpointer: Sendable {
     /// Starts checkpointing `db` (a store opened for writing, in WAL mode) from a new thread.
     ///
     /// The default `threshold`, 4,000 frames (16 MiB of WAL with 4 KiB pages), is the writer's own
-    /// `Database.autoCheckpointFrames`. Each checkpoint costs two fdatasyncs that the writer's
-    /// next flush queues behind on the same disk, so the fewer there are, the fewer saves wait:
-    /// 6,000 synced one-row saves meet 6 checkpoints rather than 24. Side by side with 1,000,
-    /// their commit-to-subscriber p99 was lower in 7 of 9 runs (by 13% at the median), p50 unchanged.
+    /// `Database.autoCheckpointFrames`: each checkpoint costs two fdatasyncs that the writer's next
+    /// flush queues behind on the same disk, so fewer is better (ARCHITECTURE.md, "Checkpoints").
     public init(_ db: Database, durability: Durability, threshold: Int = 4000) throws(DatabaseError) {
         self.threshold = threshold
         var options = Database.Options()
@@ -101,6 +88,7 @@ public final class Checkpointer: Sendable {
         // copied, and the next catch-up would copy them, which only costs that one a longer wait.)
         if frames < framesInWAL.load(ordering: .relaxed) { generation.add(1, ordering: .releasing) }
         framesInWAL.store(frames, ordering: .relaxed)
+        lastCommit.store(Self.microseconds(), ordering: .relaxed)
         // A writer that outpaces the thread (or never pauses to catch up) never lets the WAL
         // start over, and it could only grow. Past the limit it checkpoints itself, as SQLite
         // would, and the thread starts no more rounds (its checkpoint would keep the writer's
@@ -116,6 +104,8 @@ public final class Checkpointer: Sendable {
             wakeup.post()
         }
     }
+
+    private static func microseconds() -> Int { Int(WallClock.monotonic() * 1e6) }
 
     /// A generation and a frame count in one word, as `copied` and `caughtUpOn` keep them.
     private static func tag(_ generation: Int, _ frames: Int) -> Int { (generation & 0x7fff_ffff) << 32 | frames }
@@ -133,20 +123,29 @@ public final class Checkpointer: Sendable {
     /// Whether the writer's thread should `catchUp` now: the thread has copied back the bulk of
     /// the WAL, and the frames committed meanwhile (fewer than `catchUpFrames`: a larger backlog
     /// is the thread's) are all that keeps it from starting over.
+    /// A catch-up that a commit overtook left frames behind it, and the WAL did not start over:
+    /// the next one comes no sooner than `catchUpSpacing` times as long as that one took (and at
+    /// least 5 ms) after it ended, so that a writer that never pauses for long is not chased
+    /// with a checkpoint per commit.
     public var catchUpDue: Bool {
         guard !busy.load(ordering: .acquiring) else { return false }
         let done = copiedFrames, frames = framesInWAL.load(ordering: .relaxed)
-        return done > 0 && frames > done && frames - done < catchUpFrames && caughtUpOn.load(ordering: .relaxed) != stamp
+        guard done > 0 && frames > done && frames - done < catchUpFrames && caughtUpOn.load(ordering: .relaxed) != stamp else { return false }
+        return Self.microseconds() >= nextCatchUp.load(ordering: .relaxed)
     }
 
-    /// Copies back, on the writer's connection, what the thread's last checkpoint left: fewer
-    /// than `catchUpFrames` pages and two fdatasyncs, after which the writer's next commit starts
-    /// the WAL over. Only on the writer's thread, between its transactions (the broker calls it
-    /// when it has nothing else to do).
+    /// How many times its own duration an overtaken catch-up keeps the next one away.
+    public static let catchUpSpacing = 4
+
+    /// Asks the thread to copy back what its last round left: fewer than `catchUpFrames` pages
+    /// and two fdatasyncs, after which the writer's next commit starts the WAL over. The writer's
+    /// thread (the broker's loop) calls it when it has nothing else to do; it only wakes the
+    /// thread, so no request waits behind the copy or its syncs.
     public func catchUp() {
-        guard catchUpDue else { return }
+        guard catchUpDue, !busy.exchange(true, ordering: .acquiringAndReleasing) else { return }
         caughtUpOn.store(stamp, ordering: .relaxed)
-        checkpoint(writer.db.handle)
+        catchUpAsked.store(true, ordering: .releasing)
+        wakeup.post()
     }
 
     /// A PASSIVE checkpoint on `connection`, its outcome recorded: what it copied back, counted
@@ -169,6 +168,12 @@ public final class Checkpointer: Sendable {
     /// Checkpoints completed so far.
     public var checkpoints: Int { completed.load(ordering: .relaxed) }
 
+    /// How often the WAL has started over (a commit found every frame copied back).
+    public var restarts: Int { generation.load(ordering: .relaxed) }
+
+    /// Whether the thread is running a round or a catch-up.
+    public var isBusy: Bool { busy.load(ordering: .acquiring) }
+
     /// Frames in the WAL after the last commit: back near 0 each time the WAL starts over (about
     /// once per `threshold` frames); one that keeps growing past `limit` means the checkpoints
     /// cannot finish (a reader holding an old snapshot, a failing disk).
@@ -189,6 +194,18 @@ public final class Checkpointer: Sendable {
             wakeup.wait()
             if stopping.load(ordering: .acquiring) { break }
             var progressed = false
+            if catchUpAsked.exchange(false, ordering: .acquiringAndReleasing) {
+                // A catch-up: the last frames, once. Frames committed meanwhile wait for the
+                // writer's next idle turn to ask again (chasing them would checkpoint once a
+                // commit under a steady writer).
+                let started = Self.microseconds()
+                checkpoint(db.handle, generation: generation.load(ordering: .acquiring))
+                let ended = Self.microseconds()
+                let overtaken = lastCommit.load(ordering: .relaxed) >= started
+                nextCatchUp.store(overtaken ? ended + max(5_000, (ended - started) * Self.catchUpSpacing) : 0, ordering: .relaxed)
+                busy.store(false, ordering: .releasing)
+                continue
+            }
             repeat {
                 // The generation before the checkpoint: if the WAL starts over while it runs, what
                 // it copied belongs to the old WAL and must not count for the new one.

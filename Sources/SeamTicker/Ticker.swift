@@ -31,7 +31,8 @@ public final class Ticker {
     let timer: WallTimer
     private var fd: Int32 = -1
     private var decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
-    private var live = LiveResult()
+    /// The running sessions followed, with their step ends as numbers.
+    private var followed = TickerSchedule()
     /// AdvanceMany calls in flight: call id → their sessions, with the step end each had when
     /// the call was sent.
     private var inFlight: [Int64: [(session: String, end: Double?)]] = [:]
@@ -73,13 +74,13 @@ public final class Ticker {
             let now = WallClock.now()
             let waiting = holding(at: now)
             let excluded = waiting.isEmpty ? busy : busy.union(waiting)
-            let due = TickerSchedule.due(live.rows, at: now, excluding: excluded)
+            let due = followed.due(at: now, excluding: excluded)
             if !due.isEmpty { advance(due) }
             if let at = resubscribeAt, now >= at {
                 resubscribeAt = nil
                 subscribe()
             }
-            let wake = [TickerSchedule.nextWake(live.rows, excluding: excluded), resubscribeAt, held.values.map(\.until).filter { $0 > now }.min()]
+            let wake = [followed.nextWake(excluding: excluded), resubscribeAt, held.values.map(\.until).filter { $0 > now }.min()]
                 .compactMap { $0 }.min()
             do { try timer.arm(at: wake) } catch {
                 throw Failure(description: "cannot arm the timer: \(error)")
@@ -114,7 +115,7 @@ public final class Ticker {
         if fd >= 0 { Descriptors.close(fd) }
         fd = -1
         decoder = FrameDecoder(maxFrameBytes: Limits.maxReplyFrameBytes)
-        live = LiveResult()
+        followed = TickerSchedule()
         inFlight = [:]
         busy = []
         held = [:]
@@ -147,7 +148,7 @@ public final class Ticker {
             send(Call(method: "org.seam.Store.Unsubscribe", parameters: ["subscription": .integer(Int64(subscription))], oneway: true))
         }
         subscription = nil
-        live = LiveResult()
+        followed = TickerSchedule()
         nextID += 1
         subscriptionCall = nextID
         send(Call(method: "org.seam.Store.Subscribe", parameters: [
@@ -173,10 +174,9 @@ public final class Ticker {
     /// Asks the broker to advance every due session in one call (one save): under load the due
     /// sessions that pile up while a call is in flight go together in the next.
     private func advance(_ sessions: [String]) {
-        let ends = stepEnds
         for batch in stride(from: 0, to: sessions.count, by: 1_000).map({ Array(sessions[$0..<min($0 + 1_000, sessions.count)]) }) {
             nextID += 1
-            inFlight[nextID] = batch.map { ($0, ends[$0] ?? nil) }
+            inFlight[nextID] = batch.map { ($0, followed.end(of: $0) ?? nil) }
             busy.formUnion(batch)
             send(Call(method: "org.seam.Timers.AdvanceMany", parameters: ["sessions": .array(batch.map(JSON.string))], id: .integer(nextID)))
         }
@@ -210,7 +210,7 @@ public final class Ticker {
             do {
                 let update = try SubscriptionUpdate(reply.parameters)
                 subscription = update.subscription
-                try live.apply(update)
+                try followed.apply(update)
                 resubscribePause = 1
             } catch {
                 log("a subscription update did not fit (\(error)); subscribing afresh")
@@ -245,8 +245,7 @@ public final class Ticker {
         }
         // A session someone else moved first (a person's Stop or Skip, another ticker) was not
         // due any more: its diff came before this reply, so its step end changed or it left.
-        let ends = stepEnds
-        let left = sent.filter { s in !advancedNow.contains(s.session) && ends[s.session].map { $0 == s.end } == true }.map(\.session)
+        let left = sent.filter { s in !advancedNow.contains(s.session) && followed.end(of: s.session).map { $0 == s.end } == true }.map(\.session)
         if !left.isEmpty {
             hold(left, doubling: true, why: "the broker left them as they were (a session whose position does not fit its steps "
                  + "cannot advance; `seam stop` ends it)")
@@ -265,12 +264,11 @@ public final class Ticker {
     /// Holds `sessions` back from the next calls; logs once per session until it advances.
     private func hold(_ sessions: [String], doubling: Bool, why: String) {
         let now = WallClock.now()
-        let ends = stepEnds
         var new: [String] = []
         for session in sessions {
             let pause = held[session].map { doubling ? min($0.pause * 2, 60) : 1 } ?? 1
             if held[session] == nil { new.append(session) }
-            held[session] = Hold(end: ends[session] ?? nil, until: now + pause, pause: pause)
+            held[session] = Hold(end: followed.end(of: session) ?? nil, until: now + pause, pause: pause)
         }
         if !new.isEmpty {
             log("\(new.count) due session(s) not advanced (\(new.prefix(3).map { String($0.prefix(8)) }.joined(separator: ", "))): \(why); "
@@ -278,19 +276,13 @@ public final class Ticker {
         }
     }
 
-    /// Each followed session's step end, by uuid.
-    private var stepEnds: [String: Double?] {
-        Dictionary(live.rows.compactMap { r in r["uuid"]?.stringValue.map { ($0, TickerSchedule.endsAt(r)) } }, uniquingKeysWith: { a, _ in a })
-    }
-
     /// The held sessions to leave out of calls now; lets go of those whose time has come back
     /// round, whose step end changed, or that left the result.
     private func holding(at now: Double) -> Set<String> {
         guard !held.isEmpty else { return [] }
-        let ends = stepEnds
         var out: Set<String> = []
         for (session, h) in held {
-            guard let end = ends[session], end == h.end else {
+            guard let end = followed.end(of: session), end == h.end else {
                 held[session] = nil
                 continue
             }

@@ -19,6 +19,17 @@ final class CheckpointerTests: XCTestCase {
         return (path, db, try Checkpointer(db, durability: durability, threshold: threshold), directory)
     }
 
+    /// What the broker's idle turn does, and then waits for the thread to finish it (a test that
+    /// commits next would overtake it). Whether a catch-up was asked.
+    @discardableResult
+    func catchUpAndWait(_ checkpointer: Checkpointer) -> Bool {
+        guard checkpointer.catchUpDue else { return false }
+        checkpointer.catchUp()
+        let deadline = Date().addingTimeInterval(10)
+        while checkpointer.isBusy && Date() < deadline { usleep(200) }
+        return true
+    }
+
     /// Stops everything and reopens the store: `rows` rows, and SQLite finds it whole.
     func assertWhole(_ path: String, rows: Int64, _ checkpointer: Checkpointer, _ db: Database, file: StaticString = #filePath, line: UInt = #line) throws {
         checkpointer.stop()
@@ -49,7 +60,7 @@ final class CheckpointerTests: XCTestCase {
             seen = checkpointer.checkpoints
             usleep(100_000)
         }
-        if checkpointer.catchUpDue { checkpointer.catchUp() }
+        catchUpAndWait(checkpointer)
         try db.run("INSERT INTO t (id, body) VALUES (-1, 'restart')")  // starts the WAL over
         let wal = FileSystem.size(path + "-wal") ?? 0
         // About three frames an insert (its page, the parent, page 1): 3,000 frames, 12 MB of a
@@ -57,7 +68,7 @@ final class CheckpointerTests: XCTestCase {
         for i in 2_000..<3_000 {
             try db.run("INSERT INTO t (id, body) VALUES (?, ?)", [.integer(Int64(i)), .string(body)])
             if i % 10 == 0 {  // a writer that pauses now and then, as people do
-                if checkpointer.catchUpDue { checkpointer.catchUp() }
+                catchUpAndWait(checkpointer)
                 usleep(3_000)
             }
         }
@@ -68,10 +79,10 @@ final class CheckpointerTests: XCTestCase {
         try assertWhole(path, rows: 3_001, checkpointer, db)
     }
 
-    /// Synced commits from a writer that never stops for long: the thread copies the bulk once per `threshold` frames
-    /// (not once per commit, as when it chased the last few frames itself), the writer copies
-    /// the rest between commits, and the WAL starts over each time instead of growing.
-    func testAWriterThatKeepsCommittingCatchesUpBetweenCommitsAndTheWALStartsOver() throws {
+    /// Synced commits from a writer that pauses now and then: the thread copies the bulk once per
+    /// `threshold` frames (not once per commit), the last frames in the writer's pauses, and the
+    /// WAL starts over each time instead of growing.
+    func testAWriterThatPausesHasItsWALStartOverAgainAndAgain() throws {
         let (path, db, checkpointer, directory) = try store("checkpointer-busy", threshold: 50)
         defer { _ = directory }
         let body = String(repeating: "y", count: 3000)
@@ -79,21 +90,38 @@ final class CheckpointerTests: XCTestCase {
         var largestWAL: Int64 = 0
         for i in 0..<3_000 {
             try db.run("INSERT INTO t (id, body) VALUES (?, ?)", [.integer(Int64(i)), .string(body)])
-            if checkpointer.catchUpDue {
-                checkpointer.catchUp()
-                catchUps += 1
-            }
+            if i % 20 == 19, catchUpAndWait(checkpointer) { catchUps += 1 }
             largestWAL = max(largestWAL, FileSystem.size(path + "-wal") ?? 0)
         }
         // A commit here is about three frames (a row's page, its parent, page 1): some 9,000
-        // frames, so about 180 rounds by the thread and as many catch-ups; chasing the last frames from the
-        // thread was one checkpoint per commit, once the writer had got ahead.
-        XCTAssertGreaterThan(catchUps, 5, "the writer caught up, and the WAL started over, again and again")
+        // frames, so about 180 rounds by the thread and as many catch-ups.
+        XCTAssertGreaterThan(catchUps, 5, "the thread caught up in the writer's pauses")
+        XCTAssertGreaterThan(checkpointer.restarts, 5, "and the WAL started over, again and again")
         XCTAssertLessThan(checkpointer.checkpoints, 3_000 / 4, "no checkpoint per commit")
         XCTAssertEqual(checkpointer.lastFailureCode, 0)
         // Far below the 24 MB of a WAL that never starts over. (Not down to `limit`, 400 frames: a
         // slow fdatasync in the thread's checkpoint holds everything else back meanwhile.)
         XCTAssertLessThan(largestWAL, 8 << 20, "the WAL started over rather than growing")
+        try assertWhole(path, rows: 3_000, checkpointer, db)
+    }
+
+    /// Synced commits from a writer that never pauses for long, asking for a catch-up between
+    /// every two commits as the broker's idle turns would: a catch-up that a commit overtakes is
+    /// not chased with another at once (that was a checkpoint per commit), and the WAL stays
+    /// bounded by `limit`.
+    func testAWriterThatNeverPausesIsNotChasedWithACheckpointPerCommit() throws {
+        let (path, db, checkpointer, directory) = try store("checkpointer-steady", threshold: 50)
+        defer { _ = directory }
+        let body = String(repeating: "y", count: 3000)
+        var largestWAL: Int64 = 0
+        for i in 0..<3_000 {
+            try db.run("INSERT INTO t (id, body) VALUES (?, ?)", [.integer(Int64(i)), .string(body)])
+            if checkpointer.catchUpDue { checkpointer.catchUp() }
+            largestWAL = max(largestWAL, FileSystem.size(path + "-wal") ?? 0)
+        }
+        XCTAssertLessThan(checkpointer.checkpoints, 3_000 / 4, "no checkpoint per commit")
+        XCTAssertEqual(checkpointer.lastFailureCode, 0)
+        XCTAssertLessThan(largestWAL, 8 << 20, "the WAL stayed bounded")
         try assertWhole(path, rows: 3_000, checkpointer, db)
     }
 
