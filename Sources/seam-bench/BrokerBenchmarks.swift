@@ -7,7 +7,7 @@ import SeamSystem
 /// Benchmarks of seamd over its socket (issue: seamd and its protocol), beside a raw Unix-socket
 /// ping-pong (the floor) and Redis GET over a Unix socket, all measured in the same run.
 enum BrokerBenchmarks {
-    static let roundTrips = 20_000
+    static var roundTrips: Int { Bench.size(20_000, quick: 4_000) }
 
     static func run() throws {
         let work = try Harness.scratchDirectory("broker")
@@ -61,6 +61,7 @@ enum BrokerBenchmarks {
         func r(_ a: [Double], _ b: [Double], _ q: Double) -> String {
             b.isEmpty ? "n/a" : Harness.ratio(Harness.percentile(a, q), Harness.percentile(b, q))
         }
+        var worstToRedis = 0.0
         for placement in CPUPlacement.available {
             try placement.apply(client: true, servers: servers)
             var rawTimes: [Double] = [], redisTimes: [Double] = [], floorTimes: [Double] = []
@@ -70,6 +71,7 @@ enum BrokerBenchmarks {
                 if let redis { redisTimes += try redis.getLatencies(count: block) }
                 floorTimes += try pingPong(path: echoPath, count: block)
             }
+            worstToRedis = max(worstToRedis, redisTimes.isEmpty ? .nan : Harness.median(rawTimes) / Harness.median(redisTimes))
             for q in [0.5, 0.99] {
                 table.add(["fetch by uuid round trip p\(Int(q * 100)), raw client, \(placement.label)", p(rawTimes, q), p(floorTimes, q),
                            p(redisTimes, q), r(rawTimes, redisTimes, q)])
@@ -84,7 +86,7 @@ enum BrokerBenchmarks {
                    r(seamTimes, redisTimes, 0.99)])
 
         // 50 concurrent clients.
-        let seamRPS = try concurrent(clients: 50, seconds: 3) { () throws -> () throws -> Void in
+        let seamRPS = try concurrent(clients: 50, seconds: Bench.size(3, quick: 1)) { () throws -> () throws -> Void in
             let c = try SeamConnection.connect(path: socket)
             var i = 0
             return {
@@ -92,12 +94,15 @@ enum BrokerBenchmarks {
                 _ = try c.call("org.seam.Store.Fetch", ["entity": "Session", "uuid": .string(uuids[i % uuids.count])])
             }
         }
-        let redisRPS = try redis.map { r in try concurrent(clients: 50, seconds: 3) { try r.getter() } }
+        let redisRPS = try redis.map { r in try concurrent(clients: 50, seconds: Bench.size(3, quick: 1)) { try r.getter() } }
         table.add(["50 concurrent clients, requests/s", String(format: "%.0f", seamRPS), "-",
                    redisRPS.map { String(format: "%.0f", $0) } ?? "n/a", redisRPS.map { String(format: "%.2f×", seamRPS / $0) } ?? "n/a"])
         table.add(["seamd RSS, idle (1,000 sessions)", String(format: "%.1f MB", Double(idleRSS) / 1_048_576), "-", "-", "-"])
         table.print()
         print("targets: p50 ≤ 1.25× Redis's; 50 clients ≥ 0.5× Redis's requests/s; idle RSS ≤ 20 MB")
+        Figures.record("broker.fetch_p50_vs_redis_worst_placement", worstToRedis)
+        Figures.record("broker.concurrent_requests_vs_redis", redisRPS.map { seamRPS / $0 } ?? .nan)
+        Figures.record("broker.idle_rss", Double(idleRSS))
         print("(seamd polls \(SeamdSpin.described) after a turn with work before it sleeps (--spin); Redis and the floor sleep at once)")
         print("(placed by the scheduler: wherever the kernel runs each process; one CPU: the client and every server on CPU 0;")
         print(" two CPUs: the client on CPU 0, every server on CPU 1 — each system measured in the same placement as the others)")

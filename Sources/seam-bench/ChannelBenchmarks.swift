@@ -8,9 +8,9 @@ import SeamSystem
 /// PostgreSQL's NOTIFY/LISTEN at equal durability, matching cost as channels grow, fan-out, and
 /// seamd's memory with 10,000 channels. Everything is measured in the same run.
 enum ChannelBenchmarks {
-    static let latencyRounds = 2_400
-    static let matchingRounds = 2_000
-    static let fanOutRounds = 500
+    static var latencyRounds: Int { Bench.size(2_400, quick: 600) }
+    static var matchingRounds: Int { Bench.size(2_000, quick: 500) }
+    static var fanOutRounds: Int { Bench.size(500, quick: 150) }
     static let fanOutWarmUp = 100
     /// Untimed rounds before any system is measured: seamd's first 4,000 WAL frames (about 1,000
     /// one-row saves, see `Checkpointer`) are appends, each fdatasync of which costs more than an
@@ -46,6 +46,7 @@ enum ChannelBenchmarks {
         var memory = BenchTable("seamd memory with 10,000 channels (target: RSS ≤ 100 MB)",
                                 columns: ["seamd", "RSS, channels registered (empty store)", "RSS after the latency rounds", "peak RSS (VmHWM)"])
         var settings: [String] = []
+        var worstToPG = 0.0, worstP99 = 0.0, largestRSS = 0
         for synced in [true, false] {
             let seamd = try SeamdLatency(work: work + "/latency-\(synced)", sync: synced)
             defer { seamd.stop() }
@@ -79,6 +80,8 @@ enum ChannelBenchmarks {
                     for system in orders[block % orders.count] { samples[system] += try turns[system]() }
                 }
                 let (seam, pg, floor, sqlite) = (samples[0], samples[1], samples[2], samples[3])
+                worstToPG = max(worstToPG, pg.isEmpty ? .nan : Harness.median(seam) / Harness.median(pg))
+                worstP99 = max(worstP99, Harness.percentile(seam, 0.99))
                 func p(_ xs: [Double], _ q: Double) -> String { xs.isEmpty ? "n/a" : Harness.duration(Harness.percentile(xs, q)) }
                 func toPG(_ xs: [Double]) -> String { pg.isEmpty ? "n/a" : Harness.ratio(Harness.median(xs), Harness.median(pg)) }
                 latency.add([(synced ? "synced (seamd --durability full; PG fsync=on, synchronous_commit=on)"
@@ -89,12 +92,16 @@ enum ChannelBenchmarks {
             }
             try CPUPlacement.scheduler.apply(client: true, servers: servers)
             let after = Harness.memory(of: seamd.process.processIdentifier)
+            largestRSS = max(largestRSS, after.peak)
             func mb(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_048_576) }
             memory.add(["--durability \(synced ? "full" : "normal"), \(seamd.saves.formatted()) one-row saves", mb(registered),
                         mb(after.resident), mb(after.peak)])
         }
         latency.print()
         print("targets, for every row (each durability, each placement): seamd p50 ≤ 0.75× PostgreSQL's; seamd p99 ≤ 1 ms")
+        Figures.record("channels.p50_vs_postgres_worst_row", worstToPG)
+        Figures.record("channels.p99_worst_row", worstP99)
+        Figures.record("channels.peak_rss_10000_channels", Double(largestRSS))
         print("(seamd and the floor: timed from sending the save until the subscriber holds the whole diff frame (its final NUL);")
         print(" the frame is decoded, and its sequence checked to be the save's, after the timer. PostgreSQL: one prepared statement")
         print(" in autocommit (one transaction) that inserts the row and notifies — WITH i AS (INSERT … RETURNING uuid)")
@@ -148,6 +155,7 @@ enum ChannelBenchmarks {
                           Harness.ratio(p50, base)])
         }
         matching.print()
+        Figures.record("channels.matching_100000_vs_none", Harness.median(samples[counts.count - 1]) / base)
         print("target: flat (the channel index finds the channels a row can match; the rest cost nothing)")
     }
 
@@ -355,6 +363,7 @@ enum ChannelBenchmarks {
         row("save to half the connections holding theirs", listeners.count / 2 - 1)
         row("save to the last connection holding theirs: every subscriber has heard", listeners.count - 1)
         fan.print()
+        Figures.record("channels.fan_out_1000_p50", Harness.median(rounds.map { $0[listeners.count - 1] }))
     }
 
     // MARK: - The floor

@@ -14,7 +14,7 @@ enum ContextBenchmarks {
         defer { try? FileManager.default.removeItem(atPath: work) }
         var table = BenchTable("Context beside direct SQLite (medians)", columns: ["operation", "Seam", "direct SQLite", "ratio"])
 
-        let rows = 100_000
+        let rows = Bench.size(100_000, quick: 20_000)
         let batch = 1_000
         let runs = 3
         var context: Context!
@@ -60,13 +60,13 @@ enum ContextBenchmarks {
             }
         }
         let t = times.mapValues(Harness.median)
-        table.add(["insert 100,000 sessions (Local), batches of 1,000", rate(rows, t["seamLocal"]!), rate(rows, t["directLocal"]!),
+        table.add(["insert \(rows.formatted()) sessions (Local), batches of 1,000", rate(rows, t["seamLocal"]!), rate(rows, t["directLocal"]!),
                    Harness.ratio(t["seamLocal"]!, t["directLocal"]!)])
-        table.add(["insert 100,000 timers (Cloud, with history)", rate(rows, t["seamCloud"]!), rate(rows, t["directCloud"]!),
+        table.add(["insert \(rows.formatted()) timers (Cloud, with history)", rate(rows, t["seamCloud"]!), rate(rows, t["directCloud"]!),
                    Harness.ratio(t["seamCloud"]!, t["directCloud"]!)])
 
         // Fetch one row by uuid.
-        let probes = 20_000
+        let probes = Bench.size(20_000, quick: 5_000)
         let seamPick = (0..<probes).map { _ in seamSessions.randomElement()! }
         let directPick = (0..<probes).map { _ in directSessions.randomElement()! }
         let seamFetch = Harness.median(try Harness.time(runs: 5) {
@@ -82,7 +82,7 @@ enum ContextBenchmarks {
         // Fetch by an indexed predicate (the unique timerUUID index).
         let timerUUIDs = try context.fetch(FetchRequest("Session", attributes: ["timerUUID"])).compactMap { $0["timerUUID"].stringValue }
         let directTimerUUIDs = try direct.column("SELECT timerUUID FROM Session WHERE timerUUID IS NOT NULL")
-        let n = 5_000
+        let n = Bench.size(5_000, quick: 1_000)
         let seamIndexed = Harness.median(try Harness.time(runs: 5) {
             for t in timerUUIDs.prefix(n) {
                 _ = try context.fetch(FetchRequest("Session", where: "timerUUID == $t", parameters: ["t": .uuid(t)]))
@@ -95,6 +95,10 @@ enum ContextBenchmarks {
                    Harness.ratio(seamIndexed, directIndexed)])
         table.print()
         print("targets: fetch by uuid and batched Local inserts ≤ 1.5× direct SQLite; the Cloud row shows what history costs")
+        Figures.record("context.local_inserts_vs_sqlite", t["seamLocal"]! / t["directLocal"]!)
+        Figures.record("context.cloud_inserts_vs_sqlite", t["seamCloud"]! / t["directCloud"]!)
+        Figures.record("context.fetch_by_uuid_vs_sqlite", seamFetch / directFetch)
+        Figures.record("context.fetch_indexed_vs_sqlite", seamIndexed / directIndexed)
     }
 
     static func rate(_ rows: Int, _ seconds: Double) -> String { String(format: "%.0f rows/s", Double(rows) / seconds) }

@@ -8,8 +8,8 @@ import SeamSystem
 /// (SIGSTOP), so that they are truly concurrent; then the workers go on and the time runs until
 /// the three machines' Cloud data compare equal. `SEAM_BENCH_CONVERGENCE_EDITS` sets the count.
 enum ConvergenceBenchmarks {
-    static var edits: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_CONVERGENCE_EDITS"] ?? "") ?? 1000 }
-    static let runs = 3
+    static var edits: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_CONVERGENCE_EDITS"] ?? "") ?? Bench.size(1000, quick: 300) }
+    static var runs: Int { Bench.size(3, quick: 1) }
 
     static func run() throws {
         let work = try Harness.scratchDirectory("convergence")
@@ -60,6 +60,7 @@ enum ConvergenceBenchmarks {
         table.add(["median", edits.formatted(), "", Harness.duration(Harness.median(times)),
                    Int((Double(edits) / Harness.median(times)).rounded()).formatted()])
         table.print()
+        Figures.record("convergence.edits_per_second_settled", Double(edits) / Harness.median(times))
         print("(\"conflicting field edits\": edits of a field that another edit in the same run also changed; the later wins everywhere)")
     }
 

@@ -15,7 +15,7 @@ import SeamTimers
 /// has a fresh seamd that does not migrate on its own at start; the time runs from the Migrate
 /// call (with `more`) to its last reply, `state: "done"`.
 enum MigrationBenchmarks {
-    static let runs = 5
+    static var runs: Int { Bench.size(5, quick: 3) }
 
     /// One migration through seamd's worker.
     struct ThroughWorker {
@@ -72,6 +72,7 @@ enum MigrationBenchmarks {
                        Harness.ratio(through, off), "\(Int(Harness.median(worker.map { Double($0.progressReplies) })))",
                        Harness.duration(Harness.median(worker.map(\.firstReply))),
                        Harness.duration(Harness.median(worker.map(\.firstReport))), tail])
+            Figures.record("migration.worker_vs_offline.\(timers == 1 ? "full_history" : "add_attribute")", through / off)
             ratios.append("\(through >= off ? "+" : "")\(Harness.duration(through - off)) (\(Harness.ratio(through, off))) for the \(name)")
             try? FileManager.default.removeItem(atPath: source)
         }

@@ -10,7 +10,7 @@ import SeamTimers
 /// per row beside SQLite evaluating the same predicate over the same rows; and the channel
 /// index's cost per changed row as the number of registered predicates grows a thousandfold.
 enum QueryBenchmarks {
-    static let runs = 7
+    static var runs: Int { Bench.size(7, quick: 3) }
 
     static func run() throws {
         guard let session = TimerModel.history.current.entity("Session") else {
@@ -28,7 +28,7 @@ enum QueryBenchmarks {
     // MARK: - Parse, check, compile
 
     static func parseCheckCompile(_ session: Entity) throws {
-        let iterations = 5_000
+        let iterations = Bench.size(5_000, quick: 1_000)
         let parameters: [String: AttributeValue] = ["timer": .uuid(UUIDText.random())]
         let parsed = try ParsedPredicate(typical)
         let checked = try parsed.check(against: session, parameters: parameters)
@@ -130,7 +130,7 @@ enum QueryBenchmarks {
         var candidates = Array(repeating: [Double](), count: cases.count)
         var affected = Array(repeating: [Double](), count: cases.count)
         var sink = 0
-        for _ in 0..<15 {
+        for _ in 0..<Bench.size(15, quick: 7) {
             for (i, c) in cases.enumerated() {
                 candidates[i] += Harness.time(runs: 1) {
                     for (old, new) in c.changes { sink &+= c.index.candidates(old: old, new: new).count }
@@ -157,6 +157,7 @@ enum QueryBenchmarks {
         }
         table.print()
         print("Target: flat within 2× from 100 to 100,000 registered predicates.")
+        Figures.record("query.index_affected_100000_vs_100", Harness.median(affected[cases.count - 1]) / Harness.median(affected[0]))
     }
 
     /// `channels` predicates over Session (nine in ten pin one timer, one in ten two timers or a

@@ -6,7 +6,7 @@ import SeamSystem
 /// directly), and how long a killed ticker is gone before its replacement follows the sessions
 /// again (the first restart waits 1 s by design: the backoff's first step).
 enum ServiceBenchmarks {
-    static let runs = 15
+    static var runs: Int { Bench.size(15, quick: 5) }
 
     static func run() throws {
         let work = try Harness.scratchDirectory("service")
@@ -42,7 +42,7 @@ enum ServiceBenchmarks {
 
         // A killed ticker: from SIGKILL to the replacement's subscription being live again.
         var back: [Double] = [], spawnToLive: [Double] = []
-        for i in 0..<5 {
+        for i in 0..<Bench.size(5, quick: 2) {
             var e = environment
             e["SEAM_DATA_DIR"] = work + "/ticker-\(i)"
             try runToEnd(Executables.sibling("seam"), ["up"], e)
@@ -59,6 +59,10 @@ enum ServiceBenchmarks {
         table.add(row("killed ticker → replacement following sessions", back, "includes the 1 s first backoff step"))
         table.add(row("  of which: replacement started → subscribed", spawnToLive, "process start, Hello, Subscribe"))
         table.print()
+        Figures.record("service.seam_up_fresh", Harness.median(fresh))
+        Figures.record("service.seam_up_existing_vs_direct", Harness.median(again) / Harness.median(direct))
+        Figures.record("service.seam_down", Harness.median(down))
+        Figures.record("service.ticker_replaced", Harness.median(back))
     }
 
     static func env(_ work: String, socket: String) -> [String: String] {

@@ -10,7 +10,7 @@ import SeamTimers
 /// the full-history migration to the current version, and a migration that only adds an
 /// attribute. Each migration runs in a child process so that its peak RSS is its own.
 enum StoreBenchmarks {
-    static let runs = 5
+    static var runs: Int { Bench.size(5, quick: 3) }
 
     static func run() throws {
         let rows = Self.rows
@@ -39,10 +39,14 @@ enum StoreBenchmarks {
                    mb(add.peakRSS), mb(add.size)])
         table.print()
         print("targets: full-history ≤ 3.0× VACUUM INTO, add-an-attribute ≤ 1.5×, peak RSS ≤ 100 MB")
+        Figures.record("store.full_history_vs_vacuum", full.time / vacuumOld)
+        Figures.record("store.add_attribute_vs_vacuum", add.time / vacuumCurrent)
+        Figures.record("store.migration_peak_rss", Double(max(full.peakRSS, add.peakRSS)))
     }
 
-    /// `SEAM_BENCH_ROWS`, default 1,000,000: the rows of the stores the migration benchmarks build.
-    static var rows: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_ROWS"] ?? "") ?? 1_000_000 }
+    /// `SEAM_BENCH_ROWS`, default 1,000,000 (100,000 quick): the rows of the stores the migration
+    /// benchmarks build.
+    static var rows: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_ROWS"] ?? "") ?? Bench.size(1_000_000, quick: 100_000) }
 
     /// Writes into `dir` the store files of the release whose timer model was at `timers`,
     /// `rows` rows spread evenly over the entities of that release.

@@ -23,9 +23,9 @@ import SeamSystem
 ///    under the table: a machine that cannot sync after a large batch is worth knowing about.
 enum SyncBenchmarks {
     /// `SEAM_BENCH_SYNC_SAVES`, default 200: the saves timed from A to B.
-    static var saves: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_SYNC_SAVES"] ?? "") ?? 200 }
+    static var saves: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_SYNC_SAVES"] ?? "") ?? Bench.size(200, quick: 60) }
     /// `SEAM_BENCH_SYNC_RECORDS`, default 100,000: the timers a new machine catches up with.
-    static var records: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_SYNC_RECORDS"] ?? "") ?? 100_000 }
+    static var records: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_SYNC_RECORDS"] ?? "") ?? Bench.size(100_000, quick: 20_000) }
     static let insertBatch = 1_000
     /// Between one save's arrival and the next save.
     static let pause = 0.025
@@ -124,6 +124,7 @@ enum SyncBenchmarks {
              Harness.duration(xs.max() ?? .nan), "\(xs.count)"]
         }
         table.add(row("save on A → the diff at B's subscriber", total))
+        Figures.record("sync.propagation_p50", Harness.percentile(total, 0.5))
         table.add(row("  of which: save on A → on the server (A's worker exported it; its NOTIFY heard)", export))
         table.add(row("  of which: on the server → the diff at B's subscriber (B's worker imported it)", importing))
         table.add(row("Save round trip on A (the local commit, for scale)", roundTrip))
@@ -208,6 +209,8 @@ enum SyncBenchmarks {
                                + "times from `seam sync setup` finishing, polled every \(Int(pollInterval * 1000)) ms)",
                                columns: ["step", "records", "time", "records/s", "first record after"])
         func rate(_ seconds: Double) -> String { Int((Double(n) / seconds).rounded()).formatted() }
+        Figures.record("sync.catch_up_records_per_second", Double(n) / caughtUp.total)
+        Figures.record("sync.first_export_records_per_second", Double(n) / exported.total)
         table.add(["A: saved locally (Save, \(insertBatch.formatted()) a save; sync not set up yet)", n.formatted(),
                    Harness.duration(insertTime), rate(insertTime), "-"])
         table.add(["A: first export (A's worker → the server holding them all)", n.formatted(),

@@ -32,7 +32,9 @@ enum TickerBenchmarks {
     }
 
     static func run() throws {
-        let loads: [Load] = [.rate(500), .saturating, .none]
+        // Quick: one column; the 10,000 sessions stay, since the ticker's cost per event is what
+        // a regression would change.
+        let loads: [Load] = Bench.size([.rate(500), .saturating, .none], quick: [.rate(500)])
         var outcomes: [Outcome] = []
         for load in loads { outcomes.append(try scenario(load)) }
 
@@ -47,6 +49,7 @@ enum TickerBenchmarks {
         table.add(["creating the sessions (Flash, pipelined)"] + outcomes.map { String(format: "%.2f s", $0.creation) })
         table.print()
         print("target: lateness p99 ≤ 2 ms")
+        Figures.record("ticker.lateness_p99", outcomes.map { Harness.percentile($0.lateness, 0.99) }.max() ?? .nan)
         try listing()
     }
 
@@ -129,7 +132,7 @@ enum TickerBenchmarks {
         for i in 0..<1_000 { inserts.append(["entity": "Timer", "values": ["name": .string("timer \(i)"), "steps": [["label": "a", "seconds": 60]]]]) }
         _ = try writer.call("org.seam.Store.Save", ["inserts": .array(inserts)])
         var times: [Double] = []
-        for _ in 0..<15 {
+        for _ in 0..<Bench.size(15, quick: 5) {
             let t = Harness.now()
             let p = Process()
             p.executableURL = URL(fileURLWithPath: Executables.sibling("seam"))
@@ -141,6 +144,7 @@ enum TickerBenchmarks {
             guard p.terminationStatus == 0 else { throw BenchError("seam ls failed") }
             times.append(Double(Harness.now() - t) / 1e9)
         }
+        Figures.record("ticker.seam_ls_1000", Harness.median(times))
         var table = BenchTable("seam ls with 1,000 timers", columns: ["measure", "value"])
         table.add(["median wall time (process start to exit)", Harness.duration(Harness.median(times))])
         table.print()
