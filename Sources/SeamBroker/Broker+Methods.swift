@@ -568,7 +568,7 @@ extension Broker {
                 "connections": .integer(Int64(connections.count)), "subscriptions": .integer(Int64(subscriptions.count)),
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
                 "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": rolesStatus(),
-                "plugins": pluginsStatus(), "migration": migrationStatus(),
+                "plugins": pluginsStatus(), "migration": migrationStatus(), "backups": backupsStatus(),
                 "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]
     }
 

@@ -274,7 +274,8 @@ extension Broker {
                     if queue(frame: Reply(.migrationFailed(message), id: id).frame(), to: c) { flush(c) }
                     return
                 }
-                backups = run.plan.files.map { directory.layout.backup($0.configuration) }.filter(FileSystem.exists)
+                let kept = Backups.list(directory.layout).last
+                backups = run.plan.files.compactMap { f in kept.map { $0.file(f.configuration) } }.filter(FileSystem.exists)
             }
             run.progress.phase = .done
             end(run, error: nil, backups: backups)
@@ -330,6 +331,7 @@ extension Broker {
         } else {
             log.info("migrated \(run.stores.joined(separator: ", ")) in \(Self.seconds(seconds)); originals kept in "
                      + backups.joined(separator: ", "))
+            pruneBackups()
             var done: JSONObject = ["state": .string("done"), "stores": .array(run.stores.map(JSON.string)),
                                     "progress": progressJSON(run), "backups": .array(backups.map(JSON.string))]
             // Migrated, and yet not serving: said here, not only in the log (seamd tries again).
@@ -455,6 +457,7 @@ extension Broker {
 
     func storesStatus() -> [JSON] {
         let layout = StoreLayout(directory: configuration.dataDirectory)
+        let generations = Backups.list(layout)
         return context.schema.configurations.map { name in
             let path = layout.store(name)
             var o: JSONObject = ["name": .string(name), "path": .string(path), "size": .integer(FileSystem.size(path) ?? 0)]
@@ -471,7 +474,8 @@ extension Broker {
                 o["versions"] = .null
             }
             o["reason"] = context.closedStores[name].map(JSON.string) ?? .null
-            o["backup"] = FileSystem.exists(layout.backup(name)) ? .string(layout.backup(name)) : .null
+            let kept = generations.last { $0.stores.contains(name) && FileSystem.exists($0.file(name)) }
+            o["backup"] = kept.map { .string($0.file(name)) } ?? .null
             if let c = context.checkpointing(name) {
                 o["checkpoints"] = .integer(Int64(c.checkpoints))
                 o["checkpointError"] = c.lastFailure.map(JSON.string) ?? .null
@@ -495,5 +499,30 @@ extension Broker {
                                  "backups": .array(last.backups.map(JSON.string)), "seconds": .double(last.seconds)])
         }
         return .object(o)
+    }
+
+    /// Removes the oldest generations of backups/ past seamd.json's bound, saying which.
+    func pruneBackups() {
+        let bound = configuration.supervision.backupBound
+        guard bound.keep != nil || bound.maxBytes != nil else { return }
+        do {
+            for g in try Backups.prune(storeDirectory.layout, bound: bound) {
+                log.info("removed the backup \(g.name) (\(g.stores.joined(separator: ", ")), \(g.bytes) bytes): past seamd.json's "
+                         + "bound on backups (" + [bound.keep.map { "keep \($0)" }, bound.maxBytes.map { "maxBytes \($0)" }]
+                            .compactMap { $0 }.joined(separator: ", ") + ")")
+            }
+        } catch {
+            log.warning("cannot prune backups/: \(error)")
+        }
+    }
+
+    /// Every generation in backups/, oldest first, as `Status` lists them.
+    func backupsStatus() -> JSON {
+        .array(Backups.list(StoreLayout(directory: configuration.dataDirectory)).map { g in
+            .object(["name": .string(g.name), "path": .string(g.path), "reason": .string(g.reason),
+                     "createdAt": .string(RFC3339.format(g.createdAt)), "stores": .array(g.stores.map(JSON.string)),
+                     "versions": .object(JSONObject(uniqueKeysWithValues: g.versions.keys.sorted().map { ($0, JSON.integer(Int64(g.versions[$0]!))) })),
+                     "bytes": .integer(g.bytes)])
+        })
     }
 }

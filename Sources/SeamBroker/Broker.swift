@@ -137,6 +137,7 @@ public final class Broker {
         // Between requests, the writer finishes what a checkpoint left, so the WAL starts over.
         loop.whenIdle({ [unowned self] in self.context.upkeepDue }, { [unowned self] in self.context.upkeep() })
         startRoles()
+        pruneBackups()
         if configuration.supervision.migratesAtStart { startMigrationAtStart() }
         loop.run()
     }

@@ -1,4 +1,5 @@
 import SeamJSON
+import SeamStore
 
 /// One process seamd keeps running: a built-in role (the ticker now; the migration and sync
 /// workers later) or a plugin a person listed in `seamd.json`.
@@ -36,7 +37,8 @@ public struct RoleSpec: Sendable, Equatable {
 ///
 ///     {"roles": {"ticker": {"enabled": true, "command": ["seam-ticker"]},
 ///                "migrate": {"enabled": true, "command": ["seam-migrate"]}},
-///      "plugins": [{"name": "logger", "command": ["python3", "logger.py"], "environment": {"K": "V"}}]}
+///      "plugins": [{"name": "logger", "command": ["python3", "logger.py"], "environment": {"K": "V"}}],
+///      "backups": {"keep": 10, "maxBytes": 1000000000}}
 ///
 /// Every key is optional; a missing file means the defaults (every built-in role, as shipped).
 public struct SupervisorConfiguration: Sendable, Equatable {
@@ -46,6 +48,8 @@ public struct SupervisorConfiguration: Sendable, Equatable {
     /// stores on its own at start; `seam migrate` still runs it.
     public var migrator = SupervisorConfiguration.defaultMigrator
     public var migratesAtStart = true
+    /// How many generations `backups/` keeps (by count, by bytes); none: every one.
+    public var backupBound = Backups.Bound()
     /// What was wrong with the file, one line each (logged at start, shown by `seam status`).
     public var problems: [String]
 
@@ -78,9 +82,10 @@ public struct SupervisorConfiguration: Sendable, Equatable {
             return SupervisorConfiguration(roles: builtIn, problems: ["\(path) is not valid JSON (\(error)); using the defaults"])
         }
         var problems: [String] = []
-        for key in top.keys where key != "roles" && key != "plugins" {
-            problems.append("\(path): unknown key '\(key)' ignored (the keys are 'roles' and 'plugins')")
+        for key in top.keys where !["roles", "plugins", "backups"].contains(key) {
+            problems.append("\(path): unknown key '\(key)' ignored (the keys are 'roles', 'plugins' and 'backups')")
         }
+        let backupBound = Self.backupBound(top["backups"], path: path, problems: &problems)
         var roles: [RoleSpec] = []
         let configured = top["roles"]?.objectValue ?? [:]
         if let r = top["roles"], r.objectValue == nil { problems.append("\(path): 'roles' is not an object; using the defaults") }
@@ -175,7 +180,32 @@ public struct SupervisorConfiguration: Sendable, Equatable {
         var out = SupervisorConfiguration(roles: roles, problems: problems)
         out.migrator = migrator
         out.migratesAtStart = migratesAtStart
+        out.backupBound = backupBound
         return out
+    }
+
+    /// `backups`: `{"keep": N}` (N ≥ 1 generations) and/or `{"maxBytes": B}` (B ≥ 0).
+    private static func backupBound(_ json: JSON?, path: String, problems: inout [String]) -> Backups.Bound {
+        guard let json else { return Backups.Bound() }
+        guard let object = json.objectValue else {
+            problems.append("\(path): 'backups' is not an object; every backup is kept")
+            return Backups.Bound()
+        }
+        var bound = Backups.Bound()
+        for key in object.keys where key != "keep" && key != "maxBytes" {
+            problems.append("\(path): backups.\(key) is not a setting (they are 'keep' and 'maxBytes'); ignored")
+        }
+        if let k = object["keep"] {
+            if let n = k.int64Value, n >= 1, n <= 1_000_000 { bound.keep = Int(n) } else {
+                problems.append("\(path): backups.keep is not a whole number from 1 to 1000000; no bound by count")
+            }
+        }
+        if let b = object["maxBytes"] {
+            if let n = b.int64Value, n >= 0 { bound.maxBytes = n } else {
+                problems.append("\(path): backups.maxBytes is not a whole number of bytes; no bound by size")
+            }
+        }
+        return bound
     }
 
     private static func command(_ json: JSON) -> [String]? {

@@ -65,7 +65,7 @@ enum MigrationExecutor {
         var state = try build(plan, layout: layout, options: options, progress: progress)
         state.phase = .swapping
         progress(state)
-        let backups = try swap(plan.files.map(\.configuration), layout: layout)
+        let backups = try swap(plan.files.map(\.configuration), layout: layout, keeping: generation(for: plan, layout: layout))
         state.phase = .done
         progress(state)
         return MigrationReport(configurations: plan.files.map(\.configuration), rowsCopied: state.rowsDone, backups: backups)
@@ -191,11 +191,21 @@ enum MigrationExecutor {
                                      path: layout.store(copy.sourceConfiguration))
                 }
             }
+            // What is not Seam's: its tables with their rows, as they are.
+            let original = SchemaSQL.quote(MigrationPlan.Copy.schemaName(file.configuration))
+            for o in file.carried where o.kind == .table {
+                try db.execute(o.sql)
+                try db.execute("INSERT INTO main.\(SchemaSQL.quote(o.name)) SELECT * FROM \(original).\(SchemaSQL.quote(o.name))")
+                copied["carried." + o.name] = db.changes
+                counts["\(file.configuration).carried.\(o.name)"] = Int(try db.scalar("SELECT count(*) FROM \(original).\(SchemaSQL.quote(o.name))").integerValue ?? -1)
+            }
             state.phase = .indexing
             state.entity = nil
             progress(state)
             for copy in file.copies { for sql in copy.afterCopy { try db.execute(sql) } }
             for sql in file.createIndexes { try db.execute(sql) }
+            // Its indexes, triggers and views once every row is in (a trigger made sooner would fire).
+            for o in file.carried where o.kind != .table { try db.execute(o.sql) }
             try file.metadata.write(to: db)
             if attached.contains(file.configuration) {
                 try carryBookkeeping(from: MigrationPlan.Copy.schemaName(file.configuration), into: db)
@@ -345,9 +355,11 @@ enum MigrationExecutor {
         guard check == ["ok"] else {
             throw StoreError(.verificationFailed(detail: check.prefix(3).joined(separator: "; ")), path: path)
         }
-        let expected = try Database.schemaDefinitions(file.createTables + file.createIndexes)
-        guard expected == (try db.userSchema()) else {
-            throw StoreError(.verificationFailed(detail: "tables and indexes differ from the current version's"), path: path)
+        let expected = (try Database.schemaDefinitions(file.createTables + file.createIndexes)
+            + file.carried.map { [$0.kind.rawValue, $0.name, $0.sql] }).sorted { $0[1] < $1[1] }
+        let found = try db.userSchema()
+        guard expected == found else {
+            throw StoreError(.verificationFailed(detail: Self.shapeDifference(expected: expected, found: found)), path: path)
         }
         for copy in copied == nil ? [] : file.copies {
             let n = copied?[copy.entity] ?? -1
@@ -357,11 +369,30 @@ enum MigrationExecutor {
                                  path: path)
             }
         }
+        for o in file.carried where o.kind == .table && copied != nil {
+            let n = copied?["carried." + o.name] ?? -1
+            let want = counts["\(file.configuration).carried.\(o.name)"] ?? -1
+            guard n == want else {
+                throw StoreError(.verificationFailed(detail: "\(n) rows of table \(o.name) (not Seam's) kept, the original has \(want)"),
+                                 path: path)
+            }
+        }
         guard let metadata = try StoreMetadata.read(from: db),
               metadata.models.sorted(by: { $0.model < $1.model }) == file.metadata.models.sorted(by: { $0.model < $1.model })
         else {
             throw StoreError(.verificationFailed(detail: "recorded hashes differ from the plan's"), path: path)
         }
+    }
+
+    /// Which tables, indexes, triggers and views differ between what a copy should hold and what
+    /// it holds, by name: the first few of each side.
+    static func shapeDifference(expected: [[String]], found: [[String]]) -> String {
+        let missing = expected.filter { !found.contains($0) }.map { "\($0[0]) \($0[1])" }
+        let extra = found.filter { !expected.contains($0) }.map { "\($0[0]) \($0[1])" }
+        var parts: [String] = []
+        if !missing.isEmpty { parts.append("missing or different: " + missing.prefix(5).joined(separator: ", ")) }
+        if !extra.isEmpty { parts.append("unexpected: " + extra.prefix(5).joined(separator: ", ")) }
+        return "tables, indexes, triggers and views differ from what the plan lays out (\(parts.joined(separator: "; ")))"
     }
 
     /// Checks copies someone else built (the broker, of the worker's copies) before they are
@@ -380,12 +411,19 @@ enum MigrationExecutor {
                 o.uri = true
                 let db = try Database(path: Database.readOnlyURI(path), options: o)
                 defer { db.close() }
-                for configuration in file.sources.sorted() {
+                let attached = file.sources.union(file.carried.contains { $0.kind == .table } ? [file.configuration] : [])
+                for configuration in attached.sorted() {
                     let name = SchemaSQL.quote(MigrationPlan.Copy.schemaName(configuration))
                     try db.run("ATTACH DATABASE ? AS \(name)", [.string(Database.readOnlyURI(layout.store(configuration)))])
                 }
                 var counts: [String: Int] = [:]
                 var copied: [String: Int] = [:]
+                let own = SchemaSQL.quote(MigrationPlan.Copy.schemaName(file.configuration))
+                for o in file.carried where o.kind == .table {
+                    let table = SchemaSQL.quote(o.name)
+                    counts["\(file.configuration).carried.\(o.name)"] = Int(try db.scalar("SELECT count(*) FROM \(own).\(table)").integerValue ?? 0)
+                    copied["carried." + o.name] = Int(try db.scalar("SELECT count(*) FROM main.\(table)").integerValue ?? 0)
+                }
                 for copy in file.copies {
                     let source = "\(SchemaSQL.quote(MigrationPlan.Copy.schemaName(copy.sourceConfiguration))).\(SchemaSQL.quote(copy.sourceTable))"
                     counts["\(file.configuration).\(copy.entity)"] = Int(try db.scalar("SELECT count(*) FROM \(source)").integerValue ?? 0)
@@ -402,15 +440,27 @@ enum MigrationExecutor {
 
     // MARK: - Swapping
 
-    /// Records the intent to swap, then swaps every copy in, keeping each original in backups/.
-    static func swap(_ configurations: [String], layout: StoreLayout) throws(StoreError) -> [String] {
+    /// The generation of `backups/` that keeps what `plan` replaces, named by the versions its
+    /// files hold now.
+    static func generation(for plan: MigrationPlan, layout: StoreLayout) -> BackupGeneration {
+        var versions: [String: Int] = [:]
+        for f in plan.files { versions.merge(f.fromVersions) { max($0, $1) } }
+        return Backups.newGeneration(layout, reason: "migration", stores: plan.files.map(\.configuration), versions: versions)
+    }
+
+    /// Records the intent to swap, then swaps every copy in, keeping each original in a new
+    /// generation of backups/.
+    static func swap(_ configurations: [String], layout: StoreLayout, keeping generation: BackupGeneration) throws(StoreError) -> [String] {
         // A swap that does not begin leaves no copy behind.
         func dropCopies() { for c in configurations { try? StoreLayout.removeDatabase(layout.copy(c)) } }
         // Where the originals go, made before the intent: a swap that cannot keep them never
         // begins, and the originals serve on at their versions.
-        do { try FileSystem.makeDirectory(layout.backups) } catch {
+        do {
+            try FileSystem.makeDirectory(layout.backups)
+            try Backups.make(generation)
+        } catch {
             dropCopies()
-            throw StoreError(.system(error), path: layout.backups)
+            throw StoreError(.system(error), path: generation.path)
         }
         // The build folded each WAL in; one written since holds commits the copy lacks, and
         // the swap would remove it. Nothing is swapped then, and the copies go.
@@ -421,7 +471,7 @@ enum MigrationExecutor {
         }
         do {
             let intent = CanonicalJSON.object([
-                "format": .integer(1), "swap": .array(configurations.map(CanonicalJSON.string)),
+                "format": .integer(1), "swap": .array(configurations.map(CanonicalJSON.string)), "backups": .string(generation.name),
             ]).text
             try FileSystem.syncDirectory(layout.directory)
             try FileSystem.writeAtomically(Array(intent.utf8), to: layout.intent)

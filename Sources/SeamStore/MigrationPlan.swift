@@ -141,6 +141,9 @@ public struct MigrationPlan: Sendable {
         public var metadata: StoreMetadata
         /// Entities of the original that are dropped, and why, in words.
         public var dropped: [String]
+        /// What the original holds that is not Seam's, carried into the copy unchanged (each
+        /// with the SQL the copy holds it by: a rename of a column it names rewrites it).
+        public var carried: [ForeignObject] = []
         /// The original files this one reads from.
         public var sources: Set<String> { Set(copies.map(\.sourceConfiguration)) }
     }
@@ -161,8 +164,9 @@ public struct MigrationPlan: Sendable {
                 for sql in statements { out += "       \(sql);\n" }
                 out += "  3. record " + f.metadata.models.map { "\($0.model) v\($0.version)" }.joined(separator: ", ")
                     + " with their hashes and canonical JSON\n"
-                out += "  4. verify the copy (quick_check, tables and indexes as a fresh store's, hashes), keep the original "
-                    + "in backups/, swap the copy in\n"
+                out += carriedDescription(f, byCopy: true)
+                out += "  4. verify the copy (quick_check, tables and indexes as a fresh store's\(f.carried.isEmpty ? "" : " and what it keeps"), "
+                    + "hashes), keep the original in backups/, swap the copy in\n"
                 continue
             }
             out += "  1. create a copy with the current tables:\n"
@@ -182,8 +186,20 @@ public struct MigrationPlan: Sendable {
             for sql in f.createIndexes { out += "       \(sql);\n" }
             out += "  4. record " + f.metadata.models.map { "\($0.model) v\($0.version)" }.joined(separator: ", ")
                 + " with their hashes and canonical JSON\n"
+            out += carriedDescription(f, byCopy: false)
             out += "  5. verify the copy (quick_check, tables and indexes, row counts, hashes), keep the original in "
                 + "backups/, swap the copy in\n"
+        }
+        return out
+    }
+
+    /// The lines that say what happens to what is not Seam's in one file.
+    private func carriedDescription(_ f: FilePlan, byCopy: Bool) -> String {
+        guard !f.carried.isEmpty else { return "" }
+        var out = "  kept, not Seam's (\(f.carried.count) object\(f.carried.count == 1 ? "" : "s")):\n"
+        for o in f.carried {
+            let how = byCopy ? "carried in the byte copy" : (o.kind == .table ? "made in the copy, its rows copied" : "made in the copy")
+            out += "     - \(o.summary): \(how)\n       \(o.sql);\n"
         }
         return out
     }

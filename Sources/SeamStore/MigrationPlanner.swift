@@ -97,7 +97,28 @@ public enum MigrationPlanner {
         if file.state == .older, let statements = alterStatements(file: file, copies: copies, schema: schema) {
             plan.method = .alter(statements)
         }
+        plan.carried = try carried(file, plan: plan)
         return plan
+    }
+
+    /// What the file holds that is not Seam's, as the copy will hold it; refused (before anything
+    /// is copied) when one object does not fit the new version.
+    private static func carried(_ file: StoreClassification, plan: MigrationPlan.FilePlan) throws(StoreError) -> [ForeignObject] {
+        guard !file.foreign.isEmpty else { return [] }
+        do {
+            var objects = file.foreign
+            if case .alter(let statements) = plan.method {
+                let sourceLayout = file.models.flatMap { _, status in
+                    status.source.map { SchemaSQL.create($0, configuration: file.configuration) } ?? []
+                }
+                objects = try ForeignObjects.afterAltering(objects, with: statements, sourceLayout: sourceLayout,
+                                                           bookkeeping: file.bookkeeping)
+            }
+            try ForeignObjects.check(carrying: objects, into: plan.createTables + plan.createIndexes, bookkeeping: file.bookkeeping)
+            return objects
+        } catch {
+            throw StoreError(.cannotCarry(error.object, detail: error.detail), path: file.path)
+        }
     }
 
     // MARK: - Changing a copy in place

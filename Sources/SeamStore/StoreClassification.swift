@@ -44,6 +44,22 @@ public struct StoreClassification: Sendable {
     public var state: State
     /// Model name → status, for every model recorded in the file or expected in it.
     public var models: [(name: String, status: ModelStatus)]
+    /// What the file holds that no model version it records declares (`ForeignObjects.read`).
+    public var foreign: [ForeignObject] = []
+    /// The `CREATE TABLE` statements of the file's own bookkeeping tables (`seam_…`).
+    public var bookkeeping: [String] = []
+
+    /// The names of the tables and indexes the file's model versions lay out.
+    public var declaredNames: Set<String> {
+        var names: Set<String> = []
+        for (_, status) in models {
+            for e in status.source?.entities(in: configuration) ?? [] {
+                names.insert(e.name)
+                for i in SchemaSQL.indexes(e) { names.insert(i.name) }
+            }
+        }
+        return names
+    }
 
     /// Compares a file's metadata with `schema`. `metadata` is `nil` when the file has no Seam
     /// metadata; `isEmpty` says whether it has no tables at all.

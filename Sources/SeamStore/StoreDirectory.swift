@@ -88,16 +88,20 @@ public struct StoreDirectory: Sendable {
     /// then removes the intent. Idempotent: safe to repeat after a crash at any point.
     static func rollForward(layout: StoreLayout) throws(StoreError) -> [String] {
         let configurations: [String]
-        do { configurations = try intentConfigurations(layout) } catch { throw StoreError(.system(error), path: layout.intent) }
+        let generation: String?
+        do { (configurations, generation) = try intent(layout) } catch { throw StoreError(.system(error), path: layout.intent) }
+        // Where the originals go: the generation the intent names, or (an intent an older build
+        // wrote) the one place it kept.
+        let keep = generation.map { FileSystem.join(layout.backups, $0) } ?? layout.backups
         var backups: [String] = []
         do {
-            try FileSystem.makeDirectory(layout.backups)
+            try FileSystem.makeDirectory(keep)
             for c in configurations {
                 let copy = layout.copy(c)
                 let store = layout.store(c)
                 guard FileSystem.exists(copy) else { continue }
                 if FileSystem.exists(store) {
-                    let backup = layout.backup(c)
+                    let backup = FileSystem.join(keep, "\(c).sqlite")
                     try StoreLayout.removeDatabase(backup)
                     try FileSystem.link(store, to: backup)
                     backups.append(backup)
@@ -107,7 +111,7 @@ public struct StoreDirectory: Sendable {
                 // A reader of the copy (the broker verifying it) may have left its -shm behind.
                 for companion in StoreLayout.companions(copy) { try FileSystem.remove(companion) }
             }
-            try FileSystem.syncDirectory(layout.backups)
+            try FileSystem.syncDirectory(keep)
             try FileSystem.syncDirectory(layout.directory)
             try FileSystem.remove(layout.intent)
             // The swap is done and on the disk. An intent that comes back after a power cut
@@ -149,7 +153,11 @@ public struct StoreDirectory: Sendable {
                 throw StoreError(.unknown(detail: "its layout is format \(metadata.format); this build reads format "
                                           + "\(StoreMetadata.currentFormat) (a newer Seam may have written it)"), path: path)
             }
-            return result(metadata, empty: tables == 0)
+            var classification = result(metadata, empty: tables == 0)
+            if metadata != nil {
+                (classification.foreign, classification.bookkeeping) = try ForeignObjects.read(db, declared: classification.declaredNames)
+            }
+            return classification
         } catch let e as DatabaseError where Self.saysNotAStore(e) {
             throw StoreError(.notAStore(detail: e.message), path: path)
         } catch let e as DatabaseError {
@@ -275,8 +283,17 @@ public struct StoreDirectory: Sendable {
 
     /// The configurations `migration.intent` names (a file that does not parse names none).
     static func intentConfigurations(_ layout: StoreLayout) throws(SystemError) -> [String] {
+        try intent(layout).configurations
+    }
+
+    /// What `migration.intent` says: the configurations to swap, and the generation of
+    /// `backups/` that keeps the originals (nil in an intent from a build that kept one).
+    static func intent(_ layout: StoreLayout) throws(SystemError) -> (configurations: [String], backups: String?) {
         let text = String(decoding: try FileSystem.read(layout.intent), as: UTF8.self)
-        return (try? JSONText.parse(text))?["swap"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let intent = try? JSONText.parse(text)
+        // A generation's name is one path component, or it is not used.
+        let backups = intent?["backups"]?.stringValue.flatMap { $0.isEmpty || $0.contains("/") || $0.hasPrefix(".") ? nil : $0 }
+        return (intent?["swap"]?.arrayValue?.compactMap(\.stringValue) ?? [], backups)
     }
 
     /// The configurations a swap that began and did not end (`migration.intent`) names; every
@@ -288,7 +305,8 @@ public struct StoreDirectory: Sendable {
 
     /// The swap of `swapIn`, alone, for copies `verifyCopies` passed.
     public func swapVerified(_ plan: MigrationPlan) throws(StoreError) -> [String] {
-        try MigrationExecutor.swap(plan.files.map(\.configuration), layout: layout)
+        try MigrationExecutor.swap(plan.files.map(\.configuration), layout: layout,
+                                   keeping: MigrationExecutor.generation(for: plan, layout: layout))
     }
 
     /// Removes what a failed or abandoned migration of `configurations` left: copies and their

@@ -34,6 +34,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// A migration's verified copies wait to be swapped in (`migration.intent`): no other
         /// migration may start until that swap is finished.
         case swapPending(detail: String)
+        /// The file holds an object no model version declares (`ForeignObject`) that the
+        /// migration cannot carry into the copy; refused before anything is copied.
+        case cannotCarry(ForeignObject, detail: String)
         /// SQLite failed.
         case database(DatabaseError)
         /// A file operation failed.
@@ -98,6 +101,11 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case .swapPending(let detail):
             return "\(path): a migration's verified copies wait to be swapped in (\(detail)); no other migration starts "
                 + "until that swap is finished. Fix what stopped it, then run the migration again or restart seamd"
+        case .cannotCarry(let object, let detail):
+            let drop = "DROP \(object.kind.rawValue.uppercased()) \(SchemaSQL.quote(object.name))"
+            return "\(path) holds \(object.summary), which is not Seam's, and the migration cannot keep it (\(detail)); nothing "
+                + "was copied or changed. Make it fit the new version (rename a table whose name the new version takes), or, if "
+                + "it is no longer needed, drop it (sqlite3 \(path) '\(drop)'), then migrate again"
         case .database(let e):
             return "\(path): \(e)"
         case .system(let e):

@@ -55,6 +55,18 @@ public enum FileSystem {
         return stat(path, &st) == 0 ? Int64(st.st_size) : nil
     }
 
+    /// When the file was last modified (Unix seconds), or nil when there is no such file.
+    public static func modified(_ path: String) -> Double? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+    }
+
+    /// Removes an empty directory; one that is already gone is not an error.
+    public static func removeDirectory(_ path: String) throws(SystemError) {
+        if rmdir(path) != 0, errno != ENOENT { throw SystemError("rmdir", path: path, errno: errno) }
+    }
+
     /// Removes a file; a file that is already gone is not an error.
     public static func remove(_ path: String) throws(SystemError) {
         if unlink(path) != 0, errno != ENOENT { throw SystemError("unlink", path: path, errno: errno) }

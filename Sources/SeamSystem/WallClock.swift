@@ -28,3 +28,14 @@ extension WallClock {
         return Int(parts.tm_gmtoff)
     }
 }
+
+extension WallClock {
+    /// `t` (Unix seconds) as UTC date and time for a file name: "20261205-143000".
+    public static func fileStamp(_ t: Double) -> String {
+        var seconds = time_t(t)
+        var parts = tm()
+        guard gmtime_r(&seconds, &parts) != nil else { return String(Int64(t)) }
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))-\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))"
+    }
+}

@@ -58,7 +58,10 @@ enum StoreCommands {
         Command("store info", "[--json]", "the store files: paths, sizes, state, the model versions they hold, backups",
                 flags: ["json"]) { _, args in
             let status = try connect(args, hello: false).status()
-            if args.flag("json") { return output(["stores": status["stores"] ?? .array([]), "migration": status["migration"] ?? .null]) }
+            if args.flag("json") {
+                return output(["stores": status["stores"] ?? .array([]), "migration": status["migration"] ?? .null,
+                               "backups": status["backups"] ?? .array([])])
+            }
             for store in status["stores"]?.arrayValue ?? [] {
                 print(describe(store: store))
                 for v in store["versions"]?.arrayValue ?? [] {
@@ -69,6 +72,9 @@ enum StoreCommands {
                 print("  backup: " + (store["backup"]?.stringValue ?? "none"))
             }
             print("sequence \(status["sequence"]?.int64Value ?? 0)")
+            let backups = status["backups"]?.arrayValue ?? []
+            print(backups.isEmpty ? "backups: none" : "backups (oldest first):")
+            for b in backups { print("  " + describe(backup: b)) }
         },
         Command("migrate", "[--dry-run] [--json]",
                 "bring outdated stores to this build's versions through seamd's worker, with progress (--dry-run: show the plan)",
@@ -107,6 +113,17 @@ enum StoreCommands {
             output(.object(try connect(args).call(operands[0], parameters)))
         },
     ]
+
+    /// One line for a generation of backups/ from `Status`: name, why and when, stores, versions, size.
+    static func describe(backup b: JSON) -> String {
+        let versions: [String] = (b["versions"]?.objectValue ?? [:]).map { m in "\(m.key) v\(m.value.int64Value ?? 0)" }.sorted()
+        let stores: [String] = (b["stores"]?.arrayValue ?? []).compactMap(\.stringValue)
+        let megabytes = Double(b["bytes"]?.int64Value ?? 0) / 1_048_576
+        var line = (b["name"]?.stringValue ?? "?") + ": " + (b["reason"]?.stringValue ?? "?")
+        line += " at " + (b["createdAt"]?.stringValue ?? "?") + ", " + stores.joined(separator: ", ")
+        if !versions.isEmpty { line += " (" + versions.joined(separator: ", ") + ")" }
+        return line + ", \(Double(Int(megabytes * 10)) / 10) MB"
+    }
 
     /// One line for a store from `Status`: name, state, path and size.
     static func describe(store: JSON) -> String {

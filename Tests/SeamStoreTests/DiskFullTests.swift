@@ -136,7 +136,7 @@ final class DiskFullTests: XCTestCase {
         _ = try store.migrate()
         XCTAssertEqual(try store.inspect().map(\.state), [.current])
         XCTAssertEqual(try Support.uuids(of: "Note", in: fs.path + "/Cloud.sqlite"), uuids)
-        XCTAssertEqual(try Support.bytes(fs.path + "/backups/Cloud.sqlite"), original)
+        XCTAssertEqual(try Support.bytes(newestBackup(in: fs.path, of: "Cloud")), original)
     }
 
     // MARK: - Helpers
@@ -167,7 +167,7 @@ final class DiskFullTests: XCTestCase {
         XCTAssertEqual(try store.inspect().map(\.state), [.current, .current], file: file, line: line)
         XCTAssertEqual(Support.leftovers(in: path), [], file: file, line: line)
         for (name, data) in prepared.files {
-            XCTAssertEqual(try Support.bytes(path + "/backups/" + name), data, "backups/\(name) is the original",
+            XCTAssertEqual(try Support.bytes(newestBackup(in: path, of: String(name.dropLast(".sqlite".count)))), data, "backups/\(name) is the original",
                            file: file, line: line)
         }
         try Support.assertEveryRowSurvived(prepared.uuids, in: path, file: file, line: line)

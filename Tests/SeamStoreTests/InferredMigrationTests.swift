@@ -122,8 +122,8 @@ final class InferredMigrationTests: StoreTestCase {
         XCTAssertEqual(report.configurations.sorted(), ["Cloud", "Local"])
         XCTAssertEqual(try dump(dir + "/Cloud.sqlite", "Draft"), drafts)
         XCTAssertEqual(try open(dir + "/Local.sqlite").scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'Draft'"), .integer(0))
-        XCTAssertTrue(FileManager.default.fileExists(atPath: dir + "/backups/Local.sqlite"))
-        XCTAssertTrue(FileManager.default.fileExists(atPath: dir + "/backups/Cloud.sqlite"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: newestBackup(in: dir, of: "Local")))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: newestBackup(in: dir, of: "Cloud")))
     }
 
     /// A Swift stage sees the old row under the store's names and typed values, and its output is

@@ -104,7 +104,7 @@ final class MigrationCrashTests: XCTestCase {
                 for (name, data) in pristine.files {
                     XCTAssertEqual(try Support.bytes(directory + "/" + name), data, "\(context): \(name) changed")
                 }
-                XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/backups/Cloud.sqlite"), context)
+                XCTAssertFalse(FileManager.default.fileExists(atPath: newestBackup(in: directory, of: "Cloud")), context)
                 killedBeforeSwap += 1
             }
 
@@ -263,7 +263,7 @@ final class MigrationCrashTests: XCTestCase {
     /// byte-identical, in backups/; each one that was not is byte-identical in place.
     private func assertFinished(_ directory: String, from pristine: Pristine, _ context: String) throws {
         for (name, data) in pristine.files {
-            let backup = directory + "/backups/" + name
+            let backup = newestBackup(in: directory, of: String(name.dropLast(".sqlite".count)))
             if FileManager.default.fileExists(atPath: backup) {
                 XCTAssertEqual(try Support.bytes(backup), data, "\(context): backups/\(name) is not the original")
             } else {

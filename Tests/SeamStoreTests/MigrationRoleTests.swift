@@ -30,7 +30,8 @@ final class MigrationRoleTests: XCTestCase {
         }
         let local = try MigrationRoleSupport.store("Local", c)
         XCTAssertEqual(local["versions"]?.arrayValue?.first?["version"]?.int64Value, Int64(current), "\(local)")
-        XCTAssertEqual(local["backup"]?.stringValue, data + "/backups/Local.sqlite")
+        XCTAssertEqual(local["backup"]?.stringValue, newestBackup(in: data, of: "Local"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: newestBackup(in: data, of: "Local")))
         XCTAssertEqual(try MigrationRoleSupport.store("Cloud", c)["backup"], .null, "Cloud was current: not migrated")
         XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before, "every row is there after the migration")
         XCTAssertEqual(try c.count("Session"), 300)
@@ -39,7 +40,8 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertEqual(last?["error"], .null, "\(String(describing: last))")
         let info = try Executables.run("seam", ["store", "info", "--socket", broker.socketPath])
         XCTAssertTrue(info.stdout.contains("Local: open") && info.stdout.contains("Timers v\(current) (current)")
-                      && info.stdout.contains("backup: \(data)/backups/Local.sqlite"), info.stdout)
+                      && info.stdout.contains("backup: \(newestBackup(in: data, of: "Local"))")
+                      && info.stdout.contains("backups (oldest first):") && info.stdout.contains("migration at"), info.stdout)
         XCTAssertTrue(broker.log.contains("migrated Local in"), broker.log)
         let again = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
         XCTAssertEqual(again.stdout, "Nothing to migrate: every store is current.\n", again.stderr)
@@ -64,7 +66,8 @@ final class MigrationRoleTests: XCTestCase {
             let store = try MigrationRoleSupport.store(name, c)
             let timers = store["versions"]?.arrayValue?.first { $0["model"]?.stringValue == TimerModel.name }
             XCTAssertEqual(timers?["version"]?.int64Value, Int64(current), "\(store)")
-            XCTAssertEqual(store["backup"]?.stringValue, data + "/backups/\(name).sqlite", "\(store)")
+            XCTAssertEqual(store["backup"]?.stringValue, newestBackup(in: data, of: name), "\(store)")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: newestBackup(in: data, of: name)))
         }
         XCTAssertEqual(try MigrationRoleSupport.uuids(in: data), before, "every row is there after the migration")
         XCTAssertEqual(try c.count("Timer", where: #"sound == """#), 300)
@@ -165,7 +168,8 @@ final class MigrationRoleTests: XCTestCase {
         try MigrationRoleSupport.writeOutdatedLocalFixture(rows: 20, to: data)
         let config = tmp.file("seamd.json")
         try Data(#"{"roles":{"ticker":{"enabled":false},"migrate":{"enabled":false}}}"#.utf8).write(to: URL(fileURLWithPath: config))
-        let backup = data + "/backups/Local.sqlite"
+        // Armed from the swap on (backups/ is made for it), disarmed when the test removes it.
+        let backup = data + "/backups"
         let faults = try FaultInjection.environment(["SEAM_FAIL_OPEN_SUFFIX": "/data/Local.sqlite"], armed: backup, in: tmp)
         let broker = try BrokerProcess(arguments: ["--config", config], dataDirectory: data, environment: faults)
         let c = try SeamConnection.connect(path: broker.socketPath)
@@ -182,7 +186,7 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertTrue(migrated.stdout.contains("migrated Local"), migrated.stdout)
         XCTAssertTrue(migrated.stderr.contains("Local is migrated but not open: it could not be opened again")
                       && migrated.stderr.contains("seamd tries again"), migrated.stderr)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: backup), "swapped")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: newestBackup(in: data, of: "Local")), "swapped")
         try eventually(10, "a second try failed too") { broker.log.contains("Local store did not open again (try 2)") }
         let local = try MigrationRoleSupport.store("Local", c)
         XCTAssertEqual(local["state"]?.stringValue, "closed", "\(local)")
@@ -236,11 +240,12 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertEqual(try MigrationRoleSupport.uuids(in: data)["Session"], before["Session"])
     }
 
-    /// A release-2 directory (30 rows) whose migration's swap will stop part way: the old
-    /// backup of Local cannot be removed, since something made its journal a directory (the
-    /// obstacle, returned with the rows' uuids before). `onlyLocal`: only Local is outdated
-    /// (Timers v4 beside a current Cloud), so the swap names Local alone.
-    func stopASwapPartWay(in data: String, onlyLocal: Bool = false) throws -> (before: [String: Set<String>], obstacle: String) {
+    /// A release-2 directory (30 rows) whose migration's swap will stop part way: keeping the
+    /// original of Local in backups/ fails (an I/O error on its link, injected while the file
+    /// `obstacle` exists; seamd must be started with `faults`). `onlyLocal`: only Local is
+    /// outdated (Timers v4 beside a current Cloud), so the swap names Local alone.
+    func stopASwapPartWay(in data: String, tmp: TemporaryDirectory, onlyLocal: Bool = false) throws
+        -> (before: [String: Set<String>], obstacle: String, faults: [String: String]) {
         if onlyLocal {
             try MigrationRoleSupport.writeOutdatedLocalFixture(rows: 30, to: data)
         } else {
@@ -248,17 +253,18 @@ final class MigrationRoleTests: XCTestCase {
             XCTAssertEqual(made.status, 0, made.stderr)
         }
         let before = try MigrationRoleSupport.uuids(in: data)
-        let obstacle = data + "/backups/Local.sqlite-journal"
-        try FileManager.default.createDirectory(atPath: obstacle, withIntermediateDirectories: true)
-        try Data("x".utf8).write(to: URL(fileURLWithPath: obstacle + "/in-the-way"))
-        return (before, obstacle)
+        let obstacle = tmp.file("obstacle")
+        try Data("x".utf8).write(to: URL(fileURLWithPath: obstacle))
+        let faults = try FaultInjection.environment(["SEAM_FAIL_LINK_SUFFIX": "/Local.sqlite"], armed: obstacle, in: tmp)
+        return (before, obstacle, faults)
     }
 
     /// `stopASwapPartWay`, and a seamd run until its migration's swap has stopped part way (its
     /// intent left); the obstacle still stands.
-    func leaveASwapStoppedPartWay(in data: String, onlyLocal: Bool = false) throws -> (before: [String: Set<String>], obstacle: String) {
-        let stopped = try stopASwapPartWay(in: data, onlyLocal: onlyLocal)
-        let broker = try BrokerProcess(dataDirectory: data)
+    func leaveASwapStoppedPartWay(in data: String, tmp: TemporaryDirectory, onlyLocal: Bool = false) throws
+        -> (before: [String: Set<String>], obstacle: String, faults: [String: String]) {
+        let stopped = try stopASwapPartWay(in: data, tmp: tmp, onlyLocal: onlyLocal)
+        let broker = try BrokerProcess(dataDirectory: data, environment: stopped.faults)
         let c = try SeamConnection.connect(path: broker.socketPath)
         try eventually(20, "the migration ended") { try c.status()["migration"]?["last"]?["error"]?.stringValue != nil }
         XCTAssertTrue(FileManager.default.fileExists(atPath: data + "/migration.intent"), "the swap stopped part way")
@@ -266,14 +272,14 @@ final class MigrationRoleTests: XCTestCase {
         return stopped
     }
 
-    /// A swap that stops part way (here the old backup of Local cannot be removed: something
-    /// made its journal a directory) keeps the copies the swap still needs and serves neither
+    /// A swap that stops part way (here the original of Local cannot be linked into backups/:
+    /// an I/O error) keeps the copies the swap still needs and serves neither
     /// half; the next start, the obstacle gone, finishes the swap, and every row is there.
     func testASwapThatStopsPartWayKeepsItsCopiesAndIsFinishedAtTheNextStart() throws {
         let tmp = TemporaryDirectory("seam-role")
         let data = tmp.file("data")
-        let (before, obstacle) = try stopASwapPartWay(in: data)
-        var broker = try BrokerProcess(dataDirectory: data)
+        let (before, obstacle, faults) = try stopASwapPartWay(in: data, tmp: tmp)
+        var broker = try BrokerProcess(dataDirectory: data, environment: faults)
         var c = try SeamConnection.connect(path: broker.socketPath)
         try eventually(20, "the migration ended") {
             try c.status()["migration"]?["last"]?["error"]?.stringValue != nil
@@ -288,7 +294,7 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertEqual(broker.stop(), 0)
 
         try FileManager.default.removeItem(atPath: obstacle)
-        broker = try BrokerProcess(dataDirectory: data)
+        broker = try BrokerProcess(dataDirectory: data, environment: faults)
         c = try SeamConnection.connect(path: broker.socketPath)
         for name in ["Cloud", "Local"] { XCTAssertEqual(try MigrationRoleSupport.store(name, c)["state"]?.stringValue, "open") }
         XCTAssertEqual(try c.count("Session"), 30, "every run arrived")
@@ -306,13 +312,13 @@ final class MigrationRoleTests: XCTestCase {
     func testASwapThatCannotFinishAtStartKeepsItsStoreClosedAndTheOtherServes() throws {
         let tmp = TemporaryDirectory("seam-role")
         let data = tmp.file("data")
-        let (before, obstacle) = try leaveASwapStoppedPartWay(in: data, onlyLocal: true)
+        let (before, obstacle, faults) = try leaveASwapStoppedPartWay(in: data, tmp: tmp, onlyLocal: true)
         let original = try BadInputSupport.bytes(data + "/Local.sqlite")
         let copy = try BadInputSupport.bytes(data + "/.Local.sqlite.migrating")
 
         let config = tmp.file("seamd.json")
         try Data(#"{"roles":{"ticker":{"enabled":true}}}"#.utf8).write(to: URL(fileURLWithPath: config))
-        let broker = try BrokerProcess(arguments: ["--config", config], dataDirectory: data)
+        let broker = try BrokerProcess(arguments: ["--config", config], dataDirectory: data, environment: faults)
         let c = try SeamConnection.connect(path: broker.socketPath)
         try c.hello()
         XCTAssertEqual(try c.count("Timer"), 30, "Cloud serves")
@@ -354,13 +360,13 @@ final class MigrationRoleTests: XCTestCase {
     func testTheSyncWorkerWaitsForACloudStoreClosedAtStart() throws {
         let tmp = TemporaryDirectory("seam-role")
         let data = tmp.file("data")
-        let (_, obstacle) = try leaveASwapStoppedPartWay(in: data)
+        let (_, obstacle, faults) = try leaveASwapStoppedPartWay(in: data, tmp: tmp)
 
         let config = tmp.file("config")
         try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
         try Data(#"{"roles":{"ticker":{"enabled":false}}}"#.utf8).write(to: URL(fileURLWithPath: config + "/seamd.json"))
         try Data(#"{"url":"postgresql://seam@127.0.0.1:1/seam"}"#.utf8).write(to: URL(fileURLWithPath: config + "/sync.json"))
-        let broker = try BrokerProcess(arguments: ["--config", config + "/seamd.json"], dataDirectory: data)
+        let broker = try BrokerProcess(arguments: ["--config", config + "/seamd.json"], dataDirectory: data, environment: faults)
         let c = try SeamConnection.connect(path: broker.socketPath)
         try c.hello()
         XCTAssertEqual(try MigrationRoleSupport.store("Cloud", c)["state"]?.stringValue, "closed")
@@ -416,8 +422,8 @@ final class MigrationRoleTests: XCTestCase {
     func testMigrateAfterASwapStoppedPartWayFinishesThatSwap() throws {
         let tmp = TemporaryDirectory("seam-role")
         let data = tmp.file("data")
-        let (before, obstacle) = try stopASwapPartWay(in: data)
-        let broker = try BrokerProcess(dataDirectory: data)
+        let (before, obstacle, faults) = try stopASwapPartWay(in: data, tmp: tmp)
+        let broker = try BrokerProcess(dataDirectory: data, environment: faults)
         let c = try SeamConnection.connect(path: broker.socketPath)
         try eventually(20, "the migration ended") { try c.status()["migration"]?["last"]?["error"]?.stringValue != nil }
         let copy = try FileManager.default.attributesOfItem(atPath: data + "/.Local.sqlite.migrating")[.modificationDate] as? Date
@@ -544,7 +550,7 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertTrue(output.contains("org.seam.Migration.MigrationFailed"), output)
         XCTAssertEqual(try MigrationRoleSupport.store("Local", c)["state"]?.stringValue, "outdated")
         XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [])
-        XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/backups/Local.sqlite"), "nothing was swapped")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: newestBackup(in: data, of: "Local")), "nothing was swapped")
         XCTAssertEqual(try c.count("Session"), 100)
         broker.stop()
         XCTAssertEqual(try BadInputSupport.bytes(data + "/Local.sqlite"), original)

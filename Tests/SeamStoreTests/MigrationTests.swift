@@ -12,7 +12,7 @@ final class MigrationTests: StoreTestCase {
         var o = Database.Options()
         o.uri = true
         let db = try Database(path: dir + "/\(configuration).sqlite", options: o)
-        try db.run("ATTACH DATABASE ? AS old", [.string(Database.readOnlyURI(dir + "/backups/Cloud.sqlite"))])
+        try db.run("ATTACH DATABASE ? AS old", [.string(Database.readOnlyURI(newestBackup(in: dir, of: "Cloud")))])
         try body(db)
     }
 
@@ -42,7 +42,7 @@ final class MigrationTests: StoreTestCase {
                            .integer(0), "removed and moved tables are gone from Cloud")
         }
         let local = try open(dir + "/Local.sqlite")
-        try local.run("ATTACH DATABASE ? AS old", [.string(dir + "/backups/Cloud.sqlite")])
+        try local.run("ATTACH DATABASE ? AS old", [.string(newestBackup(in: dir, of: "Cloud"))])
         let runs = try local.scalar("""
             SELECT count(*) FROM old.Run o JOIN main.Session n USING (uuid)
             WHERE n.timerUUID = o.timerUUID AND n.stepEndsAt = o.endsAt AND n.startedAt = o.startedAt AND n.state = o.state
@@ -166,12 +166,16 @@ final class MigrationTests: StoreTestCase {
         XCTAssertEqual(try ["Cloud", "Local"].map { try Data(contentsOf: URL(fileURLWithPath: dir + "/\($0).sqlite")) }, before)
     }
 
-    func testTheBackupKeepsOneGeneration() throws {
+    func testTheBackupKeepsTheOriginalsInAGenerationOfTheirOwn() throws {
         let dir = try fixture(release: 1, rows: 5, in: "backup")
         let original = try bytes(dir + "/Cloud.sqlite")
         _ = try StoreDirectory(path: dir, schema: TimerApp.schema).migrate()
-        XCTAssertEqual(try bytes(dir + "/backups/Cloud.sqlite"), original, "the original, byte for byte")
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/backups").sorted(), ["Cloud.sqlite", "Local.sqlite"])
+        XCTAssertEqual(try bytes(newestBackup(in: dir, of: "Cloud")), original, "the original, byte for byte")
+        let generations = try FileManager.default.contentsOfDirectory(atPath: dir + "/backups")
+        XCTAssertEqual(generations.count, 1)
+        XCTAssertTrue(generations[0].hasSuffix("-migration-SyncMetadata-v1-Timers-v1"), generations[0])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/backups/" + generations[0]).sorted(),
+                       ["Cloud.sqlite", "Local.sqlite", "backup.json"])
         let again = try StoreDirectory(path: dir, schema: TimerApp.schema).migrate()
         XCTAssertEqual(again.configurations, [], "a current directory has nothing to migrate")
     }

@@ -4,7 +4,9 @@
  *   - pwrite64 fail with ENOSPC (a full disk) for the file whose path ends with
  *     $SEAM_FAIL_PWRITE_SUFFIX;
  *   - open64 (SQLite's open) fail with EMFILE (no file descriptor left) for the path that ends
- *     with $SEAM_FAIL_OPEN_SUFFIX.
+ *     with $SEAM_FAIL_OPEN_SUFFIX;
+ *   - link fail with EIO when the new name ends with $SEAM_FAIL_LINK_SUFFIX (a migration's swap
+ *     keeping an original in backups/).
  * Every other call goes to the C library. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -67,4 +69,13 @@ int open64(const char *path, int flags, ...) {
     }
     int (*next)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open64");
     return next ? next(path, flags, mode) : (errno = ENOSYS, -1);
+}
+
+int link(const char *from, const char *to) {
+    if (refusedPath(to, "SEAM_FAIL_LINK_SUFFIX")) {
+        errno = EIO;
+        return -1;
+    }
+    int (*next)(const char *, const char *) = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "link");
+    return next ? next(from, to) : (errno = ENOSYS, -1);
 }
