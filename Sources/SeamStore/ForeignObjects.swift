@@ -84,19 +84,10 @@ public enum ForeignObjects {
     /// rename makes SQLite check each). Throws for the first that does not fit.
     public static func check(carrying objects: [ForeignObject], into layout: [String], bookkeeping: [String]) throws(CarryProblem) {
         guard !objects.isEmpty else { return }
-        let scratch: Database
-        do {
-            scratch = try Database(path: ":memory:")
-            for sql in layout + bookkeeping { try scratch.execute(sql) }
-        } catch {
-            throw CarryProblem(object: objects[0], detail: "the new layout could not be made to check it (\(error.message))")
+        if let virtual = objects.first(where: \.isVirtualTable) {
+            throw CarryProblem(object: virtual, detail: "a virtual table's rows live in its module's own tables, which a migration does not copy")
         }
-        for o in ordered(objects) {
-            if o.isVirtualTable {
-                throw CarryProblem(object: o, detail: "a virtual table's rows live in its module's own tables, which a migration does not copy")
-            }
-            do { try scratch.execute(o.sql) } catch { throw CarryProblem(object: o, detail: error.message) }
-        }
+        let scratch = try made(objects, after: layout + bookkeeping, what: "the new layout")
         do {
             try scratch.execute("CREATE TABLE seam_resolve_check (x)")
             try scratch.execute("ALTER TABLE seam_resolve_check RENAME TO seam_resolve_checked")
@@ -113,16 +104,7 @@ public enum ForeignObjects {
     public static func afterAltering(_ objects: [ForeignObject], with statements: [String], sourceLayout: [String],
                                      bookkeeping: [String]) throws(CarryProblem) -> [ForeignObject] {
         guard !objects.isEmpty else { return [] }
-        let scratch: Database
-        do {
-            scratch = try Database(path: ":memory:")
-            for sql in sourceLayout + bookkeeping { try scratch.execute(sql) }
-        } catch {
-            throw CarryProblem(object: objects[0], detail: "the old layout could not be made to check it (\(error.message))")
-        }
-        for o in ordered(objects) {
-            do { try scratch.execute(o.sql) } catch { throw CarryProblem(object: o, detail: error.message) }
-        }
+        let scratch = try made(objects, after: sourceLayout + bookkeeping, what: "the old layout")
         for sql in statements {
             do { try scratch.execute(sql) } catch {
                 let blamed = objects.first { error.message.contains(" \($0.name):") }
@@ -141,6 +123,22 @@ public enum ForeignObjects {
             out.append(changed)
         }
         return out
+    }
+
+    /// An in-memory database made by `layout`, then `objects` (tables first): the first object
+    /// SQLite refuses is thrown with its words.
+    private static func made(_ objects: [ForeignObject], after layout: [String], what: String) throws(CarryProblem) -> Database {
+        let scratch: Database
+        do {
+            scratch = try Database(path: ":memory:")
+            for sql in layout { try scratch.execute(sql) }
+        } catch {
+            throw CarryProblem(object: objects[0], detail: "\(what) could not be made to check it (\(error.message))")
+        }
+        for o in ordered(objects) {
+            do { try scratch.execute(o.sql) } catch { throw CarryProblem(object: o, detail: error.message) }
+        }
+        return scratch
     }
 
     /// Tables first (an index or trigger needs its table), then the rest in the file's order.
