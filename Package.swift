@@ -60,7 +60,7 @@ let package = Package(
         .executableTarget(
             name: "seam",
             dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamCommandLine", "SeamTimers", "SeamSchema", "SeamSystem", "SeamWatch",
-                           "SeamSync", "SeamPostgres"]
+                           "SeamSync", "SeamPostgres", "SeamStore"]
         ),
         .executableTarget(name: "seamd", dependencies: ["SeamBroker", "SeamTimers", "SeamTimerService", "SeamStore", "SeamSystem", "SeamCommandLine"]),
 

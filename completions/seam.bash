@@ -8,7 +8,7 @@
 # type; when seamd is not running they are simply not offered.
 
 # The commands, their second words, and the options each takes besides --socket and --help.
-_seam_commands="timer group store start flash pause resume reset stop skip clear ls watch up down install-units status schema migrate sync query subscribe call"
+_seam_commands="timer group store start flash pause resume reset stop skip clear ls watch up down install-units status schema migrate backup check restore sync query subscribe call"
 
 _seam_subcommands() {
     case $1 in
@@ -29,6 +29,8 @@ _seam_options() {
         watch) echo "--plain" ;;
         up) echo "--data-dir" ;;
         migrate) echo "--dry-run --json" ;;
+        backup | check) echo "--data-dir --json" ;;
+        restore) echo "--from-elsewhere --data-dir --json" ;;
         "sync setup") echo "--password-stdin --no-password --config-dir" ;;
         "sync status") echo "--json" ;;
         "sync off") echo "--config-dir" ;;
@@ -53,7 +55,8 @@ _seam_methods="org.seam.Store.Hello org.seam.Store.Schema org.seam.Store.Fetch o
 org.seam.Store.Status org.seam.Store.Subscribe org.seam.Store.Unsubscribe org.seam.Timers.Start org.seam.Timers.Flash
 org.seam.Timers.Pause org.seam.Timers.Resume org.seam.Timers.Reset org.seam.Timers.Skip org.seam.Timers.Stop
 org.seam.Timers.Clear org.seam.Timers.Advance org.seam.Timers.AdvanceMany org.seam.Sync.Status org.seam.Sync.Now
-org.seam.Sync.Reload org.seam.Migration.Plan org.seam.Migration.Migrate org.varlink.service.GetInfo
+org.seam.Sync.Reload org.seam.Migration.Plan org.seam.Migration.Migrate org.seam.Maintenance.Backup
+org.seam.Maintenance.Check org.seam.Maintenance.Restore org.varlink.service.GetInfo
 org.varlink.service.GetInterfaceDescription"
 
 # _seam_reassemble: puts back together the words that readline split at "=" or ":" (which are in
@@ -286,6 +289,8 @@ _seam() {
             _seam_words_reply "$_seam_entities" ;;
         call)
             _seam_words_reply "$_seam_methods" ;;
+        backup | restore)
+            _seam_files "$typed" -d ;;
     esac
 
     # Readline completes only the text after the last "=" or ":" of a word (they break words):

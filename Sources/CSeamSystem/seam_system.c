@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <spawn.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -251,4 +252,18 @@ int seam_set_affinity(int32_t tid, uint64_t mask) {
         if (mask == 0 || (i < 64 && (mask >> i) & 1)) CPU_SET(i, &set);
     }
     return sched_setaffinity(tid, sizeof set, &set);
+}
+
+int seam_eventfd(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+int seam_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    return write(fd, &one, sizeof one) == sizeof one ? 0 : -1;
+}
+
+int seam_eventfd_drain(int fd) {
+    uint64_t count = 0;
+    return read(fd, &count, sizeof count) == sizeof count ? 0 : -1;
 }

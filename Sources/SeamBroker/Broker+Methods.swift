@@ -34,6 +34,8 @@ extension Broker {
             return migrationCall(call, c)
         case "org.seam.Sync":
             return syncCall(call, c)
+        case "org.seam.Maintenance":
+            return maintenanceCall(call, c)
         default:
             guard let service = configuration.interfaces.first(where: { $0.name == call.interface }) else {
                 result = .failure(.interfaceNotFound(call.interface))
@@ -569,6 +571,7 @@ extension Broker {
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
                 "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": rolesStatus(),
                 "plugins": pluginsStatus(), "migration": migrationStatus(), "backups": backupsStatus(),
+                "maintenance": maintenanceStatus(),
                 "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]
     }
 
@@ -623,6 +626,7 @@ extension Broker {
         case .query(let q, let field): return .invalidRequest(q.description, field: field)
         case .snapshotUnsupported: return .invalidRequest(error.description)
         case .storeUnavailable(let store, _, _): return .storeUnavailable(store: store, error.description)
+        case .storeReadOnly(let store, let path, _): return .storeReadOnly(store: store, path: path, error.description)
         case .store, .database: return .storeFailure(error.description)
         }
     }

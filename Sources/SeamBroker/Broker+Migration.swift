@@ -81,6 +81,9 @@ extension Broker {
     /// store is current.
     func beginMigration() -> Result<MigrationRun?, VarlinkError> {
         if let run = migration { return .success(run) }
+        if let job = maintenance, job.kind == .restore {
+            return .failure(.migrationFailed("a restore is running; migrate when it has ended"))
+        }
         // A swap that stopped part way comes first: its copies are verified, and a new build
         // would overwrite them (the worker refuses to). Finished now, its stores serve again.
         let pending = storeDirectory.unfinishedSwap.sorted()
@@ -116,6 +119,9 @@ extension Broker {
         supervised.removeAll { $0.spec.role == spec.role && $0.pid == nil }
         supervised.append(worker)
         log.info("migrating \(run.summary): \(stores.joined(separator: ", ")) closed until it ends")
+        for f in plan.files where !f.carried.isEmpty {
+            log.info("\(f.configuration).sqlite: keeping what is not Seam's: " + f.carried.map(\.summary).joined(separator: ", "))
+        }
         start(worker)
         // A worker that could not even start has already ended the run.
         guard migration === run else { return .failure(.migrationFailed(lastMigration?.error ?? "the worker did not start")) }
@@ -434,7 +440,7 @@ extension Broker {
     /// Every channel on the stores that came back is rebuilt against their entities as now
     /// held (a migration may have added attributes) and its subscribers get a fresh result,
     /// marked as a resync from where they were; a channel that no longer checks ends with the error.
-    private func resumeChannels(in stores: [String]) {
+    func resumeChannels(in stores: [String]) {
         var entities = Set<String>()
         for model in context.schema.models { for name in stores { for e in model.current.entities(in: name) { entities.insert(e.name) } } }
         var touched: [ObjectIdentifier: Connection] = [:]
@@ -461,16 +467,17 @@ extension Broker {
         return context.schema.configurations.map { name in
             let path = layout.store(name)
             var o: JSONObject = ["name": .string(name), "path": .string(path), "size": .integer(FileSystem.size(path) ?? 0)]
+            o["state"] = .string(storeState(name))
+            o["readOnly"] = .bool(context.readOnly[name] != nil)
+            if let why = context.readOnly[name] { o["readOnlyReason"] = .string(why) }
+            if let note = context.olderThanTold[name] { o["note"] = .string(note) }
             if let versions = context.servedVersions[name] {
-                let outdated = versions.contains { context.schema.model($0.key)?.current.version != $0.value.version }
-                o["state"] = .string(outdated ? "outdated" : "open")
                 o["versions"] = .array(versions.keys.sorted().map { model in
                     let v = versions[model]!.version
                     return .object(["model": .string(model), "version": .integer(Int64(v)),
                                     "current": .integer(Int64(context.schema.model(model)?.current.version ?? v))])
                 })
             } else {
-                o["state"] = .string(migration?.stores.contains(name) == true ? "migrating" : "closed")
                 o["versions"] = .null
             }
             o["reason"] = context.closedStores[name].map(JSON.string) ?? .null

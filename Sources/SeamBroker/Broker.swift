@@ -20,6 +20,9 @@ public final class Broker {
         public var spinSeconds: Double = 0.000_2
         /// Seconds a new connection has to send its first call before it is closed.
         public var handshakeTimeout: Double = Limits.handshakeTimeout
+        /// Whether each save first checks that the store files are still at their paths (on by
+        /// default; `SEAM_FILE_CHECKS=0` turns it off, for the benchmark that measures its cost).
+        public var verifiesFiles = true
         /// Interfaces the application adds beside org.seam.Store.
         public var interfaces: [ServiceInterface] = []
         /// The processes to start and keep running (none unless the caller says).
@@ -55,6 +58,12 @@ public final class Broker {
     /// Rows by uuid as the wire encodes them; exact, because every save evicts what it touched.
     var rowCache = RowCache()
     var stopping = false
+    /// The backup, check or restore running (`org.seam.Maintenance`).
+    var maintenance: MaintenanceJob?
+    /// Connections whose next call writes, held while a store's check at open runs (`parked`).
+    var parkedForChecks: [Connection] = []
+    /// Wakes the loop when a store's check at open has finished.
+    var checksWaker: EventLoop.Waker?
     /// Where every read lands before its bytes join a connection's frame decoder (one thread: one buffer).
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
     public private(set) var exitStatus: Int32 = 0
@@ -86,6 +95,9 @@ public final class Broker {
         options.historyIgnoresAuthors = ["sync"]
         // Synced, a save's diffs are worked out while the disk takes its commit (`publish`).
         options.defersSync = true
+        // Each store is checked as it opens, off this thread; writes wait for the check.
+        options.checksAtOpen = true
+        options.verifiesFilesBeforeWrites = configuration.verifiesFiles
         let opened: Context
         do { opened = try Context(directory: configuration.dataDirectory, schema: schema, options: options) } catch {
             throw BrokerError("cannot open the stores: \(error)")
@@ -127,6 +139,8 @@ public final class Broker {
             throw BrokerError("cannot watch the socket: \(error)")
         }
         for done in context.recovered { log.info("recovered: \(done)") }
+        for (name, note) in context.olderThanTold.sorted(by: { $0.key < $1.key }) { log.warning("\(name) store: \(note)") }
+        for (name, why) in context.readOnly.sorted(by: { $0.key < $1.key }) { log.warning("\(name) store can only be read (\(why)); saves into it are refused") }
         log.info("serving \(configuration.dataDirectory) on \(ownsSocketFile ? configuration.socketPath : "fd \(listener)") "
                  + "(stores \(context.storeNames.joined(separator: ", ")), sequence \(context.sequence))")
         // A store half swapped by a migration waits for a person to fix what stops the swap.
@@ -136,6 +150,7 @@ public final class Broker {
         }
         // Between requests, the writer finishes what a checkpoint left, so the WAL starts over.
         loop.whenIdle({ [unowned self] in self.context.upkeepDue }, { [unowned self] in self.context.upkeep() })
+        watchStoreFiles()
         startRoles()
         pruneBackups()
         if configuration.supervision.migratesAtStart { startMigrationAtStart() }
@@ -246,7 +261,7 @@ public final class Broker {
     }
 
     func processFrames(_ c: Connection) {
-        while !c.closed {
+        while !c.closed, c.parked == nil {
             // A client that has not read what is queued for it waits for its next reply: the
             // calls it pipelined are read (a client blocked writing them must not wait on us)
             // but kept unhandled until `flush` has written everything queued.
@@ -270,33 +285,46 @@ public final class Broker {
                 loop.cancel(t)
                 c.handshakeTimer = nil
             }
-            // The hottest calls, read straight from their bytes; anything they do not recognise
-            // (errors included) takes the general path below.
-            if let q = QuickFetch(frame) {
-                send(frame: quickFetch(q, from: c), to: c)
-                continue
+            // A call that may write waits, with every call after it, while a store is being
+            // checked at open (`collectChecks` handles them once the checks end).
+            if mustWaitForChecks(frame) {
+                c.parked = frame
+                parkedForChecks.append(c)
+                return
             }
-            if let q = QuickSave(frame), let reply = quickSave(q, from: c) {
-                send(frame: reply, to: c)
-                continue
-            }
-            let json: JSON
-            do { json = try JSON.decode(frame, limits: JSONLimits(maxDepth: Limits.maxJSONDepth)) } catch {
-                send(Reply(.invalidRequest("the message is not valid JSON: \(error)"), id: nil), to: c)
-                continue
-            }
-            let call: Call
-            do { call = try Call(json) } catch {
-                send(Reply(error, id: json["id"].flatMap { $0.isNull ? nil : $0 }), to: c)
-                continue
-            }
-            let reply = dispatch(call, from: c)
-            if !call.oneway {
-                send(frame: reply, to: c)
-            } else if c.pendingOutput > 0 {
-                flush(c)  // what it queued for others (an Unsubscribe's end, a narrowing Hello's errors)
-            }
+            handleFrame(frame, from: c)
         }
+    }
+
+    /// Answers one call.
+    func handleFrame(_ frame: ArraySlice<UInt8>, from c: Connection) {
+        // The hottest calls, read straight from their bytes; anything they do not recognise
+        // (errors included) takes the general path below.
+        if let q = QuickFetch(frame) {
+            send(frame: quickFetch(q, from: c), to: c)
+            return
+        }
+        if let q = QuickSave(frame), let reply = quickSave(q, from: c) {
+            send(frame: reply, to: c)
+            return
+        }
+        let json: JSON
+        do { json = try JSON.decode(frame, limits: JSONLimits(maxDepth: Limits.maxJSONDepth)) } catch {
+            send(Reply(.invalidRequest("the message is not valid JSON: \(error)"), id: nil), to: c)
+            return
+        }
+        let call: Call
+        do { call = try Call(json) } catch {
+            send(Reply(error, id: json["id"].flatMap { $0.isNull ? nil : $0 }), to: c)
+            return
+        }
+        let reply = dispatch(call, from: c)
+        if !call.oneway {
+            send(frame: reply, to: c)
+        } else if c.pendingOutput > 0 {
+            flush(c)  // what it queued for others (an Unsubscribe's end, a narrowing Hello's errors)
+        }
+        if context.hasNotices { reportStoreNotices() }
     }
 
     func send(_ reply: Reply, to c: Connection) { send(frame: reply.frame(), to: c) }
@@ -409,7 +437,7 @@ public final class Broker {
     /// every call it sent handled, and (while anyone reads) no reply queued or owed, no
     /// subscription. Calls that wait or are being handled keep it, whoever reads.
     func closeIfFinished(_ c: Connection) {
-        guard c.readClosed, !c.closed, !c.callsPaused, !c.callsResuming else { return }
+        guard c.readClosed, !c.closed, !c.callsPaused, !c.callsResuming, c.parked == nil else { return }
         if c.discardsOutput || (c.pendingOutput == 0 && c.subscriptions.isEmpty && !c.owesResync && c.repliesOwed == 0) { close(c) }
     }
 
@@ -423,6 +451,13 @@ public final class Broker {
         c.outboxOffset = 0
         c.callsPaused = false
         processFrames(c)
+        if c.parked != nil {
+            // A write waits for the stores' checks: it is handled then, and the connection
+            // closed. Its end is not watched meanwhile (it would be reported on every turn).
+            c.readClosed = true
+            loop.forget(c.fd)
+            return
+        }
         close(c)
     }
 

@@ -27,6 +27,12 @@ extension Context {
         // then leaves the history whole (the intent replays rows, not history).
         let history = historyStore?.name
         let names = oneStore ? [set.changes[0].store] : byStore.keys.sorted { a, b in (a == history) != (b == history) ? a == history : a < b }
+        // Never written into a file that is no longer at its path, nor into one that can only be
+        // read or is still being checked.
+        for name in names {
+            try requireWritable(name, entity: byStore[name]?.first?.entity ?? "")
+            if options.verifiesFilesBeforeWrites, fileChanged(name) { notices.append(Notice(isError: false, text: try putBack(name))) }
+        }
         var begun: [StoreHandle] = []
         var applying: RowChange?  // the change SQLite is given, so that an error names its row
         do {

@@ -64,6 +64,10 @@ extension Context {
     /// orphan (its link nullified), as the split-store pattern wants.
     @discardableResult
     public func save(_ request: SaveRequest, author: String = "cli", time: Double? = nil) throws(ContextError) -> ChangeSet? {
+        try guarding { () throws(ContextError) -> ChangeSet? in try saveUnguarded(request, author: author, time: time) }
+    }
+
+    private func saveUnguarded(_ request: SaveRequest, author: String, time: Double?) throws(ContextError) -> ChangeSet? {
         try finishUnfinished()  // before anything is read: the stores as every earlier save left them
         var work = WorkingSet()
         for (i, op) in request.operations.enumerated() {

@@ -85,6 +85,10 @@ extension Context {
                         + "not clean, or the stores were restored from an older copy)"
                     : "\(restored.joined(separator: " and ")) holds an older sequence number than it closed with (restored from an older copy?)"
                 recovered.append("\(why): saves are numbered from \(told.through + 2) on, and a resume from before gets a fresh result")
+                for name in restored {
+                    olderThanTold[name] = "its file holds an older save sequence than it closed with: it was put back from an older "
+                        + "copy (saves made after that copy are not in it); subscriptions get a fresh result"
+                }
                 // Past the lease, not to it: a resume from its last number must not find "nothing since".
                 sequence = told.through + 1
                 try recordSequenceJump()

@@ -51,6 +51,13 @@ public final class Context {
         /// commit on its way to the disk, and the owner calls `syncCommits()` before it tells
         /// anyone of it. Off: every save is on the disk when it returns.
         public var defersSync = false
+        /// Checks each store file as it opens (`PRAGMA quick_check`, on a thread of its own): it
+        /// serves reads meanwhile and takes writes once the check has passed; one that fails is
+        /// closed as damaged (see `Context+Integrity`).
+        public var checksAtOpen = false
+        /// Before each write transaction, checks that each store's path still names the file it
+        /// opened, and puts it back if not (`Context+Integrity`). Off only to measure what it costs.
+        public var verifiesFilesBeforeWrites = true
         public init() {}
     }
 
@@ -101,6 +108,29 @@ public final class Context {
         return resultsInvalidated
     }
     var readers: [String: Database] = [:]
+    /// Stores whose file is being checked since it opened (`Options.checksAtOpen`): they serve
+    /// reads, and take writes once the check has passed.
+    public internal(set) var checking: Set<String> = []
+    /// Stores found damaged — at open, by a check, or by SQLite at run time — with what was found.
+    /// Each is closed (no write reaches it) until it opens again.
+    public internal(set) var damaged: [String: String] = [:]
+    /// Open stores whose file can only be read, with why: reads work, saves are refused.
+    public internal(set) var readOnly: [String: String] = [:]
+    /// Stores found at open to hold an older save sequence than they closed with (put back from an
+    /// older copy while nothing served them), with what that means: served, and said.
+    public internal(set) var olderThanTold: [String: String] = [:]
+    /// The file each open store was opened from: a store whose path names another file (or
+    /// none) is put back before it is written again (`putBack`).
+    var identities: [String: FileSystem.Identity] = [:]
+    /// Checks that finished, from the checking threads, for `collectChecks()`.
+    let finishedChecks = Mailbox<FinishedCheck>()
+    /// Bumped at each attach of a store, so that a check of a file since closed is ignored.
+    var attachments: [String: Int] = [:]
+    /// Notified from a checking thread when a check has finished: the owner then calls
+    /// `collectChecks()` on its own thread.
+    public let checkFinished = Notifier()
+    /// What the context did on its own that its owner should log (a store's file put back).
+    var notices: [Notice] = []
     /// One per open store file: checkpoints happen off the thread that saves.
     var checkpointers: [String: Checkpointer] = [:]
     /// Entity name → its attribute names, in order (shared by every change set).
@@ -163,6 +193,9 @@ public final class Context {
         for name in schema.configurations where closedStores[name] == nil {
             do { classifications[name] = try directory.classify(name) } catch {
                 closedStores[name] = error.description
+                if case .notAStore(let detail) = error.kind, FileSystem.exists(directory.layout.store(name)) {
+                    markDamaged(name, "SQLite cannot read it (\(detail))")
+                }
                 // Its numbers stay used: saves to the other store must not repeat them.
                 sequence = max(sequence, Self.storedSequence(directory.layout.store(name)))
             }
@@ -262,6 +295,7 @@ public final class Context {
             }
         } catch let e as StoreError {
             closedStores[name] = e.description
+            if case .notAStore(let detail) = e.kind { markDamaged(name, "SQLite cannot read it (\(detail))") }
             throw ContextError(.store(e))
         } catch let e as ContextError {
             closedStores[name] = e.description
@@ -299,6 +333,9 @@ public final class Context {
     /// that need it fail with `storeUnavailable` and `reason` until it is reopened.
     public func close(_ name: String, reason: String) {
         closedStores[name] = reason
+        checking.remove(name)
+        readOnly[name] = nil
+        identities[name] = nil
         guard let handle = stores.removeValue(forKey: name) else { return }
         checkpointers.removeValue(forKey: name)?.stop()
         readers.removeValue(forKey: name)?.close()
@@ -309,25 +346,34 @@ public final class Context {
     }
 
     private func attach(_ name: String, db: Database, versions: [String: ModelVersion]) throws(ContextError) {
-        let checkpointer: Checkpointer
-        do {
-            checkpointer = try Checkpointer(db, durability: options.durability)
-        } catch {
-            db.close()
-            throw ContextError(.database(error))
+        // A file that can only be read is served for reading: nothing to checkpoint.
+        let writable = !db.isReadOnly
+        var checkpointer: Checkpointer?
+        if writable {
+            do {
+                checkpointer = try Checkpointer(db, durability: options.durability)
+            } catch {
+                db.close()
+                throw ContextError(.database(error))
+            }
         }
         do {
             sequence = max(sequence, try SaveJournal.sequence(in: db))
         } catch {
-            checkpointer.stop()  // its thread holds a connection of its own
+            checkpointer?.stop()  // its thread holds a connection of its own
             db.close()
-            throw ContextError(.database(error))
+            throw quarantined(ContextError(.database(error)), store: name)
         }
         stores[name] = StoreHandle(name: name, db: db)
         checkpointers[name] = checkpointer
         servedVersions[name] = versions
         closedStores[name] = nil
+        damaged[name] = nil
+        readOnly[name] = writable ? nil : Self.readOnlyReason(db.path)
+        identities[name] = FileSystem.identity(db.path)
+        attachments[name, default: 0] += 1
         rebuildRoutes()
+        if options.checksAtOpen { startCheck(name, path: db.path) }
     }
 
     /// Routes every entity of the current schema whose store is open, defined as that store
@@ -383,7 +429,7 @@ public final class Context {
     private static func storedSequence(_ path: String) -> Int64 {
         var o = Database.Options()
         o.readOnly = true
-        guard FileSystem.exists(path), let db = try? Database(path: path, options: o) else { return 0 }
+        guard FileSystem.kind(path) == "file", let db = try? Database(path: path, options: o) else { return 0 }
         defer { db.close() }
         return (try? SaveJournal.sequence(in: db)) ?? 0
     }
@@ -469,13 +515,21 @@ public final class Context {
 
     /// The row of `entity` with `uuid`, or nil.
     public func row(_ entity: String, _ uuid: String) throws(ContextError) -> Row? {
-        let r = try route(entity)
-        return try readRow(r.entity, uuid: uuid, from: stores[r.store]!.db, handle: stores[r.store])
+        try guarding(entity: entity) { () throws(ContextError) -> Row? in
+            let r = try route(entity)
+            return try readRow(r.entity, uuid: uuid, from: stores[r.store]!.db, handle: stores[r.store])
+        }
     }
 
     /// The values of the row of `entity` with `uuid`, in attribute order, or nil: the fast path
     /// for callers that encode rows themselves (no dictionary is built).
     public func rowValues(_ entity: String, _ uuid: String) throws(ContextError) -> (attributes: [Attribute], values: [AttributeValue])? {
+        try guarding(entity: entity) { () throws(ContextError) -> (attributes: [Attribute], values: [AttributeValue])? in
+            try rowValuesUnguarded(entity, uuid)
+        }
+    }
+
+    private func rowValuesUnguarded(_ entity: String, _ uuid: String) throws(ContextError) -> (attributes: [Attribute], values: [AttributeValue])? {
         let r = try route(entity)
         let handle = stores[r.store]!
         let columns = r.entity.attributes
@@ -519,14 +573,18 @@ public final class Context {
 
     /// The rows a fetch request selects.
     public func fetch(_ request: FetchRequest) throws(ContextError) -> [Row] {
-        let r = try route(request.entity)
-        return try fetch(request, entity: r.entity, db: stores[r.store]!.db, handle: stores[r.store])
+        try guarding(entity: request.entity) { () throws(ContextError) -> [Row] in
+            let r = try route(request.entity)
+            return try fetch(request, entity: r.entity, db: stores[r.store]!.db, handle: stores[r.store])
+        }
     }
 
     /// How many rows a fetch request's predicate selects (limit and offset apply).
     public func count(_ request: FetchRequest) throws(ContextError) -> Int {
-        let r = try route(request.entity)
-        return try count(request, entity: r.entity, db: stores[r.store]!.db, handle: stores[r.store])
+        try guarding(entity: request.entity) { () throws(ContextError) -> Int in
+            let r = try route(request.entity)
+            return try count(request, entity: r.entity, db: stores[r.store]!.db, handle: stores[r.store])
+        }
     }
 
     func fetch(_ request: FetchRequest, entity e: Entity, db: Database, handle: StoreHandle?) throws(ContextError) -> [Row] {

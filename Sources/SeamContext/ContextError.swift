@@ -24,8 +24,11 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         /// from an older copy).
         case sequenceAhead(since: Int64, sequence: Int64)
         case snapshotUnsupported
-        /// The store that holds the entity is closed: migrating, newer than this build, or unreadable.
+        /// The store that holds the entity is closed: migrating, newer than this build, unreadable
+        /// or damaged (`entity` is empty when no one entity is concerned).
         case storeUnavailable(store: String, entity: String, reason: String)
+        /// The store's file can only be read (its permissions, a read-only mount): no save reaches it.
+        case storeReadOnly(store: String, path: String, reason: String)
         /// A query that does not check, and the request member it is in (`predicate`, `sort`, `limit`).
         case query(QueryError, field: String = "predicate")
         case store(StoreError)
@@ -65,7 +68,11 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
             return "the in-memory store cannot pin a snapshot (SQLite's in-memory databases have one connection); "
                 + "read without a snapshot, or use a store directory"
         case .storeUnavailable(let store, let entity, let reason):
+            if entity.isEmpty { return "the \(store) store is not available: \(reason)" }
             return "\(entity) is in the \(store) store, which is not available: \(reason)"
+        case .storeReadOnly(let store, let path, let reason):
+            return "the \(store) store (\(path)) can only be read (\(reason)); nothing was saved. Make the file writable, "
+                + "then restart seamd"
         case .query(let e, _): return "\(e)"
         case .store(let e): return "\(e)"
         case .database(let e): return "\(e)"

@@ -181,6 +181,8 @@ public enum Interfaces {
         error SequenceAhead (since: int, sequence: int, message: string)
         error LimitReached (message: string)
         error StoreUnavailable (store: string, message: string)
+        # A save into a store whose file can only be read; reads of it work.
+        error StoreReadOnly (store: string, path: string, message: string)
 
         """
 
@@ -317,9 +319,55 @@ public enum Interfaces {
 
         """
 
+    public static let maintenance = """
+        # Keeping the stores safe while seamd serves them (for clients that said Hello as "cli"):
+        # a consistent backup set of every store, SQLite's full integrity check, and putting a
+        # backup set back. One runs at a time; with more, each sends a reply per step of
+        # progress ("running"), then the last ("done").
+        interface org.seam.Maintenance
+
+        # How far the work is: the store it is at, bytes (Backup, Restore) or check steps
+        # (Check, an estimate from the store's size) done of the total, and seconds so far.
+        type Progress (store: string, done: int, total: int, fraction: float, elapsed: float)
+
+        # What Check found in one store: ok, or the problems SQLite reported (at most 20).
+        type StoreCheck (store: string, ok: bool, problems: []string, seconds: float)
+
+        # Takes every store, as one moment between saves, into directory (absolute, new or
+        # empty): each store's file, the sequence lease and seam-backup.json. Saves go on
+        # meanwhile; they are not in the set.
+        method Backup(directory: string) -> (
+          state: string,
+          progress: ?Progress,
+          directory: ?string,
+          stores: ?[]string,
+          sequence: ?int,
+          bytes: ?int
+        )
+
+        # PRAGMA integrity_check of every store file, read-only, on a connection of its own. A
+        # store found damaged is closed (its state in Status: "damaged").
+        method Check() -> (state: string, progress: ?Progress, stores: ?[]StoreCheck)
+
+        # Puts a backup set back: the set is checked (every store present, readable by this
+        # build, quick_check), the stores are closed, the set's files swapped in as a
+        # migration's copies are (the files they replace kept in a generation of backups/,
+        # reason "restore"), and the stores reopened at a new sequence number: every
+        # subscription gets a resync. fromElsewhere: the set may come from another data directory.
+        method Restore(directory: string, fromElsewhere: ?bool) -> (
+          state: string,
+          progress: ?Progress,
+          stores: ?[]string,
+          backups: ?[]string
+        )
+
+        error MaintenanceFailed (message: string)
+
+        """
+
     /// Interface name → description.
     public static let all: [String: String] = [
         "org.varlink.service": service, "org.seam.Store": store, "org.seam.Migration": migration,
-        "org.seam.Sync": sync,
+        "org.seam.Sync": sync, "org.seam.Maintenance": maintenance,
     ]
 }

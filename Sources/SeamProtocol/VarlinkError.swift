@@ -73,11 +73,24 @@ public struct VarlinkError: Error, Sendable, CustomStringConvertible {
         VarlinkError("org.seam.Store.StoreUnavailable", ["store": .string(store), "message": .string(message)])
     }
 
+    /// The store a save would write to can only be read (its file's permissions, a read-only
+    /// mount); reads of it work.
+    public static func storeReadOnly(store: String, path: String, _ message: String) -> VarlinkError {
+        VarlinkError("org.seam.Store.StoreReadOnly", ["store": .string(store), "path": .string(path), "message": .string(message)])
+    }
+
     // MARK: - org.seam.Migration
 
     /// A migration did not complete; the originals are in service at their old versions.
     public static func migrationFailed(_ message: String) -> VarlinkError {
         VarlinkError("org.seam.Migration.MigrationFailed", ["message": .string(message)])
+    }
+
+    // MARK: - org.seam.Maintenance
+
+    /// A backup, check or restore did not complete; the message says what happened to the stores.
+    public static func maintenanceFailed(_ message: String) -> VarlinkError {
+        VarlinkError("org.seam.Maintenance.MaintenanceFailed", ["message": .string(message)])
     }
 
     // MARK: - org.seam.Sync

@@ -124,9 +124,10 @@ public final class Checkpointer: Sendable {
     /// the WAL, and the frames committed meanwhile (fewer than `catchUpFrames`: a larger backlog
     /// is the thread's) are all that keeps it from starting over.
     /// A catch-up that a commit overtook left frames behind it, and the WAL did not start over:
-    /// the next one comes no sooner than `catchUpSpacing` times as long as that one took (and at
-    /// least 5 ms) after it ended, so that a writer that never pauses for long is not chased
-    /// with a checkpoint per commit.
+    /// the next one waits four times as long as that one took, and at least 5 ms (`spacing`), so
+    /// that a writer that never pauses for long is not chased with a checkpoint per commit.
+    /// (A wait that doubled with each overtaken catch-up let the WAL reach `limit` under the
+    /// ticker's bursts, and the writer's inline checkpoints made its p99 8–9 ms.)
     public var catchUpDue: Bool {
         guard !busy.load(ordering: .acquiring) else { return false }
         let done = copiedFrames, frames = framesInWAL.load(ordering: .relaxed)
@@ -134,8 +135,8 @@ public final class Checkpointer: Sendable {
         return Self.microseconds() >= nextCatchUp.load(ordering: .relaxed)
     }
 
-    /// How many times its own duration an overtaken catch-up keeps the next one away.
-    public static let catchUpSpacing = 4
+    /// The wait after an overtaken catch-up (see `catchUpDue`), in microseconds.
+    static func spacing(took: Int) -> Int { max(5_000, took * 4) }
 
     /// Asks the thread to copy back what its last round left: fewer than `catchUpFrames` pages
     /// and two fdatasyncs, after which the writer's next commit starts the WAL over. The writer's
@@ -202,7 +203,7 @@ public final class Checkpointer: Sendable {
                 checkpoint(db.handle, generation: generation.load(ordering: .acquiring))
                 let ended = Self.microseconds()
                 let overtaken = lastCommit.load(ordering: .relaxed) >= started
-                nextCatchUp.store(overtaken ? ended + max(5_000, (ended - started) * Self.catchUpSpacing) : 0, ordering: .relaxed)
+                nextCatchUp.store(overtaken ? ended + Self.spacing(took: ended - started) : 0, ordering: .relaxed)
                 busy.store(false, ordering: .releasing)
                 continue
             }

@@ -66,6 +66,11 @@ public final class Database {
     public init(path: String, options: Options = Options()) throws(DatabaseError) {
         _ = Self.configured
         self.path = path
+        // SQLite would block opening a FIFO (until a writer came), and read a device as a file.
+        let file = options.uri ? Self.filePath(ofURI: path) : path
+        if file != ":memory:", let kind = FileSystem.kind(file), kind != "file", kind != "link" {
+            throw DatabaseError(code: SQLITE_CANTOPEN, message: "\(file) is a \(kind), not a database file", path: path)
+        }
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         if options.uri { flags |= SQLITE_OPEN_URI }
         if options.readOnly {
@@ -297,6 +302,73 @@ public final class Database {
     /// Whether no transaction is open.
     public var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
 
+    /// Whether the main database can only be read: opened so, or SQLite fell back to reading
+    /// because the file cannot be written (its permissions, a read-only mount).
+    public var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
+
+    /// Pages in the main database (its size over its page size).
+    public var pageCount: Int { Int((try? scalar("PRAGMA page_count").integerValue) ?? 0) }
+
+    // MARK: - Whole-database work: copies and checks
+
+    /// Copies the main database, as this connection sees it (the snapshot of a read transaction
+    /// it holds, or the latest commit), into a new file at `path`, through SQLite's backup API:
+    /// `pagesPerStep` pages at a time, `progress(done, total)` after each step. The file is
+    /// flushed and whole when this returns; on failure it is removed.
+    public func backup(to path: String, pagesPerStep: Int32 = 16384, progress: (Int, Int) -> Void = { _, _ in }) throws(DatabaseError) {
+        var options = Options()
+        options.wal = false
+        let destination = try Database(path: path, options: options)
+        do throws(DatabaseError) {
+            // A new file nobody reads until it is whole: no journal, no syncs but the one at the end.
+            try destination.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
+            guard let backup = sqlite3_backup_init(destination.handle, "main", handle, "main") else {
+                throw destination.lastError(sqlite3_errcode(destination.handle))
+            }
+            var rc: Int32 = SQLITE_OK
+            while rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED {
+                rc = sqlite3_backup_step(backup, pagesPerStep)
+                let total = Int(sqlite3_backup_pagecount(backup))
+                progress(total - Int(sqlite3_backup_remaining(backup)), total)
+                if rc == SQLITE_BUSY || rc == SQLITE_LOCKED { Threads.sleep(0.005) }
+            }
+            let finished = sqlite3_backup_finish(backup)
+            guard rc == SQLITE_DONE, finished == SQLITE_OK else { throw destination.lastError(rc == SQLITE_DONE ? finished : rc) }
+            destination.close()
+            do { try FileSystem.sync(path) } catch {
+                throw DatabaseError(code: SQLITE_IOERR, message: "cannot flush the copy: \(error)", path: path)
+            }
+        } catch {
+            destination.close()
+            try? StoreLayout.removeDatabase(path)
+            throw error
+        }
+    }
+
+    /// SQLite's own check of the main database: `quick_check` (pages and their structure, in
+    /// about a tenth of the time) or `integrity_check` (also every index against its table).
+    /// Returns the problems found, at most `limit` (empty: the check passed). `progress` is
+    /// called now and then with the virtual-machine steps run so far, in thousands.
+    public func check(quick: Bool, limit: Int = 20, progress: ((Int) -> Void)? = nil) throws(DatabaseError) -> [String] {
+        final class Ticks {
+            var count = 0
+            var report: ((Int) -> Void)?
+        }
+        let ticks = Ticks()
+        ticks.report = progress
+        if progress != nil {
+            sqlite3_progress_handler(handle, 1000, { context in
+                let t = Unmanaged<Ticks>.fromOpaque(context!).takeUnretainedValue()
+                t.count += 1
+                if t.count % 64 == 0 { t.report?(t.count) }
+                return 0
+            }, Unmanaged.passUnretained(ticks).toOpaque())
+        }
+        defer { if progress != nil { sqlite3_progress_handler(handle, 0, nil, nil) } }
+        let found = try rows("PRAGMA \(quick ? "quick_check" : "integrity_check")(\(max(1, limit)))").compactMap { $0.first?.stringValue }
+        return found == ["ok"] ? [] : found
+    }
+
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changes: Int { Int(sqlite3_changes64(handle)) }
 
@@ -321,6 +393,24 @@ public final class Database {
             }
         }
         return out + "?mode=ro"
+    }
+
+    /// The file a `file:` URI names (percent escapes decoded, the query left off); anything
+    /// else as it is.
+    static func filePath(ofURI uri: String) -> String {
+        guard uri.hasPrefix("file:") else { return uri }
+        let path = uri.dropFirst(5).prefix { $0 != "?" && $0 != "#" }
+        var bytes: [UInt8] = []
+        var it = Array(path.utf8)[...]
+        while let b = it.popFirst() {
+            if b == UInt8(ascii: "%"), it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16) {
+                bytes.append(v)
+                it = it.dropFirst(2)
+            } else {
+                bytes.append(b)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The version of the SQLite library in use.

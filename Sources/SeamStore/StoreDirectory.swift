@@ -140,6 +140,11 @@ public struct StoreDirectory: Sendable {
             StoreClassification.classify(configuration: configuration, path: path, metadata: metadata, isEmpty: empty,
                                          schema: schema)
         }
+        // Only a plain file is opened: SQLite would block opening a FIFO, follow a link out of the
+        // directory (which a swap would then replace with a file), or fail on a directory.
+        if let kind = FileSystem.kind(path), kind != "file" {
+            throw StoreError(.notAFile(kind: kind), path: path)
+        }
         guard let size = FileSystem.size(path), size > 0 else { return result(nil, empty: true) }
         do {
             let db = try openForReading(path) { db throws(StoreError) in try Self.checkHeader(of: db, path: path, size: size) }

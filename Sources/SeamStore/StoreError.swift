@@ -8,6 +8,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable {
         /// The file is not a SQLite database, or is damaged.
         case notAStore(detail: String)
+        /// The path names no plain file: a directory, a symbolic link, a FIFO, a socket or a device.
+        case notAFile(kind: String)
         /// A model in the file is at a version newer than this build knows.
         case newer(model: String, storedVersion: Int, knownVersion: Int)
         /// The file's shape matches no known version and it carries no usable embedded model.
@@ -64,6 +66,11 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case .notAStore(let detail):
             return "\(path) is damaged or not a Seam store (\(detail)); it was left untouched. Restore it from backups/, "
                 + "or move it aside to start afresh"
+        case .notAFile(let kind):
+            let what = ["link": "a symbolic link", "fifo": "a FIFO (named pipe)", "directory": "a directory", "socket": "a socket"][kind]
+                ?? "a \(kind)"
+            return "\(path) is \(what), not a store file; it was left untouched. Seam keeps each store as a plain file in its "
+                + "data directory: move it aside (or point --data-dir, SEAM_DATA_DIR, at the directory that holds the files)"
         case .newer(let model, let stored, let known):
             return "\(path) holds \(model) version \(stored), newer than this build, which knows up to version \(known); "
                 + "it was left untouched. Use a newer Seam"

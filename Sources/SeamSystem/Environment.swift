@@ -44,6 +44,13 @@ public enum Environment {
     }
 
     public static var userID: UInt32 { getuid() }
+
+    /// The process's working directory ("/" when it cannot be read).
+    public static var workingDirectory: String {
+        var buffer = [CChar](repeating: 0, count: 4097)
+        guard getcwd(&buffer, buffer.count) != nil else { return "/" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
     public static var processID: Int32 { getpid() }
 
     /// The listening socket systemd passed (`LISTEN_FDS`, for this process), if any: fd 3.

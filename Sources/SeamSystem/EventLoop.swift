@@ -75,6 +75,30 @@ public final class EventLoop {
         }
     }
 
+    /// Something another thread pokes to have `handler` run on the loop's thread (an eventfd the
+    /// loop watches). `wake()` is safe from any thread; wakes that come before the handler runs
+    /// are merged into one run, so the handler looks at everything waiting for it.
+    public final class Waker: @unchecked Sendable {
+        let fd: Int32
+        init(fd: Int32) { self.fd = fd }
+        public func wake() { _ = seam_eventfd_signal(fd) }
+        /// The eventfd the loop watches (to `forget` it once no more wakes are wanted).
+        public var descriptor: Int32 { fd }
+        deinit { close(fd) }
+    }
+
+    /// A new `Waker` whose wakes run `handler` on this loop.
+    public func waker(_ handler: @escaping () -> Void) throws(SystemError) -> Waker {
+        let fd = seam_eventfd()
+        guard fd >= 0 else { throw SystemError("eventfd", errno: errno) }
+        let waker = Waker(fd: fd)
+        try watch(fd, .read) { _ in
+            _ = seam_eventfd_drain(fd)
+            handler()
+        }
+        return waker
+    }
+
     /// Runs `action` once, `seconds` from now. Returns an id for `cancel`.
     @discardableResult
     public func after(_ seconds: Double, _ action: @escaping () -> Void) -> Int {

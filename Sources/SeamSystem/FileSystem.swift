@@ -55,6 +55,38 @@ public enum FileSystem {
         return stat(path, &st) == 0 ? Int64(st.st_size) : nil
     }
 
+    /// Which file a path names: its device and inode, and how many names it has; nil when the
+    /// path names nothing. Two paths name the same file when device and inode agree.
+    public struct Identity: Sendable, Equatable, CustomStringConvertible {
+        public var device: UInt64
+        public var inode: UInt64
+        public var links: UInt64
+        /// Device and inode alike (the link count may differ).
+        public func isSameFile(as other: Identity) -> Bool { device == other.device && inode == other.inode }
+        public var description: String { "device \(device), inode \(inode), \(links) link\(links == 1 ? "" : "s")" }
+    }
+
+    public static func identity(_ path: String) -> Identity? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), links: UInt64(st.st_nlink))
+    }
+
+    /// What kind of file `path` is, not following a final link: "file", "directory", "link",
+    /// "fifo", "socket", "device"; nil when there is none.
+    public static func kind(_ path: String) -> String? {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: return "file"
+        case S_IFDIR: return "directory"
+        case S_IFLNK: return "link"
+        case S_IFIFO: return "fifo"
+        case S_IFSOCK: return "socket"
+        default: return "device"
+        }
+    }
+
     /// When the file was last modified (Unix seconds), or nil when there is no such file.
     public static func modified(_ path: String) -> Double? {
         var st = stat()
@@ -148,12 +180,38 @@ public enum FileSystem {
         // 64 MiB a call: few system calls, and progress a person can watch on a large file.
         let chunk = 1 << 26
         var copied: Int64 = 0
+        var inKernel = true
+        var buffer: [UInt8] = []
         while true {
-            let n = seam_copy_file_range(input, output, chunk)
+            var n: Int
+            if inKernel {
+                n = seam_copy_file_range(input, output, chunk)
+                // Between file systems (a backup set on another disk) the kernel may not copy: read
+                // and write instead, from where it stopped.
+                if n < 0, copied == 0 || [EXDEV, EINVAL, ENOSYS, EOPNOTSUPP].contains(errno),
+                   [EXDEV, EINVAL, ENOSYS, EOPNOTSUPP].contains(errno) {
+                    inKernel = false
+                    buffer = [UInt8](repeating: 0, count: 1 << 20)
+                    continue
+                }
+            } else {
+                n = buffer.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress, $0.count) }
+                if n > 0 {
+                    var written = 0
+                    while written < n {
+                        let w = buffer.withUnsafeBytes { Glibc.write(output, $0.baseAddress! + written, n - written) }
+                        if w < 0 {
+                            if errno == EINTR { continue }
+                            throw SystemError("write", path: to, errno: errno)
+                        }
+                        written += w
+                    }
+                }
+            }
             if n == 0 { break }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw SystemError("copy_file_range", path: "\(from) -> \(to)", errno: errno)
+                throw SystemError(inKernel ? "copy_file_range" : "read", path: "\(from) -> \(to)", errno: errno)
             }
             copied += Int64(n)
             progress(copied)

@@ -111,10 +111,11 @@ enum BrokerBenchmarks {
 
     // MARK: - Helpers
 
-    static func start(_ path: String, _ arguments: [String]) throws -> Process {
+    static func start(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Process {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)
         p.arguments = arguments
+        if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         p.standardError = FileHandle.nullDevice
         p.standardOutput = FileHandle.nullDevice
         try p.run()

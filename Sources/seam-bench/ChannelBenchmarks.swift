@@ -183,11 +183,12 @@ enum ChannelBenchmarks {
 
     // MARK: - seamd
 
-    static func startSeamd(_ dir: String, sync: Bool) throws -> (Process, String) {
+    static func startSeamd(_ dir: String, data: String? = nil, sync: Bool, environment: [String: String] = [:]) throws -> (Process, String) {
         let socket = dir + "/s.sock"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let p = try BrokerBenchmarks.start(Executables.sibling("seamd"),
-                                           ["--data-dir", dir + "/data", "--socket", socket, "--no-roles", "--durability", sync ? "full" : "normal"])
+                                           ["--data-dir", data ?? dir + "/data", "--socket", socket, "--no-roles", "--durability", sync ? "full" : "normal"],
+                                           environment: environment)
         try BrokerBenchmarks.waitForSocket(socket)
         return (p, socket)
     }
@@ -279,8 +280,8 @@ enum ChannelBenchmarks {
         let saver: RawSeam
         private var saves = 0
 
-        init(work: String, channels: Int) throws {
-            let (process, socket) = try startSeamd(work, sync: false)
+        init(work: String, channels: Int, environment: [String: String] = [:]) throws {
+            let (process, socket) = try startSeamd(work, sync: false, environment: environment)
             self.process = process
             held = try registerChannels(channels, socket: socket)
             saver = try RawSeam(socket)

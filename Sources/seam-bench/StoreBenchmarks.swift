@@ -42,6 +42,89 @@ enum StoreBenchmarks {
         Figures.record("store.full_history_vs_vacuum", full.time / vacuumOld)
         Figures.record("store.add_attribute_vs_vacuum", add.time / vacuumCurrent)
         Figures.record("store.migration_peak_rss", Double(max(full.peakRSS, add.peakRSS)))
+        try storeFiles(current, work: work)
+    }
+
+    /// What guarding the store files costs (issue: nothing lost at rest), on the current
+    /// release's stores of `rows` rows: seamd's start until every store has passed its check at
+    /// open, beside `PRAGMA quick_check` of the same files alone; `seam backup` of them while seamd
+    /// serves, beside `VACUUM INTO`; and a one-row save's round trip with the check that each
+    /// store file is still at its path, beside seamd with it off (`SEAM_FILE_CHECKS=0`).
+    static func storeFiles(_ source: String, work: String) throws {
+        var table = BenchTable("Store files: the check at open, seam backup, the file check before each save (\(rows) rows, "
+                               + "medians of \(runs), each beside its comparison run by run)",
+                               columns: ["measure", "Seam", "comparison", "ratio", "target"])
+        var opens: [Double] = [], checks: [Double] = [], backups: [Double] = [], vacuums: [Double] = []
+        for i in 0..<runs {
+            let dir = work + "/files-\(i)"
+            try copyDirectory(source, to: dir + "/data")
+            // quick_check alone, then seamd started on the same files until both stores are open.
+            checks.append(try Harness.time(runs: 1) {
+                for name in ["Cloud", "Local"] {
+                    let db = try Database(path: "\(dir)/data/\(name).sqlite", options: { var o = Database.Options(); o.readOnly = true; return o }())
+                    _ = try db.check(quick: true)
+                }
+            }[0])
+            let started = Harness.now()
+            let (process, socket) = try ChannelBenchmarks.startSeamd(dir + "/seamd", data: dir + "/data", sync: false)
+            let c = try RawSeam(socket)
+            while true {
+                let stores = try c.call("org.seam.Store.Status").parameters["stores"]?.arrayValue ?? []
+                if stores.allSatisfy({ $0["state"]?.stringValue == "open" }) { break }
+                guard Double(Harness.now() - started) / 1e9 < 120 else { throw BenchError("the stores did not open: \(stores)") }
+                usleep(200)
+            }
+            opens.append(Double(Harness.now() - started) / 1e9)
+            // seam backup through this seamd, beside VACUUM INTO of the same files.
+            vacuums.append(try vacuumInto(dir + "/data", work: dir, runs: 1))
+            let set = dir + "/set"
+            backups.append(try Harness.time(runs: 1) {
+                let p = Process()
+                p.executableURL = URL(fileURLWithPath: Executables.sibling("seam"))
+                p.arguments = ["backup", set, "--socket", socket]
+                p.standardOutput = FileHandle.nullDevice
+                p.standardError = FileHandle.nullDevice
+                try p.run()
+                p.waitUntilExit()
+                guard p.terminationStatus == 0 else { throw BenchError("seam backup failed") }
+            }[0])
+            BrokerBenchmarks.stop(process)
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+        let open = Harness.median(opens), check = Harness.median(checks), backup = Harness.median(backups), vacuum = Harness.median(vacuums)
+        table.add(["seamd start → every store checked and open, beside quick_check of both files alone", Harness.duration(open),
+                   Harness.duration(check), Harness.ratio(open, check), "-"])
+        table.add(["seam backup (through seamd), beside VACUUM INTO of both files", Harness.duration(backup), Harness.duration(vacuum),
+                   Harness.ratio(backup, vacuum), "≤ 1.5×"])
+        let (with, without) = try saveWithAndWithoutFileChecks(work: work)
+        table.add(["one-row save round trip p50 (one CPU), with the file check, beside without it", Harness.duration(with),
+                   Harness.duration(without), Harness.ratio(with, without), "≤ 1.05×"])
+        table.print()
+        Figures.record("store.backup_vs_vacuum", backup / vacuum)
+        Figures.record("store.save_with_file_check_vs_without", with / without)
+        Figures.record("store.open_with_check_vs_quick_check", open / check)
+    }
+
+    /// One-row save round trips (p50) on two seamds, one with the file check before each save and
+    /// one without, taking turns 100 saves at a time after 1,500 untimed each.
+    static func saveWithAndWithoutFileChecks(work: String) throws -> (Double, Double) {
+        let on = try ChannelBenchmarks.SaveCost(work: work + "/checks-on", channels: 0)
+        defer { on.stop() }
+        let off = try ChannelBenchmarks.SaveCost(work: work + "/checks-off", channels: 0, environment: ["SEAM_FILE_CHECKS": "0"])
+        defer { off.stop() }
+        _ = try on.measure(rounds: 1_500)
+        _ = try off.measure(rounds: 1_500)
+        // Every process on one CPU: placed by the scheduler, one seamd's wakeups may cross CPUs
+        // and the other's not, which costs tens of microseconds a round trip here.
+        let placement: CPUPlacement = CPUPlacement.available.contains(.oneCPU) ? .oneCPU : .scheduler
+        try placement.apply(client: true, servers: [on.process.processIdentifier, off.process.processIdentifier])
+        defer { try? CPUPlacement.scheduler.apply(client: true, servers: []) }
+        var a: [Double] = [], b: [Double] = []
+        for _ in 0..<Bench.size(40, quick: 10) {
+            a += try on.measure(rounds: 100)
+            b += try off.measure(rounds: 100)
+        }
+        return (Harness.median(a), Harness.median(b))
     }
 
     /// `SEAM_BENCH_ROWS`, default 1,000,000 (100,000 quick): the rows of the stores the migration

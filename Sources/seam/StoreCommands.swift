@@ -16,6 +16,7 @@ enum StoreCommands {
                 print("  " + describe(store: store))
                 // Why a store is closed, and what to do about it.
                 if let reason = store["reason"]?.stringValue { print("    \(reason)") }
+                if let note = store["note"]?.stringValue { print("    \(note)") }
             }
             if let last = s["migration"]?["last"], let error = last["error"]?.stringValue {
                 print("  the last migration failed: \(error); `seam migrate` tries again")
@@ -127,8 +128,11 @@ enum StoreCommands {
 
     /// One line for a store from `Status`: name, state, path and size.
     static func describe(store: JSON) -> String {
-        var line = "\(store["name"]?.stringValue ?? "?"): \(store["state"]?.stringValue ?? "open"), "
-            + "\(store["path"]?.stringValue ?? "?") (\(store["size"]?.int64Value ?? 0) bytes)"
+        var line = "\(store["name"]?.stringValue ?? "?"): \(store["state"]?.stringValue ?? "open")"
+        if store["readOnly"]?.boolValue == true {
+            line += ", read-only (\(store["readOnlyReason"]?.stringValue ?? "the file cannot be written"); saves to it are refused)"
+        }
+        line += ", \(store["path"]?.stringValue ?? "?") (\(store["size"]?.int64Value ?? 0) bytes)"
         if let e = store["checkpointError"]?.stringValue { line += "; the last WAL checkpoint failed: \(e)" }
         return line
     }

@@ -11,7 +11,7 @@ var seam = CommandSet(
         Listings take --json.
         """,
     commonOptions: ["socket"],
-    commands: TimerCommands.all + [WatchCommand.command] + StoreCommands.all + SyncCommands.all + ServiceCommands.all
+    commands: TimerCommands.all + [WatchCommand.command] + StoreCommands.all + MaintenanceCommands.all + SyncCommands.all + ServiceCommands.all
 )
 seam.version = "0.1.0"
 await seam.main(Array(CommandLine.arguments.dropFirst()))

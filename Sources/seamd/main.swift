@@ -66,6 +66,8 @@ do {
         }
         configuration.spinSeconds = Double(microseconds) / 1_000_000
     }
+    // Only to measure what the check of the store files before each save costs (scripts/bench store).
+    if Environment.value("SEAM_FILE_CHECKS") == "0" { configuration.verifiesFiles = false }
     let log = Logger(tag: "seamd", level: level)
     do {
         let broker = try Broker(configuration: configuration, schema: TimerApp.schema, log: log)

@@ -104,4 +104,12 @@ int seam_window_size(int fd, int *rows, int *columns);
 /// Sets a terminal's size (TIOCSWINSZ; the foreground group gets SIGWINCH): 0, or -1 with errno.
 int seam_set_window_size(int fd, int rows, int columns);
 
+
+/// A non-blocking, close-on-exec eventfd: another thread's `seam_eventfd_signal` makes it readable.
+int seam_eventfd(void);
+/// Adds one to an eventfd's count (safe from any thread); 0, or -1 with errno.
+int seam_eventfd_signal(int fd);
+/// Reads (and so clears) an eventfd's count; 0, or -1 with errno (EAGAIN when it was zero).
+int seam_eventfd_drain(int fd);
+
 #endif
