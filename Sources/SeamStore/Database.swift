@@ -31,6 +31,10 @@ public final class Database {
         public var wal = true
         /// Accept `file:` URIs (for read-only attachments).
         public var uri = false
+        /// Read pages through a memory map (WAL connections only): the served stores' reads. Off
+        /// for a connection that reads a whole file once (a migration's copy, a check): every page
+        /// it touches would count in the process's resident memory.
+        public var memoryMapped = true
         public init() {}
     }
 
@@ -111,7 +115,7 @@ public final class Database {
                 // Read pages straight from the kernel's page cache rather than copying each one in
                 // with pread: a fetch by uuid touches a handful of pages, and the copies were most
                 // of its cost below SQLite. Address space only; the store stays the file it was.
-                try execute("PRAGMA mmap_size=\(1 << 30)")
+                if options.memoryMapped { try execute("PRAGMA mmap_size=\(1 << 30)") }
                 // This connection's own WAL hook replaces SQLite's automatic checkpoint (which is
                 // a WAL hook too: setting `PRAGMA wal_autocheckpoint` would remove this one).
                 sqlite3_wal_hook(db, { context, _, _, frames in

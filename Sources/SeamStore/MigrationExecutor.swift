@@ -265,7 +265,7 @@ enum MigrationExecutor {
             state.bytesWritten = written + copied
             progress(state)
         }
-        let db = try Database(path: path, options: { var o = Database.Options(); o.create = false; return o }())
+        let db = try Database(path: path, options: { var o = Database.Options(); o.create = false; o.memoryMapped = false; return o }())
         try db.execute("BEGIN IMMEDIATE")
         for sql in statements { try db.execute(sql) }
         try file.metadata.write(to: db)
