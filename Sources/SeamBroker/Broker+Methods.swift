@@ -22,8 +22,10 @@ extension Broker {
             switch call.member {
             case "Hello": result = hello(call.parameters, c)
             case "Schema": result = .success(schemaInfo())
-            case "Fetch": return fetch(call.parameters, id: call.id)
-            case "Count": result = count(call.parameters)
+            case "Fetch":
+                if let uuid = call.parameters["uuid"], !uuid.isNull { return fetch(call.parameters, id: call.id) }
+                return fetchOnReader(call.parameters, id: call.id, c)
+            case "Count": return countOnReader(call.parameters, id: call.id, c)
             case "Save": return save(call.parameters, c, id: call.id)
             case "Status": result = .success(status())
             case "Subscribe": return subscribe(call, c)

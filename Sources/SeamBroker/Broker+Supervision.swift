@@ -272,7 +272,17 @@ extension Broker {
         c.callsPaused = false
         processFrames(c)  // calls that waited for the role to read its replies
         var reads = 0
-        while reads < 4096, read(c) { reads += 1 }
+        while reads < 4096, !c.awaitingRead, c.parked == nil, read(c) {
+            reads += 1
+            processFrames(c)
+        }
+        if c.awaitingRead || c.parked != nil {
+            // A call waits (for a reader, for the stores' checks): the rest are handled after it,
+            // and then the connection closes (`resumeAfterRead`, `collectChecks`).
+            c.readClosed = true
+            loop.forget(c.fd)
+            return
+        }
         close(c)
     }
 

@@ -29,6 +29,8 @@ public final class Broker {
         public var supervision = SupervisorConfiguration(roles: [], problems: [])
         /// Where `seam sync setup` writes the sync configuration (nil: sync is never started).
         public var syncConfigurationPath: String?
+        /// What one client's call may cost (`seamd.json`'s `limits`).
+        public var limits: BrokerLimits { supervision.limits }
         public init(dataDirectory: String, socketPath: String) {
             self.dataDirectory = dataDirectory
             self.socketPath = socketPath
@@ -60,6 +62,14 @@ public final class Broker {
     var stopping = false
     /// The backup, check or restore running (`org.seam.Maintenance`).
     var maintenance: MaintenanceJob?
+    /// The threads that run reads off the loop, and what they hand back (`Broker+Reads`).
+    let readers: ReaderPool
+    let readOutcomes = Mailbox<(Int, ReadOutcome)>()
+    var readWaker: EventLoop.Waker?
+    var readContinuations: [Int: (ReadOutcome) -> Void] = [:]
+    var nextReadID = 0
+    /// Connections with calls read and not yet handled, in turn order (`Broker+Turns`).
+    var runnable = TurnQueue()
     /// Connections whose next call writes, held while a store's check at open runs (`parked`).
     var parkedForChecks: [Connection] = []
     /// Wakes the loop when a store's check at open has finished.
@@ -106,6 +116,9 @@ public final class Broker {
         if !options.syncConfigured, Self.hasSyncedBefore(opened) { opened.syncConfigured = true }
         context = opened
         do { loop = try EventLoop() } catch { throw BrokerError("cannot start the event loop: \(error)") }
+        do { readers = try ReaderPool(threads: configuration.limits.readers, budget: configuration.limits.querySeconds) } catch {
+            throw BrokerError("cannot start the reader threads: \(error)")
+        }
         loop.spinSeconds = configuration.spinSeconds
         if let fd = configuration.listenDescriptor {
             listener = fd
@@ -151,6 +164,13 @@ public final class Broker {
         // Between requests, the writer finishes what a checkpoint left, so the WAL starts over.
         loop.whenIdle({ [unowned self] in self.context.upkeepDue }, { [unowned self] in self.context.upkeep() })
         watchStoreFiles()
+        takeTurns()
+        do { readWaker = try loop.waker { [unowned self] in takeReadOutcomes() } } catch {
+            throw BrokerError("cannot watch the reader threads: \(error)")
+        }
+        // A store that closes (a migration, a restore, damage) is let go of by every reader first.
+        let readers = self.readers
+        context.willCloseStore = { _, path, attachment in readers.release(path, attachment: attachment) }
         startRoles()
         pruneBackups()
         if configuration.supervision.migratesAtStart { startMigrationAtStart() }
@@ -255,13 +275,18 @@ public final class Broker {
                 close(c)
                 return false
             }
-            processFrames(c)
+            schedule(c)
             return true
         }
     }
 
-    func processFrames(_ c: Connection) {
-        while !c.closed, c.parked == nil {
+    /// Handles the calls read from `c`, at most `budget` of them (`Broker+Turns` gives each
+    /// connection a few a turn), until one waits for a reader, the outbox is full, or the stores'
+    /// checks hold a write back.
+    func processFrames(_ c: Connection, budget: Int = .max) {
+        var handled = 0
+        while !c.closed, c.parked == nil, !c.awaitingRead, handled < budget {
+            handled += 1
             // A client that has not read what is queued for it waits for its next reply: the
             // calls it pipelined are read (a client blocked writing them must not wait on us)
             // but kept unhandled until `flush` has written everything queued.
@@ -437,7 +462,9 @@ public final class Broker {
     /// every call it sent handled, and (while anyone reads) no reply queued or owed, no
     /// subscription. Calls that wait or are being handled keep it, whoever reads.
     func closeIfFinished(_ c: Connection) {
-        guard c.readClosed, !c.closed, !c.callsPaused, !c.callsResuming, c.parked == nil else { return }
+        guard c.readClosed, !c.closed, !c.callsPaused, !c.callsResuming, c.parked == nil, !c.awaitingRead,
+              !c.decoder.hasCompleteFrame()
+        else { return }
         if c.discardsOutput || (c.pendingOutput == 0 && c.subscriptions.isEmpty && !c.owesResync && c.repliesOwed == 0) { close(c) }
     }
 
@@ -451,9 +478,10 @@ public final class Broker {
         c.outboxOffset = 0
         c.callsPaused = false
         processFrames(c)
-        if c.parked != nil {
-            // A write waits for the stores' checks: it is handled then, and the connection
-            // closed. Its end is not watched meanwhile (it would be reported on every turn).
+        if c.parked != nil || c.awaitingRead {
+            // A write waits for the stores' checks, or a read for its reader: it is handled then
+            // (with the calls after it), and the connection closed. Its end is not watched
+            // meanwhile (it would be reported on every turn).
             c.readClosed = true
             loop.forget(c.fd)
             return
@@ -482,6 +510,7 @@ public final class Broker {
     func close(_ c: Connection) {
         guard !c.closed else { return }
         c.closed = true
+        runnable.remove(Int(c.fd))
         if let t = c.handshakeTimer { loop.cancel(t) }
         loop.forget(c.fd)
         Descriptors.close(c.fd)
@@ -517,6 +546,7 @@ public final class Broker {
             UnixSocket.waitWritable(waiting.map(\.fd), timeoutMilliseconds: Int32(max(1, left * 1000)))
         }
         stopRoles(grace: 2)
+        readers.stop()
         for c in Array(connections.values) { close(c) }
         // Every store on the disk, then the open marker removed: a clean close.
         context.finish()

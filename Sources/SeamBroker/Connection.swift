@@ -40,6 +40,8 @@ final class Connection {
     /// Set when one of its subscriptions stopped queueing diffs: a resync is owed once the
     /// outbox drains.
     var owesResync = false
+    /// A call of this connection runs on a reader (`Broker+Reads`): its later calls wait for its reply.
+    var awaitingRead = false
     /// A call that writes, read while a store's check at open was running: it and the calls
     /// after it wait until the checks end (`Broker.parkedForChecks`).
     var parked: ArraySlice<UInt8>?

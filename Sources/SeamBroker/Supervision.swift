@@ -1,5 +1,6 @@
 import SeamJSON
 import SeamStore
+import SeamSystem
 
 /// One process seamd keeps running: a built-in role (the ticker now; the migration and sync
 /// workers later) or a plugin a person listed in `seamd.json`.
@@ -50,6 +51,8 @@ public struct SupervisorConfiguration: Sendable, Equatable {
     public var migratesAtStart = true
     /// How many generations `backups/` keeps (by count, by bytes); none: every one.
     public var backupBound = Backups.Bound()
+    /// What one client's call may cost (`limits`).
+    public var limits = BrokerLimits()
     /// What was wrong with the file, one line each (logged at start, shown by `seam status`).
     public var problems: [String]
 
@@ -82,10 +85,11 @@ public struct SupervisorConfiguration: Sendable, Equatable {
             return SupervisorConfiguration(roles: builtIn, problems: ["\(path) is not valid JSON (\(error)); using the defaults"])
         }
         var problems: [String] = []
-        for key in top.keys where !["roles", "plugins", "backups"].contains(key) {
-            problems.append("\(path): unknown key '\(key)' ignored (the keys are 'roles', 'plugins' and 'backups')")
+        for key in top.keys where !["roles", "plugins", "backups", "limits"].contains(key) {
+            problems.append("\(path): unknown key '\(key)' ignored (the keys are 'roles', 'plugins', 'backups' and 'limits')")
         }
         let backupBound = Self.backupBound(top["backups"], path: path, problems: &problems)
+        let limits = BrokerLimits.parse(top["limits"], path: path, problems: &problems)
         var roles: [RoleSpec] = []
         let configured = top["roles"]?.objectValue ?? [:]
         if let r = top["roles"], r.objectValue == nil { problems.append("\(path): 'roles' is not an object; using the defaults") }
@@ -181,6 +185,7 @@ public struct SupervisorConfiguration: Sendable, Equatable {
         out.migrator = migrator
         out.migratesAtStart = migratesAtStart
         out.backupBound = backupBound
+        out.limits = limits
         return out
     }
 
@@ -244,5 +249,48 @@ public struct Backoff: Sendable, Equatable {
         let d = next
         next = min(next * 2, Self.limit)
         return d
+    }
+}
+
+/// What one client's call may cost seamd (`seamd.json`'s `limits`; see PROTOCOL.md, Limits).
+public struct BrokerLimits: Sendable, Equatable {
+    /// The most a predicate may cost per row (`PredicateCost`), for Fetch, Count and Subscribe.
+    public var predicateCost = 2_000
+    /// The longest a query may run on a reader before it is stopped, in seconds.
+    public var querySeconds = 1.0
+    /// Reader threads (the default: one per CPU, at least two).
+    public var readers = max(2, Threads.processorCount)
+    /// Calls handled for one connection before the others get their turn.
+    public var callsPerTurn = 16
+
+    public init() {}
+
+    static func parse(_ json: JSON?, path: String, problems: inout [String]) -> BrokerLimits {
+        var limits = BrokerLimits()
+        guard let json else { return limits }
+        guard let object = json.objectValue else {
+            problems.append("\(path): 'limits' is not an object; the defaults apply")
+            return limits
+        }
+        for key in object.keys where !["predicateCost", "querySeconds", "readers", "callsPerTurn"].contains(key) {
+            problems.append("\(path): limits.\(key) is not a limit (they are predicateCost, querySeconds, readers and callsPerTurn); ignored")
+        }
+        func integer(_ key: String, in range: ClosedRange<Int64>) -> Int? {
+            guard let v = object[key] else { return nil }
+            guard let n = v.int64Value, range.contains(n) else {
+                problems.append("\(path): limits.\(key) is not a whole number from \(range.lowerBound) to \(range.upperBound); the default applies")
+                return nil
+            }
+            return Int(n)
+        }
+        if let n = integer("predicateCost", in: 1...1_000_000) { limits.predicateCost = n }
+        if let n = integer("readers", in: 1...64) { limits.readers = n }
+        if let n = integer("callsPerTurn", in: 1...10_000) { limits.callsPerTurn = n }
+        if let v = object["querySeconds"] {
+            if let d = v.doubleValue ?? v.int64Value.map(Double.init), d >= 0.01, d <= 3600 { limits.querySeconds = d } else {
+                problems.append("\(path): limits.querySeconds is not a number of seconds from 0.01 to 3600; the default applies")
+            }
+        }
+        return limits
     }
 }

@@ -140,6 +140,12 @@ extension Context {
         return out
     }
 
+    /// What another connection to store `store`'s file met (a reader of the broker's): when it
+    /// is damage, the store closes as damaged; the error to answer with, either way.
+    public func reportDamage(_ error: DatabaseError, store: String, entity: String = "") -> ContextError {
+        quarantined(ContextError(.database(error)), store: store, entity: entity)
+    }
+
     /// Runs `body`; a damaged store it meets is closed (`quarantined`).
     func guarding<T>(entity: String = "", _ body: () throws(ContextError) -> T) throws(ContextError) -> T {
         do { return try body() } catch { throw quarantined(error, entity: entity) }

@@ -328,6 +328,11 @@ public final class Context {
     /// frames) before the writer checkpoints inline; the broker calls it from its loop's idle turns.
     public func upkeep() { for c in checkpointers.values where c.catchUpDue { c.catchUp() } }
 
+    /// Called as an open store closes, before its connection does, with its name, file and
+    /// attachment (`attachment(_:)`): whoever holds connections of their own to the file (the
+    /// broker's readers) lets go of them here, so that the file is left whole and alone.
+    public var willCloseStore: ((_ name: String, _ path: String, _ attachment: Int) -> Void)?
+
     /// Closes an open store (before its migration): its checkpointer stops, its statements
     /// are finalised and its connection closed, so its WAL is folded into the file. Calls
     /// that need it fail with `storeUnavailable` and `reason` until it is reopened.
@@ -337,6 +342,7 @@ public final class Context {
         readOnly[name] = nil
         identities[name] = nil
         guard let handle = stores.removeValue(forKey: name) else { return }
+        willCloseStore?(name, handle.db.path, attachments[name] ?? 0)
         checkpointers.removeValue(forKey: name)?.stop()
         readers.removeValue(forKey: name)?.close()
         servedVersions[name] = nil
@@ -632,7 +638,7 @@ public final class Context {
         return try db.prepare(sql)
     }
 
-    private func compile(_ request: FetchRequest, entity e: Entity, columns: [String]) throws(ContextError) -> CompiledSQL {
+    func compile(_ request: FetchRequest, entity e: Entity, columns: [String]) throws(ContextError) -> CompiledSQL {
         var field = "predicate"
         do throws(QueryError) {
             var predicate: CheckedPredicate?

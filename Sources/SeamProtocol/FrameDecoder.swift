@@ -65,6 +65,18 @@ public struct FrameDecoder: Sendable {
 
     /// Bytes received but not yet part of a complete frame.
     public var pendingBytes: Int { buffer.count - start }
+
+    /// Whether a whole frame waits to be taken by `next()` (bytes already looked at are not
+    /// looked at again).
+    public mutating func hasCompleteFrame() -> Bool {
+        var i = max(start, scanned)
+        while i < buffer.count {
+            if buffer[i] == 0 { return true }
+            i += 1
+        }
+        scanned = buffer.count
+        return false
+    }
 }
 
 /// The limits the broker enforces; documented in `Protocol/PROTOCOL.md`.

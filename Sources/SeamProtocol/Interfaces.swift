@@ -183,6 +183,9 @@ public enum Interfaces {
         error StoreUnavailable (store: string, message: string)
         # A save into a store whose file can only be read; reads of it work.
         error StoreReadOnly (store: string, path: string, message: string)
+        # A query past seamd's limits: a predicate that costs too much per row (refused before it
+        # runs), or a statement past its time budget (stopped). limit names the setting.
+        error QueryTooExpensive (message: string, limit: string)
 
         """
 

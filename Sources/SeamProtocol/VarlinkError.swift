@@ -73,6 +73,13 @@ public struct VarlinkError: Error, Sendable, CustomStringConvertible {
         VarlinkError("org.seam.Store.StoreUnavailable", ["store": .string(store), "message": .string(message)])
     }
 
+    /// A query that costs more than seamd's limits allow: a predicate that costs too much per row
+    /// (refused before it runs), or a statement that ran past its time budget (stopped). `limit`
+    /// names the setting (`predicateCost`, `querySeconds`; `seamd.json`'s `limits`).
+    public static func queryTooExpensive(_ message: String, limit: String) -> VarlinkError {
+        VarlinkError("org.seam.Store.QueryTooExpensive", ["message": .string(message), "limit": .string(limit)])
+    }
+
     /// The store a save would write to can only be read (its file's permissions, a read-only
     /// mount); reads of it work.
     public static func storeReadOnly(store: String, path: String, _ message: String) -> VarlinkError {

@@ -47,6 +47,8 @@ public final class Database {
     private let walFlusher: FileFlusher?
     /// The WAL's path, when the connection writes through one.
     private let walPath: String?
+    /// The deadline `limitRunningTime` set, kept alive while its handler may read it.
+    private var progressDeadline: DeadlineBox?
     /// `flushWAL`'s flusher on a connection that does not flush every commit (made on first use).
     private var ownFlusher: FileFlusher?
     /// While set, a commit only starts its WAL's writeback, and the owner must call
@@ -380,6 +382,29 @@ public final class Database {
 
     /// Total rows changed since the connection opened, for tests that prove nothing was written.
     public var totalChanges: Int { Int(sqlite3_total_changes64(handle)) }
+
+    /// A limit on how long the statements of this connection may run: past `deadline` (seconds on
+    /// the monotonic clock) a running statement stops with `SQLITE_INTERRUPT`, checked every few
+    /// thousand virtual-machine steps. Nil: no limit.
+    public func limitRunningTime(until deadline: Double?) {
+        guard let deadline else {
+            sqlite3_progress_handler(handle, 0, nil, nil)
+            progressDeadline = nil
+            return
+        }
+        let box = progressDeadline ?? DeadlineBox()
+        box.deadline = deadline
+        progressDeadline = box
+        sqlite3_progress_handler(handle, 4000, { context in
+            Unmanaged<DeadlineBox>.fromOpaque(context!).takeUnretainedValue().passed ? 1 : 0
+        }, Unmanaged.passUnretained(box).toOpaque())
+    }
+
+    /// What the progress handler of `limitRunningTime` looks at.
+    private final class DeadlineBox {
+        var deadline = 0.0
+        var passed: Bool { WallClock.monotonic() > deadline }
+    }
 
     /// Asks a running statement to stop at its next opportunity (`SQLITE_INTERRUPT`).
     public func interrupt() { sqlite3_interrupt(handle) }

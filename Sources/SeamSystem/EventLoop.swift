@@ -26,6 +26,7 @@ public final class EventLoop {
     private var nextDeadline = 0
     private var running = false
     private var idle: (due: () -> Bool, work: () -> Void)?
+    private var turns: (pending: () -> Bool, run: () -> Void)?
     /// After a turn that handled events, the loop polls for this long (yielding the CPU between
     /// polls) before it sleeps: a request that follows the last closely (a client in a
     /// conversation) is read at once, not after this thread's CPU has woken from idle, which
@@ -114,6 +115,11 @@ public final class EventLoop {
     /// For upkeep that belongs between requests, never in front of one.
     public func whenIdle(_ due: @escaping () -> Bool, _ work: @escaping () -> Void) { idle = (due, work) }
 
+    /// Work the owner does in turns (`run`, after each turn's events), for as long as `pending`
+    /// says some is left: the loop then polls for events without waiting, so that new events and
+    /// pending work take turns.
+    public func inTurns(pending: @escaping () -> Bool, run: @escaping () -> Void) { turns = (pending, run) }
+
     /// Runs until `stop()`.
     public func run() {
         running = true
@@ -125,8 +131,9 @@ public final class EventLoop {
             var soonest = Double.infinity
             for d in deadlines where d.at < soonest { soonest = d.at }
             // Upkeep waits for deadlines already due as well as for requests.
-            let upkeep = soonest > now && (idle?.due() ?? false)
-            let timeout = upkeep ? 0 : Self.milliseconds(until: soonest, from: now)
+            let busy = turns?.pending() ?? false
+            let upkeep = !busy && soonest > now && (idle?.due() ?? false)
+            let timeout = upkeep || busy ? 0 : Self.milliseconds(until: soonest, from: now)
             var n: Int32 = 0
             // Spinning ends when the window does, or at the next deadline, which it must not delay:
             // the wait after it is measured from when it ended.
@@ -150,8 +157,9 @@ public final class EventLoop {
                                              hangup: gone || e & UInt32(SEAM_EPOLLRDHUP) != 0, peerGone: gone))
                 }
             }
+            if let turns, turns.pending() { turns.run() }
             let after = WallClock.monotonic()
-            if n > 0 { spinUntil = after + spinSeconds }
+            if n > 0 || busy { spinUntil = after + spinSeconds }
             if deadlines.contains(where: { $0.at <= after }) {
                 let due = deadlines.filter { $0.at <= after }
                 deadlines.removeAll { $0.at <= after }

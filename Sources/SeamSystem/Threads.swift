@@ -30,6 +30,17 @@ public enum Threads {
         pthread_detach(thread)
     }
 
+    /// Lowers the calling thread's scheduling priority by `niceness` (1–19): work that should
+    /// yield to the threads that answer clients (a reader running a long query).
+    public static func lowerPriorityOfThisThread(by niceness: Int32) {
+        // On Linux a nice value belongs to each thread, and PRIO_PROCESS with id 0 is the caller's.
+        let current = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, min(19, current + niceness))
+    }
+
+    /// The CPUs this process may run on.
+    public static var processorCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
     /// Sleeps for `seconds`.
     public static func sleep(_ seconds: Double) {
         var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - Double(Int(seconds))) * 1e9))

@@ -16,9 +16,10 @@ let usage = """
       --socket PATH        the socket (default $SEAM_SOCKET, else $XDG_RUNTIME_DIR/seam/seamd.sock,
                            else /tmp/seam-$UID/seamd.sock); a socket passed by systemd
                            (LISTEN_FDS) is used instead when present
-      --config FILE        the roles to run (default $XDG_CONFIG_HOME/seam/seamd.json, else
-                           ~/.config/seam/seamd.json; missing: the ticker, found beside seamd)
-      --no-roles           start no role processes (they run elsewhere, or not at all)
+      --config FILE        the roles to run, limits, backups (default $XDG_CONFIG_HOME/seam/seamd.json,
+                           else ~/.config/seam/seamd.json; missing: the ticker, found beside seamd)
+      --no-roles           start no role processes (they run elsewhere, or not at all); a --config
+                           FILE still sets everything else
       --durability MODE    normal (WAL, synchronous=NORMAL; the default) or full (every save on the disk before it is answered)
       --log-level LEVEL    debug, info (default), warning or error
       --handshake-timeout S  seconds a new connection has to send its first call (default 10)
@@ -48,10 +49,16 @@ do {
     }
     configuration.listenDescriptor = Environment.socketActivationDescriptor
     configuration.interfaces = [TimerService.interface]
-    if !args.flag("no-roles") {
+    // The configuration file is read when one is named, or when roles run (the default file):
+    // --no-roles keeps its limits, backups and migration settings, and starts no role.
+    if args.value("config") != nil || !args.flag("no-roles") {
         let path = args.value("config") ?? FileSystem.join(Environment.configDirectory, "seamd.json")
         configuration.supervision = SupervisorConfiguration.load(path: path)
-        configuration.syncConfigurationPath = SupervisorConfiguration.syncPath(besides: path)
+        if args.flag("no-roles") {
+            configuration.supervision.roles = []
+        } else {
+            configuration.syncConfigurationPath = SupervisorConfiguration.syncPath(besides: path)
+        }
     }
     if let t = args.value("handshake-timeout") {
         guard let seconds = Double(t), seconds > 0, seconds <= 3600 else {

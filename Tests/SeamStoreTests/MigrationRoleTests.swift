@@ -110,8 +110,8 @@ final class MigrationRoleTests: XCTestCase {
 
         try fake.go()
         try eventually(10, "the worker's death is handled") { try c.status()["migration"]?["running"]?.boolValue == false }
-        let local = try MigrationRoleSupport.store("Local", c)
-        XCTAssertEqual(local["state"]?.stringValue, "outdated", "served at its old version: \(local)")
+        // Served at its old version, once its check at open has run.
+        try eventually(10, "Local is served at its old version") { try MigrationRoleSupport.store("Local", c)["state"]?.stringValue == "outdated" }
         XCTAssertEqual(MigrationRoleSupport.temporaries(in: data), [], "the half-written copy is removed")
         XCTAssertEqual(try c.count("Session"), 200)
         let error = try c.status()["migration"]?["last"]?["error"]?.stringValue ?? ""
@@ -627,8 +627,15 @@ enum MigrationRoleSupport {
     }
 
     /// One store's entry in `Status`.
+    /// Store `name` as Status reports it, once its check at open (which runs each time it opens
+    /// again) has ended: "checking" is the state for those few milliseconds.
     static func store(_ name: String, _ c: SeamConnection) throws -> JSON {
-        try XCTUnwrap(c.status()["stores"]?.arrayValue?.first { $0["name"]?.stringValue == name })
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            let store = try XCTUnwrap(c.status()["stores"]?.arrayValue?.first { $0["name"]?.stringValue == name })
+            if store["state"]?.stringValue != "checking" || Date() > deadline { return store }
+            usleep(10_000)
+        }
     }
 
     /// Leftovers of a migration in a store directory: copies, their companions, a swap intent.

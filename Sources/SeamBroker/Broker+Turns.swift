@@ -1,0 +1,37 @@
+import SeamProtocol
+
+/// Fair turns (issue: one client cannot take the broker): the calls a connection sends are read
+/// as they come, and handled in turns — a few per connection (`BrokerLimits.callsPerTurn`),
+/// the built-in roles' first, then the others round-robin — so that a client that pipelines
+/// thousands of calls does not hold everyone else's for their whole length.
+extension Broker {
+    /// Starts taking turns on the loop.
+    func takeTurns() {
+        loop.inTurns(pending: { [unowned self] in !runnable.isEmpty }, run: { [unowned self] in runTurns() })
+    }
+
+    /// Queues `c` for a turn when it has calls read and nothing holds them (a read it waits
+    /// for, a full outbox, the stores' checks).
+    func schedule(_ c: Connection) {
+        guard !c.closed, !c.awaitingRead, c.parked == nil, !c.callsPaused, c.decoder.hasCompleteFrame() else { return }
+        runnable.add(Int(c.fd), urgent: isRole(c))
+    }
+
+    /// Whether `c` is one of the built-in roles seamd started (the ticker, the migration and
+    /// sync workers): their calls go first.
+    func isRole(_ c: Connection) -> Bool {
+        c.supervisedAs != nil && c.hello?.role != "plugin"
+    }
+
+    /// One round: every connection queued now has a turn, in order.
+    func runTurns() {
+        var left = runnable.count
+        while left > 0, let fd = runnable.next() {
+            left -= 1
+            guard let c = connections[Int32(fd)] else { continue }
+            processFrames(c, budget: configuration.limits.callsPerTurn)
+            schedule(c)  // more left: behind the others
+            if c.readClosed { closeIfFinished(c) }
+        }
+    }
+}

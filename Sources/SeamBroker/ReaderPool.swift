@@ -1,0 +1,195 @@
+import SeamContext
+import SeamProtocol
+import SeamStore
+import SeamSystem
+import Synchronization
+
+/// Threads that run the broker's reads — Fetch, Count, a channel's first result, a resync's
+/// bytes — so that its loop never waits on a query: each reader has read-only connections of its
+/// own (WAL snapshots beside the writer) and a lower scheduling priority than the loop. Jobs are
+/// taken by priority (roles and people first), then in order; each statement runs under a time
+/// budget (`Database.limitRunningTime`). What a job returns comes back to the loop through a
+/// `Mailbox` and an `EventLoop.Waker`, and `ReaderPool.Completion` carries it to whoever asked.
+final class ReaderPool: Sendable {
+    /// What a reader thread gives a job: its connections, opened as needed. The loop may reach
+    /// in (`release`) to stop a statement and close a store's connection as that store closes;
+    /// `lock` is held while a job runs and while that happens.
+    final class Connections: @unchecked Sendable {
+        private var open: [String: Database] = [:]
+        private let lock = Mutex(())
+        /// The connection a statement runs on now, so that `release` can interrupt it.
+        private var running: (db: Database, path: String)?
+        private let runningLock = Mutex(())
+        /// Set by `release` when it interrupted the statement running: the read fails as
+        /// "closed", not as "too costly".
+        private let releasedUnderfoot = Atomic<Bool>(false)
+        private let retired: Retired
+        /// Seconds a statement may run (`Database.limitRunningTime`).
+        let budget: Double
+
+        init(budget: Double, retired: Retired) {
+            self.budget = budget
+            self.retired = retired
+        }
+
+        /// Runs `body` with this reader's connections held: `release` waits until it ends.
+        func holding<T>(_ body: () -> T) -> T { lock.withLock { _ in body() } }
+
+        /// Runs `plan` within the budget; a statement that passes it is `budgetPassed`; a store
+        /// that closed (or was opened again) since the plan was made is `storeClosed`.
+        func run(_ plan: ReadPlan) throws(ReadFailure) -> ReadPlan.Result {
+            guard retired.allows(plan) else { throw .storeClosed(plan.store) }
+            let db: Database
+            if let held = open[plan.path] { db = held } else {
+                var o = Database.Options()
+                o.readOnly = true
+                do { db = try Database(path: plan.path, options: o) } catch { throw ReadFailure.from(error, plan) }
+                open[plan.path] = db
+            }
+            releasedUnderfoot.store(false, ordering: .relaxed)
+            runningLock.withLock { _ in running = (db, plan.path) }
+            db.limitRunningTime(until: WallClock.monotonic() + budget)
+            defer {
+                db.limitRunningTime(until: nil)
+                runningLock.withLock { _ in running = nil }
+            }
+            do { return try plan.run(on: db) } catch where error.primaryCode == DatabaseError.interrupt {
+                if releasedUnderfoot.load(ordering: .relaxed) { throw .storeClosed(plan.store) }
+                throw .budgetPassed(seconds: budget)
+            } catch {
+                throw ReadFailure.from(error, plan)
+            }
+        }
+
+        /// Interrupts a statement running on `path`, waits for the job to end, and closes this
+        /// reader's connection to it. Called on the loop as the store closes.
+        func release(_ path: String) {
+            runningLock.withLock { _ in
+                guard let now = running, now.path == path else { return }
+                releasedUnderfoot.store(true, ordering: .relaxed)
+                now.db.interrupt()
+            }
+            lock.withLock { _ in open.removeValue(forKey: path)?.close() }
+        }
+
+        func closeAll() {
+            lock.withLock { _ in
+                for db in open.values { db.close() }
+                open = [:]
+            }
+        }
+    }
+
+    /// The attachments of each store file that have closed: a plan made for one of them reads
+    /// a file that is no longer the store (or is being replaced), and is refused.
+    final class Retired: Sendable {
+        private let closed = Mutex<[String: Int]>([:])
+
+        func retire(_ path: String, attachment: Int) { closed.withLock { $0[path] = max($0[path] ?? 0, attachment) } }
+
+        func allows(_ plan: ReadPlan) -> Bool { closed.withLock { plan.attachment > ($0[plan.path] ?? 0) } }
+    }
+
+    enum ReadFailure: Error {
+        case budgetPassed(seconds: Double)
+        /// The store closed, or was opened again, between the plan and the read.
+        case storeClosed(String)
+        /// SQLite found the store's file damaged.
+        case damaged(store: String, DatabaseError)
+        case database(DatabaseError)
+
+        static func from(_ error: DatabaseError, _ plan: ReadPlan) -> ReadFailure {
+            [DatabaseError.corrupt, DatabaseError.notADatabase].contains(error.primaryCode) ? .damaged(store: plan.store, error) : .database(error)
+        }
+    }
+
+    /// How urgent a job is: the built-in roles' and people's calls go first.
+    enum Priority: Int, Comparable, Sendable {
+        case role = 0, person = 1, plugin = 2
+        static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    private struct Job: Sendable {
+        var id: Int
+        var priority: Priority
+        var work: @Sendable (Connections) -> Void
+    }
+
+    private struct Queue {
+        var jobs: [Job] = []
+        var stopping = false
+        var running = 0
+    }
+
+    private let queue = Mutex(Queue())
+    private let available = Semaphore()
+    private let ids = Atomic<Int>(0)
+    private let retired: Retired
+    private let readers: [Connections]
+    let threads: Int
+    let budget: Double
+
+    /// Starts `threads` readers (at least one), each statement limited to `budget` seconds.
+    init(threads: Int, budget: Double) throws(SystemError) {
+        self.threads = max(1, threads)
+        self.budget = budget
+        let retired = Retired()
+        self.retired = retired
+        readers = (0..<self.threads).map { _ in Connections(budget: budget, retired: retired) }
+        for connections in readers {
+            try Threads.detach { [self] in
+                Threads.lowerPriorityOfThisThread(by: 5)
+                self.serve(connections)
+            }
+        }
+    }
+
+    /// Queues `work` for a reader; it runs on that reader's thread with its connections.
+    func submit(priority: Priority, _ work: @escaping @Sendable (Connections) -> Void) {
+        let id = ids.wrappingAdd(1, ordering: .relaxed).newValue
+        queue.withLock { q in
+            // After every job of its priority or a more urgent one, before the others.
+            let at = q.jobs.firstIndex { $0.priority > priority } ?? q.jobs.count
+            q.jobs.insert(Job(id: id, priority: priority, work: work), at: at)
+        }
+        available.post()
+    }
+
+    /// Jobs waiting and running now (for Status).
+    var load: (waiting: Int, running: Int) { queue.withLock { ($0.jobs.count, $0.running) } }
+
+    private func serve(_ connections: Connections) {
+        while true {
+            available.wait()
+            let next: Job? = queue.withLock { q in
+                if q.stopping || q.jobs.isEmpty { return nil }
+                q.running += 1
+                return q.jobs.removeFirst()
+            }
+            guard let job = next else {
+                if queue.withLock({ $0.stopping }) { break }
+                continue
+            }
+            connections.holding { job.work(connections) }
+            queue.withLock { $0.running -= 1 }
+        }
+        connections.closeAll()
+    }
+
+    /// Lets go of store file `path` as its attachment closes: a read running on it is stopped
+    /// (its caller is told the store closed), every reader's connection to it closes, and reads
+    /// planned before are refused. Returns when no reader holds the file.
+    func release(_ path: String, attachment: Int) {
+        retired.retire(path, attachment: attachment)
+        for r in readers { r.release(path) }
+    }
+
+    /// Stops the readers once the jobs running now end; jobs not started are dropped.
+    func stop() {
+        queue.withLock { q in
+            q.stopping = true
+            q.jobs = []
+        }
+        for _ in 0..<threads { available.post() }
+    }
+}
