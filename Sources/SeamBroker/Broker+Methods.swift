@@ -180,6 +180,18 @@ extension Broker {
         default:
             return .failure(.invalidRequest("unknown role '\(role)': use 'cli' or 'plugin'", field: "role"))
         }
+        // Let in on the reserve past the cap (`Limits.reservedConnections`): a person's `seam`
+        // stays; anyone else takes the place of an idle connection, or is turned away.
+        if role != "cli", clientConnections > Limits.maxConnectionsPerUID {
+            if let idle = oldestIdleConnection(sparing: c) {
+                log.info("closing \(idle.label), the oldest idle connection, for \(c.label)")
+                close(idle)
+            } else {
+                _ = loop.after(0) { [unowned self] in close(c) }
+                return .failure(.limitReached("this user holds \(Limits.maxConnectionsPerUID) connections, each of them in use; "
+                                              + "close some (seam status lists them) and connect again"))
+            }
+        }
         c.hello = Connection.Hello(version: Int(version), role: role, name: name, author: author,
                                    capabilities: declared ?? (role == "plugin" ? .nothing : .everything), declared: declared != nil)
         endSubscriptionsOutsideCapabilities(c)
@@ -492,6 +504,13 @@ extension Broker {
         guard request.operations.count <= Limits.maxSaveOperations else {
             return Reply(.invalidRequest("a save holds at most \(Limits.maxSaveOperations) operations"), id: id).frame()
         }
+        // A plugin's save holds the loop, and every other writer of its store, for as long as it
+        // takes: it is held to fewer operations than a person's or a role's.
+        if c.hello?.role == "plugin", request.operations.count > configuration.limits.pluginSaveOperations {
+            return Reply(.limitReached("a plugin's Save carries at most \(configuration.limits.pluginSaveOperations) operations "
+                                       + "(limits.pluginSaveOperations), this one \(request.operations.count); split it into several "
+                                       + "saves, each of which is atomic"), id: id).frame()
+        }
         if let denied = deniedWrite(c, request) { return Reply(denied, id: id).frame() }
         let set: ChangeSet?
         do { set = try commit(request, author: author) } catch { return Reply(Self.varlink(error, in: request), id: id).frame() }
@@ -559,8 +578,7 @@ extension Broker {
         rowCache.removeAll()
         endSubscriptions(of: subscriptions.refetchAll(context: context))
         for c in connections.values where !c.subscriptions.isEmpty {
-            for s in c.subscriptions.values where s.missedFrom == nil { s.missedFrom = s.lastSequence }
-            c.owesResync = true
+            owedResyncs(c)
             flush(c)
         }
     }
@@ -573,8 +591,23 @@ extension Broker {
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
                 "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": rolesStatus(),
                 "plugins": pluginsStatus(), "migration": migrationStatus(), "backups": backupsStatus(),
-                "maintenance": maintenanceStatus(),
+                "maintenance": maintenanceStatus(), "readers": readersStatus(),
                 "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]
+    }
+
+    /// The reader threads: jobs waiting and running in each lane, and the limits they run under.
+    func readersStatus() -> JSON {
+        let load = readers.load
+        let limits = configuration.limits
+        return .object([
+            "light": .object(["threads": .integer(Int64(readers.threads.light)), "waiting": .integer(Int64(load.light.waiting)),
+                              "running": .integer(Int64(load.light.running))]),
+            "heavy": .object(["threads": .integer(Int64(readers.threads.heavy)), "waiting": .integer(Int64(load.heavy.waiting)),
+                              "running": .integer(Int64(load.heavy.running))]),
+            "limits": .object(["predicateCost": .integer(Int64(limits.predicateCost)), "querySeconds": .double(limits.querySeconds),
+                               "callsPerTurn": .integer(Int64(limits.callsPerTurn)),
+                               "pluginSaveOperations": .integer(Int64(limits.pluginSaveOperations))]),
+        ])
     }
 
     /// The plugins connected now, with what they may read and write (null: every entity).

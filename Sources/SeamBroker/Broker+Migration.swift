@@ -443,15 +443,23 @@ extension Broker {
     func resumeChannels(in stores: [String]) {
         var entities = Set<String>()
         for model in context.schema.models { for name in stores { for e in model.current.entities(in: name) { entities.insert(e.name) } } }
+        // Subscribers waiting for a channel still loading: that load is dropped with its
+        // channel, and their first reply is built from the rebuilt one.
+        let stranded = Set(subscriptions.channels.values.filter { !$0.isLoaded && entities.contains($0.entity) }
+            .flatMap { $0.subscriptions.keys })
         var touched: [ObjectIdentifier: Connection] = [:]
         for (s, error) in subscriptions.rebuild(entities: entities, context: context) {
             let c = s.connection
             guard !c.closed else { continue }
             if let error {
                 if queue(frame: Reply(error, id: s.callID).frame(), to: c) { touched[ObjectIdentifier(c)] = c }
+                if stranded.contains(s.id) { firstReplyDone(c) }
+            } else if stranded.contains(s.id) {
+                s.flow = SubscriptionFlow(loadingAt: context.sequence)
+                buildFirstReply(s)
             } else {
-                // Owed a resync from where it was, sent as after backpressure (`queueResyncs`).
-                s.missedFrom = s.missedFrom ?? s.lastSequence
+                // Owed a resync from where it was, sent once its connection has read what is queued.
+                s.flow.fallBehind(from: s.lastSequence)
                 c.owesResync = true
                 touched[ObjectIdentifier(c)] = c
             }

@@ -9,8 +9,12 @@ import SeamSystem
 enum ReadOutcome: Sendable {
     /// A whole reply frame, made on the reader.
     case frame([UInt8])
-    /// Rows (or a count) for the loop to use (a channel's first result).
-    case result(ReadPlan.Result)
+    /// A subscriber's reply frame, and the sequence its result then stands at.
+    case built([UInt8], sequence: Int64)
+    /// A new channel's result as of `sequence`: its window, and its rows as the wire writes them.
+    case channelLoaded(ResultWindow, rows: ArraySlice<UInt8>, sequence: Int64)
+    /// A channel's query matched more rows than a channel may hold.
+    case tooManyRows
     /// The read failed; the loop says why (`readError`), and closes a store found damaged.
     case failed(ReaderPool.ReadFailure)
 }
@@ -20,18 +24,41 @@ enum ReadOutcome: Sendable {
 /// and answers when the reader is done. A connection waits meanwhile (`Connection.awaitingRead`):
 /// its later calls are handled after, so that replies keep their order.
 extension Broker {
-    /// Runs `work` on a reader; `then` gets its outcome on the loop.
+    /// Runs `work` on a reader; `then` gets its outcome on the loop. The time it took is charged
+    /// to `c` (`readLane`).
     func onReader(for c: Connection?, _ work: @escaping @Sendable (ReaderPool.Connections) -> ReadOutcome,
                   then: @escaping (ReadOutcome) -> Void) {
         nextReadID += 1
         let id = nextReadID
-        readContinuations[id] = then
+        readContinuations[id] = { [unowned self] outcome, seconds in
+            if let c { charge(c, readSeconds: seconds) }
+            then(outcome)
+        }
         let outcomes = readOutcomes
         let waker = readWaker
-        readers.submit(priority: c.map(readPriority) ?? .role) { connections in
-            outcomes.post((id, work(connections)))
+        readers.submit(priority: c.map(readPriority) ?? .role, lane: c.map(readLane) ?? .light) { connections in
+            let start = WallClock.monotonic()
+            let outcome = work(connections)
+            outcomes.post((id, outcome, WallClock.monotonic() - start))
             waker?.wake()
         }
+    }
+
+    /// How long a plugin's reads may take, on a moving average (`Connection.readAverage`),
+    /// before its next ones run on the heavy lane: one slow read moves it there; many quick ones
+    /// never do.
+    static let heavyReadSeconds = 0.01
+
+    /// The lane of `c`'s next read: for a plugin (or a client that has not said Hello) whose reads
+    /// lately took long, the heavy one. The roles' and a person's reads stay on the light lane,
+    /// however large (the ticker's first result is).
+    func readLane(_ c: Connection) -> ReaderPool.Lane {
+        readPriority(c) == .plugin && c.readAverage > Self.heavyReadSeconds ? .heavy : .light
+    }
+
+    /// Folds one read's time into `c`'s average: a quarter of the way to each new read.
+    private func charge(_ c: Connection, readSeconds: Double) {
+        c.readAverage += (readSeconds - c.readAverage) / 4
     }
 
     /// Whose read goes first: the built-in roles', then people's (`seam`), then plugins'.
@@ -46,8 +73,8 @@ extension Broker {
 
     /// The outcomes the readers posted, each to what asked for it.
     func takeReadOutcomes() {
-        for (id, outcome) in readOutcomes.take() {
-            readContinuations.removeValue(forKey: id)?(outcome)
+        for (id, outcome, seconds) in readOutcomes.take() {
+            readContinuations.removeValue(forKey: id)?(outcome, seconds)
         }
     }
 
@@ -62,7 +89,7 @@ extension Broker {
             switch outcome {
             case .frame(let bytes): send(frame: bytes, to: c)
             case .failed: send(Reply(error!, id: id), to: c)
-            case .result: break
+            case .built, .channelLoaded, .tooManyRows: break
             }
             resumeAfterRead(c)
         }
@@ -99,19 +126,26 @@ extension Broker {
 
     // MARK: - Fetch and Count
 
-    /// `Fetch` without a uuid: planned here, run and written into its reply frame on a reader.
+    /// `Fetch` without a uuid: routed here; planned (the predicate parsed, priced and compiled),
+    /// run and written into its reply frame on a reader — a predicate of any length costs the
+    /// loop nothing.
     func fetchOnReader(_ p: JSONObject, id: JSON?, _ c: Connection) -> [UInt8] {
         let r: FetchRequest
         switch request(p) {
         case .success(let x): r = x
         case .failure(let e): return Reply(e, id: id).frame()
         }
-        if let refused = refusedAsTooCostly(r) { return Reply(refused, id: id).frame() }
-        let plan: ReadPlan
-        do { plan = try context.readPlan(r, kind: .rows) } catch { return Reply(Self.varlink(error), id: id).frame() }
-        let order = r.attributes.map { [Entity.identity] + $0.filter { $0 != Entity.identity } } ?? plan.attributes.map(\.name)
-        let positions = order.compactMap { name in plan.attributes.firstIndex { $0.name == name } }
+        let target: ReadTarget
+        do { target = try context.readTarget(r.entity) } catch { return Reply(Self.varlink(error), id: id).frame() }
+        let costLimit = configuration.limits.predicateCost
         answerLater(c, id: id) { connections in
+            let plan: ReadPlan
+            switch Self.checkedPlan(r, kind: .rows, target: target, costLimit: costLimit) {
+            case .success(let x): plan = x
+            case .failure(let e): return .frame(Reply(e, id: id).frame())
+            }
+            let order = r.attributes.map { [Entity.identity] + $0.filter { $0 != Entity.identity } } ?? plan.attributes.map(\.name)
+            let positions = order.compactMap { name in plan.attributes.firstIndex { $0.name == name } }
             let result: ReadPlan.Result
             do throws(ReaderPool.ReadFailure) { result = try connections.run(plan) } catch { return .failed(error) }
             return .frame(Reply.frame(id: id, capacity: 256 + result.rows.count * 64 * positions.count) { w in
@@ -133,7 +167,7 @@ extension Broker {
         return []
     }
 
-    /// `Count`: planned here, run on a reader.
+    /// `Count`: routed here, planned and run on a reader.
     func countOnReader(_ p: JSONObject, id: JSON?, _ c: Connection) -> [UInt8] {
         var r: FetchRequest
         // Count takes no sort, limit, offset or fields; like any parameter a method does not know,
@@ -145,10 +179,16 @@ extension Broker {
         case .failure(let e): return Reply(e, id: id).frame()
         }
         r.limit = nil
-        if let refused = refusedAsTooCostly(r) { return Reply(refused, id: id).frame() }
-        let plan: ReadPlan
-        do { plan = try context.readPlan(r, kind: .count) } catch { return Reply(Self.varlink(error), id: id).frame() }
+        let request = r
+        let target: ReadTarget
+        do { target = try context.readTarget(r.entity) } catch { return Reply(Self.varlink(error), id: id).frame() }
+        let costLimit = configuration.limits.predicateCost
         answerLater(c, id: id) { connections in
+            let plan: ReadPlan
+            switch Self.checkedPlan(request, kind: .count, target: target, costLimit: costLimit) {
+            case .success(let x): plan = x
+            case .failure(let e): return .frame(Reply(e, id: id).frame())
+            }
             do throws(ReaderPool.ReadFailure) {
                 let result = try connections.run(plan)
                 return .frame(Reply(parameters: ["count": .integer(Int64(result.count)), "sequence": .integer(result.sequence)], id: id).frame())
@@ -159,18 +199,32 @@ extension Broker {
         return []
     }
 
+    /// The plan of `r` (on a reader): refused as a fetch would be, or — before anything runs —
+    /// as `QueryTooExpensive` when its predicate costs more per row than `costLimit`.
+    static func checkedPlan(_ r: FetchRequest, kind: ReadPlan.Kind, target: ReadTarget, costLimit: Int) -> Result<ReadPlan, VarlinkError> {
+        do throws(ContextError) {
+            let (plan, predicate) = try target.plan(r, kind: kind)
+            if let predicate, let refused = tooCostly(predicate, limit: costLimit) { return .failure(refused) }
+            return .success(plan)
+        } catch {
+            return .failure(varlink(error))
+        }
+    }
+
     // MARK: - The cost of a predicate
 
-    /// `QueryTooExpensive` when the request's predicate costs more per row than the limit allows
-    /// (`PredicateCost`), before anything runs; nil when it may run.
-    func refusedAsTooCostly(_ r: FetchRequest) -> VarlinkError? {
-        guard let text = r.predicate, let entity = try? context.servedEntity(r.entity),
-              let predicate = try? CheckedPredicate(text, entity: entity, parameters: r.parameters)
-        else { return nil }  // one that does not check is refused by the plan, naming its field
+    /// `QueryTooExpensive` when `predicate` costs more per row than `limit` (`PredicateCost`).
+    static func tooCostly(_ predicate: CheckedPredicate, limit: Int) -> VarlinkError? {
         let cost = PredicateCost.perRow(predicate)
-        guard cost > configuration.limits.predicateCost else { return nil }
-        return .queryTooExpensive("the predicate costs about \(cost) units a row to evaluate, above the limit of "
-                                  + "\(configuration.limits.predicateCost) (each LIKE/MATCHES pattern, wildcard, IN value and "
-                                  + "OR branch counts; see PROTOCOL.md); split it or narrow it", limit: "predicateCost")
+        guard cost > limit else { return nil }
+        return .queryTooExpensive("the predicate costs about \(cost) units a row to evaluate, above the limit of \(limit) (each LIKE "
+                                  + "pattern, wildcard, IN value and OR branch counts; see PROTOCOL.md); split it or narrow it",
+                                  limit: "predicateCost")
+    }
+
+    /// `QueryTooExpensive` when a subscription's checked predicate costs more per row than the
+    /// limit allows (it is matched in memory against every commit of its entity).
+    func refusedAsTooCostly(_ predicate: CheckedPredicate) -> VarlinkError? {
+        Self.tooCostly(predicate, limit: configuration.limits.predicateCost)
     }
 }

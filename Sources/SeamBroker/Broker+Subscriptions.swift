@@ -5,8 +5,9 @@ import SeamQuery
 import SeamSchema
 
 extension Broker {
-    /// `Subscribe`: registers a live query and answers its first reply (the whole result, or
-    /// with `since` the diff from then); later replies come from `publish`.
+    /// `Subscribe`: registers a live query. Its first reply (the whole result, or with `since`
+    /// the diff from then) is built off the loop (`Broker+SubscriptionReads`); the connection's
+    /// later calls wait for it. Later replies come from `publish`.
     func subscribe(_ call: Call, _ c: Connection) -> [UInt8] {
         let id = call.id
         guard call.more, !call.oneway else { return Reply(.expectedMore, id: id).frame() }
@@ -32,23 +33,27 @@ extension Broker {
         if let since = query.since, since > sequence {
             return Reply(.sequenceAhead(since: since, sequence: sequence), id: id).frame()
         }
+        // Matched in memory against every commit of its entity: a predicate that costs too much
+        // a row is refused here, as a Fetch's is.
+        if let refused = refusedAsTooCostly(query.predicate) { return Reply(refused, id: id).frame() }
+        if let channel = subscriptions.existing(query) {
+            let s = subscriptions.add(channel, connection: c, callID: id, sequence: sequence, flow: SubscriptionFlow(loadingAt: sequence))
+            s.since = query.since
+            log.debug("\(c.label) subscribed (\(s.id)) to channel \(channel.id)")
+            c.awaitingRead = true
+            // A channel still loading answers all who wait when it has; a loaded one's result is
+            // written from a copy of its window.
+            if channel.isLoaded { buildFirstReply(s) }
+            return []
+        }
         let channel: Channel
-        do { channel = try subscriptions.channel(for: query, context: context) } catch {
-            return Reply(error, id: id).frame()
-        }
-        let s = subscriptions.add(channel, connection: c, callID: id, sequence: sequence)
+        do { channel = try subscriptions.makeChannel(for: query) } catch { return Reply(error, id: id).frame() }
+        let s = subscriptions.add(channel, connection: c, callID: id, sequence: sequence, flow: SubscriptionFlow(loadingAt: sequence))
+        s.since = query.since
         log.debug("\(c.label) subscribed (\(s.id)) to channel \(channel.id): \(channel.entity) \(channel.request.predicate ?? "")")
-        let body: ArraySlice<UInt8>
-        if let since = query.since {
-            if let diff = subscriptions.diff(for: channel, since: since, context: context) {
-                body = Subscriptions.diffBody(sequence: sequence, diff, fields: channel.window.fields)
-            } else {
-                body = Subscriptions.resultBody(kind: "resync", sequence: sequence, from: since, channel.window)
-            }
-        } else {
-            body = Subscriptions.resultBody(kind: "result", sequence: sequence, channel.window)
-        }
-        return Subscriptions.frame(s, body)
+        c.awaitingRead = true
+        loadChannel(channel, query: query, for: c)
+        return []
     }
 
     private func subscriptionQuery(_ p: JSONObject) -> Result<Subscriptions.Query, VarlinkError> {
@@ -85,8 +90,8 @@ extension Broker {
     }
 
     /// Tells every channel a commit touched what changed, each diff written once and queued to
-    /// every subscriber of the channel; then each connection is flushed once. Never waits: a
-    /// connection that has not read what is queued stops receiving diffs and is owed a resync.
+    /// every subscriber of the channel (`SubscriptionFlow` decides: sent, held while a result is
+    /// built, or dropped for a resync); then each connection is flushed once. Never waits.
     /// With full durability the diffs are worked out while the commit is on its way to the disk,
     /// and nothing is written to any socket before it is there.
     func publish(_ set: ChangeSet) {
@@ -95,22 +100,56 @@ extension Broker {
         let (diffs, failed) = subscriptions.diffs(for: set, context: context)
         for c in endSubscriptions(of: failed, flushing: false) { touched[ObjectIdentifier(c)] = c }
         for (channel, diff) in diffs {
-            let body = Subscriptions.diffBody(sequence: set.sequence, diff, fields: channel.window.fields)
+            var body: ArraySlice<UInt8>?
+            let budget = channel.backlogBudget
             for s in channel.subscriptions.values {
                 let c = s.connection
-                guard !c.closed, s.missedFrom == nil else { continue }
-                if c.pendingOutput > Limits.subscriberBacklogBytes {
-                    s.missedFrom = s.lastSequence
-                    if !c.owesResync { log.info("\(c.label) fell behind (\(c.pendingOutput) bytes queued); its subscriptions will resync") }
-                    c.owesResync = true
-                    continue
-                }
-                s.lastSequence = set.sequence
-                if queue(frame: Subscriptions.frame(s, body), to: c) { touched[ObjectIdentifier(c)] = c }
+                guard !c.closed else { continue }
+                let wasBehind = s.flow.isBehind
+                let actions = s.flow.diff({
+                    if body == nil { body = Subscriptions.diffBody(sequence: set.sequence, diff, fields: channel.window.fields) }
+                    return Subscriptions.frame(s, body!)
+                }, sequence: set.sequence, lastSent: s.lastSequence, queued: c.pendingOutput, budget: budget, room: outboxRoom(c))
+                if s.flow.isBehind, !wasBehind { fellBehind(s) }
+                if perform(actions, for: s) { touched[ObjectIdentifier(c)] = c }
             }
         }
         context.syncCommits()
         for c in touched.values { flush(c) }
+    }
+
+    /// A subscription stopped being sent diffs: its connection is owed a resync once it has read
+    /// what is queued.
+    func fellBehind(_ s: Subscription) {
+        let c = s.connection
+        if !c.owesResync {
+            log.info("\(c.label) fell behind (\(c.pendingOutput) bytes queued); its subscriptions will resync once it has read them")
+        }
+        c.owesResync = true
+    }
+
+    /// How large a frame `c`'s outbox takes before `queue` would close it for reading too
+    /// slowly: any while little is queued, else up to the outbox limit.
+    func outboxRoom(_ c: Connection) -> Int {
+        c.pendingOutput <= Limits.pauseCallsBytes ? .max : max(0, Limits.maxOutboxBytes - c.pendingOutput)
+    }
+
+    /// Queues what a subscription's flow says to send. False when nothing was queued, or the
+    /// connection closed.
+    @discardableResult
+    func perform(_ actions: [SubscriptionFlow.Action], for s: Subscription) -> Bool {
+        var queued = false
+        for action in actions {
+            switch action {
+            case .send(let frame, let sequence):
+                s.lastSequence = sequence
+                guard queue(frame: frame, to: s.connection) else { return false }
+                queued = true
+            case .build:
+                break  // the caller plans it (`startResync`)
+            }
+        }
+        return queued
     }
 
     /// Ends every subscription of channels whose result could not be fetched again, or grew past
@@ -134,25 +173,4 @@ extension Broker {
         return Array(touched.values)
     }
 
-    /// Queues the results owed to the connection's subscriptions that stopped receiving diffs
-    /// (or whose store came back from a migration): each a "resync" from the sequence it last
-    /// had, in subscription order. Past `Limits.subscriberBacklogBytes` the rest stay owed until
-    /// the client has read these (`flush` calls again), so a connection owed many large results
-    /// never holds them all at once, and one that reads is never closed for them.
-    func queueResyncs(_ c: Connection) {
-        let sequence = context.sequence
-        for s in c.subscriptions.values.sorted(by: { $0.id < $1.id }) {
-            guard let from = s.missedFrom else { continue }
-            if c.pendingOutput > Limits.subscriberBacklogBytes { return }
-            let frame = Subscriptions.frame(s, Subscriptions.resultBody(kind: "resync", sequence: sequence, from: from, s.channel.window))
-            // One that would pass the outbox limit on top of what is queued waits until that is
-            // read (`flush` calls again with the outbox empty): a result owed is never the
-            // reason a client that reads is closed.
-            if c.pendingOutput > 0, c.pendingOutput + frame.count > Limits.maxOutboxBytes { return }
-            s.missedFrom = nil
-            s.lastSequence = sequence
-            guard queue(frame: frame, to: c) else { return }
-        }
-        c.owesResync = false
-    }
 }

@@ -1,9 +1,11 @@
 import SeamProtocol
+import SeamSystem
 
 /// Fair turns (issue: one client cannot take the broker): the calls a connection sends are read
-/// as they come, and handled in turns — a few per connection (`BrokerLimits.callsPerTurn`),
-/// the built-in roles' first, then the others round-robin — so that a client that pipelines
-/// thousands of calls does not hold everyone else's for their whole length.
+/// as they come, and handled in turns — a few per connection (`BrokerLimits.callsPerTurn`, and
+/// no call begun after `turnSeconds`), the built-in roles' first, then the others round-robin —
+/// so that a client that pipelines thousands of calls, or big saves, does not hold everyone
+/// else's for their whole length.
 extension Broker {
     /// Starts taking turns on the loop.
     func takeTurns() {
@@ -23,13 +25,17 @@ extension Broker {
         c.supervisedAs != nil && c.hello?.role != "plugin"
     }
 
+    /// The loop time one connection's turn may take before its next call waits for the others'
+    /// turns (a call begun is finished: a big save ends a turn by itself).
+    static let turnSeconds = 0.002
+
     /// One round: every connection queued now has a turn, in order.
     func runTurns() {
         var left = runnable.count
         while left > 0, let fd = runnable.next() {
             left -= 1
             guard let c = connections[Int32(fd)] else { continue }
-            processFrames(c, budget: configuration.limits.callsPerTurn)
+            processFrames(c, budget: configuration.limits.callsPerTurn, until: WallClock.monotonic() + Self.turnSeconds)
             schedule(c)  // more left: behind the others
             if c.readClosed { closeIfFinished(c) }
         }

@@ -64,9 +64,9 @@ public final class Broker {
     var maintenance: MaintenanceJob?
     /// The threads that run reads off the loop, and what they hand back (`Broker+Reads`).
     let readers: ReaderPool
-    let readOutcomes = Mailbox<(Int, ReadOutcome)>()
+    let readOutcomes = Mailbox<(Int, ReadOutcome, Double)>()
     var readWaker: EventLoop.Waker?
-    var readContinuations: [Int: (ReadOutcome) -> Void] = [:]
+    var readContinuations: [Int: (ReadOutcome, Double) -> Void] = [:]
     var nextReadID = 0
     /// Connections with calls read and not yet handled, in turn order (`Broker+Turns`).
     var runnable = TurnQueue()
@@ -116,7 +116,8 @@ public final class Broker {
         if !options.syncConfigured, Self.hasSyncedBefore(opened) { opened.syncConfigured = true }
         context = opened
         do { loop = try EventLoop() } catch { throw BrokerError("cannot start the event loop: \(error)") }
-        do { readers = try ReaderPool(threads: configuration.limits.readers, budget: configuration.limits.querySeconds) } catch {
+        do { readers = try ReaderPool(threads: configuration.limits.readers, heavyThreads: max(1, configuration.limits.readers / 2),
+                                     budget: configuration.limits.querySeconds) } catch {
             throw BrokerError("cannot start the reader threads: \(error)")
         }
         loop.spinSeconds = configuration.spinSeconds
@@ -205,9 +206,15 @@ public final class Broker {
             Descriptors.close(fd)
             return
         }
-        let sameUID = connections.values.filter { $0.peer.uid == peer.uid }.count
-        guard sameUID < Limits.maxConnectionsPerUID else {
-            log.warning("refused pid \(peer.pid): uid \(peer.uid) already holds \(sameUID) connections")
+        let held = clientConnections
+        if held >= Limits.maxConnectionsPerUID, let idle = oldestIdleConnection() {
+            log.info("\(held) connections, the most one user may hold: closing \(idle.label), the oldest that "
+                     + (idle.calls == 0 ? "has sent nothing" : "has not said Hello") + ", for a new one")
+            close(idle)
+        }
+        // Past the cap, a connection is let in on the reserve, to say Hello as a person's `seam`.
+        guard held < Limits.maxConnectionsPerUID + Limits.reservedConnections else {
+            log.warning("refused pid \(peer.pid): uid \(peer.uid) already holds \(held) connections, each of them in use")
             let c = Connection(fd: fd, id: 0, peer: peer, now: WallClock.monotonic())
             c.enqueue(Reply(.permissionDenied("too many connections for this user (\(Limits.maxConnectionsPerUID))"), id: nil).frame())
             _ = try? c.flush()
@@ -222,6 +229,24 @@ public final class Broker {
             }
         }
         log.debug("\(connection.label) connected")
+    }
+
+    /// Connections of clients that connected by themselves (not the roles seamd started).
+    var clientConnections: Int { connections.values.lazy.filter { $0.supervisedAs == nil }.count }
+
+    /// The connection to close for a new one when the cap is reached: the oldest that has sent
+    /// nothing, else the oldest that has not said Hello; nil when every one is in use.
+    func oldestIdleConnection(sparing spared: Connection? = nil) -> Connection? {
+        var silent: Connection?
+        var anonymous: Connection?
+        for c in connections.values where c.supervisedAs == nil && c !== spared && !c.closed {
+            if c.calls == 0 {
+                if silent.map({ c.id < $0.id }) ?? true { silent = c }
+            } else if c.hello == nil, !c.awaitingRead {
+                if anonymous.map({ c.id < $0.id }) ?? true { anonymous = c }
+            }
+        }
+        return silent ?? anonymous
     }
 
     /// A new connection on `fd`, watched by the loop.
@@ -280,12 +305,12 @@ public final class Broker {
         }
     }
 
-    /// Handles the calls read from `c`, at most `budget` of them (`Broker+Turns` gives each
-    /// connection a few a turn), until one waits for a reader, the outbox is full, or the stores'
-    /// checks hold a write back.
-    func processFrames(_ c: Connection, budget: Int = .max) {
+    /// Handles the calls read from `c`, at most `budget` of them and none begun after `deadline`
+    /// (`Broker+Turns` gives each connection a few a turn, and a few milliseconds), until one
+    /// waits for a reader, the outbox is full, or the stores' checks hold a write back.
+    func processFrames(_ c: Connection, budget: Int = .max, until deadline: Double = .infinity) {
         var handled = 0
-        while !c.closed, c.parked == nil, !c.awaitingRead, handled < budget {
+        while !c.closed, c.parked == nil, !c.awaitingRead, handled < budget, handled == 0 || WallClock.monotonic() < deadline {
             handled += 1
             // A client that has not read what is queued for it waits for its next reply: the
             // calls it pipelined are read (a client blocked writing them must not wait on us)
@@ -358,7 +383,7 @@ public final class Broker {
     func send(frame: [UInt8], to c: Connection) {
         guard !frame.isEmpty, !c.discardsOutput else { return }
         // The common case — nothing queued before it — writes the reply straight from its own
-        // bytes; only what the socket does not take is copied to the outbox.
+        // bytes; what the socket does not take is queued as it is.
         if c.pendingOutput == 0, !c.closed {
             let written: Int
             do { written = try UnixSocket.write(c.fd, frame, from: 0) } catch {
@@ -366,7 +391,8 @@ public final class Broker {
                 return
             }
             if written == frame.count { return }
-            if queue(frame: Array(frame[written...]), to: c) { flush(c) }
+            c.enqueue(frame, written: written)  // the rest, without copying it
+            flush(c)
             return
         }
         if queue(frame: frame, to: c) { flush(c) }
@@ -414,7 +440,7 @@ public final class Broker {
                 return
             }
             guard c.owesResync else { return closeIfFinished(c) }
-            queueResyncs(c)
+            return startResync(c)
         }
     }
 
@@ -426,9 +452,10 @@ public final class Broker {
         c.callsResuming = true
         _ = loop.after(0) { [weak self, weak c] in
             guard let self, let c, !c.closed else { return }
-            // Resuming until they are all handled: a flush among them that empties the outbox
-            // must not close a half-closed connection with calls still in its decoder.
-            self.processFrames(c)
+            // A turn's worth now, the rest in turns (`schedule`); a half-closed connection with
+            // calls still in its decoder is not closed meanwhile (`closeIfFinished`).
+            self.processFrames(c, budget: self.configuration.limits.callsPerTurn)
+            self.schedule(c)
             c.callsResuming = false
             self.flush(c)
             if c.discardsOutput { self.closeIfFinished(c) }  // flush writes nothing then
@@ -474,8 +501,7 @@ public final class Broker {
     private func peerGone(_ c: Connection) {
         log.debug("\(c.label) disconnected")
         c.discardsOutput = true
-        c.outbox = []
-        c.outboxOffset = 0
+        c.outbox = Outbox()
         c.callsPaused = false
         processFrames(c)
         if c.parked != nil || c.awaitingRead {
@@ -498,8 +524,7 @@ public final class Broker {
         log.debug("\(c.label): \(error)")
         guard error.errno == SystemError.brokenPipe || error.errno == SystemError.connectionReset else { return close(c) }
         c.discardsOutput = true
-        c.outbox = []
-        c.outboxOffset = 0
+        c.outbox = Outbox()
         c.watchingWrites = false
         watch(c)
         // Calls that waited for their client to read are handled (their replies dropped): they

@@ -9,8 +9,7 @@ final class Connection {
     let peer: PeerCredentials
     let connectedAt: Double
     var decoder = FrameDecoder()
-    var outbox: [UInt8] = []
-    var outboxOffset = 0
+    var outbox = Outbox()
     /// Set by `Hello`; a connection without it is read-only.
     var hello: Hello?
     var calls = 0
@@ -40,6 +39,11 @@ final class Connection {
     /// Set when one of its subscriptions stopped queueing diffs: a resync is owed once the
     /// outbox drains.
     var owesResync = false
+    /// A resync of one of its subscriptions is being built (`Broker.startResync`): the next
+    /// waits until this one is read.
+    var resyncInFlight = false
+    /// How long its reads took, on a moving average (`Broker.readLane`).
+    var readAverage = 0.0
     /// A call of this connection runs on a reader (`Broker+Reads`): its later calls wait for its reply.
     var awaitingRead = false
     /// A call that writes, read while a store's check at open was running: it and the calls
@@ -70,27 +74,10 @@ final class Connection {
     /// A short name for logs.
     var label: String { "connection \(id) (pid \(peer.pid)\(hello.map { ", \($0.author)" } ?? ""))" }
 
-    var pendingOutput: Int { outbox.count - outboxOffset }
+    var pendingOutput: Int { outbox.pending }
 
-    func enqueue(_ frame: [UInt8]) {
-        // What was written goes once it is half the buffer (all of it, usually), so that a
-        // connection that never quite drains does not keep every byte it was ever sent.
-        if outboxOffset > 0 && outboxOffset * 2 >= outbox.count {
-            outbox.removeFirst(outboxOffset)
-            outboxOffset = 0
-        }
-        outbox.append(contentsOf: frame)
-    }
+    func enqueue(_ frame: [UInt8], written: Int = 0) { outbox.append(frame, written: written) }
 
     /// Writes what the socket takes; true when everything queued is written.
-    func flush() throws(SystemError) -> Bool {
-        while outboxOffset < outbox.count {
-            let n = try UnixSocket.write(fd, outbox, from: outboxOffset)
-            if n == 0 { return false }
-            outboxOffset += n
-        }
-        outbox.removeAll(keepingCapacity: outbox.capacity < 1 << 20)
-        outboxOffset = 0
-        return true
-    }
+    func flush() throws(SystemError) -> Bool { try outbox.flush(to: fd) }
 }

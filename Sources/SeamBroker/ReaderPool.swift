@@ -6,10 +6,12 @@ import Synchronization
 
 /// Threads that run the broker's reads — Fetch, Count, a channel's first result, a resync's
 /// bytes — so that its loop never waits on a query: each reader has read-only connections of its
-/// own (WAL snapshots beside the writer) and a lower scheduling priority than the loop. Jobs are
-/// taken by priority (roles and people first), then in order; each statement runs under a time
-/// budget (`Database.limitRunningTime`). What a job returns comes back to the loop through a
-/// `Mailbox` and an `EventLoop.Waker`, and `ReaderPool.Completion` carries it to whoever asked.
+/// own (WAL snapshots beside the writer) and a lower scheduling priority than the loop. Two
+/// lanes: most jobs run on the light one; a client whose reads lately took long has its next
+/// ones run on the heavy lane's threads, at a lower priority still. In each lane jobs are taken
+/// by priority (roles and people first), then in order; each statement runs under a time budget
+/// (`Database.limitRunningTime`). What a job returns goes back to the loop through the
+/// broker's `Mailbox` and `EventLoop.Waker` (`Broker.onReader`).
 final class ReaderPool: Sendable {
     /// What a reader thread gives a job: its connections, opened as needed. The loop may reach
     /// in (`release`) to stop a statement and close a store's connection as that store closes;
@@ -109,72 +111,108 @@ final class ReaderPool: Sendable {
         static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
     }
 
+    /// Which threads run a job: a client whose reads have lately taken long (`Broker.readLane`)
+    /// has its next ones run on threads of their own, at a lower priority, so that they never
+    /// hold the threads everyone else's short reads run on.
+    enum Lane: Sendable {
+        case light, heavy
+    }
+
     private struct Job: Sendable {
-        var id: Int
         var priority: Priority
         var work: @Sendable (Connections) -> Void
     }
 
-    private struct Queue {
-        var jobs: [Job] = []
-        var stopping = false
-        var running = 0
+    /// One lane's queue and threads.
+    private final class LaneThreads: Sendable {
+        private struct Queue {
+            var jobs: [Job] = []
+            var stopping = false
+            var running = 0
+        }
+
+        private let queue = Mutex(Queue())
+        private let available = Semaphore()
+        let count: Int
+
+        init(count: Int, niceness: Int32, readers: [Connections]) throws(SystemError) {
+            self.count = count
+            for connections in readers {
+                try Threads.detach { [self] in
+                    Threads.lowerPriorityOfThisThread(by: niceness)
+                    serve(connections)
+                }
+            }
+        }
+
+        func submit(_ job: Job) {
+            queue.withLock { q in
+                // After every job of its priority or a more urgent one, before the others.
+                let at = q.jobs.firstIndex { $0.priority > job.priority } ?? q.jobs.count
+                q.jobs.insert(job, at: at)
+            }
+            available.post()
+        }
+
+        var load: (waiting: Int, running: Int) { queue.withLock { ($0.jobs.count, $0.running) } }
+
+        private func serve(_ connections: Connections) {
+            while true {
+                available.wait()
+                let next: Job? = queue.withLock { q in
+                    if q.stopping || q.jobs.isEmpty { return nil }
+                    q.running += 1
+                    return q.jobs.removeFirst()
+                }
+                guard let job = next else {
+                    if queue.withLock({ $0.stopping }) { break }
+                    continue
+                }
+                connections.holding { job.work(connections) }
+                queue.withLock { $0.running -= 1 }
+            }
+            connections.closeAll()
+        }
+
+        func stop() {
+            queue.withLock { q in
+                q.stopping = true
+                q.jobs = []
+            }
+            for _ in 0..<count { available.post() }
+        }
     }
 
-    private let queue = Mutex(Queue())
-    private let available = Semaphore()
-    private let ids = Atomic<Int>(0)
     private let retired: Retired
+    /// Every reader thread's connections, light lane first.
     private let readers: [Connections]
-    let threads: Int
+    private let light: LaneThreads
+    private let heavy: LaneThreads
     let budget: Double
 
-    /// Starts `threads` readers (at least one), each statement limited to `budget` seconds.
-    init(threads: Int, budget: Double) throws(SystemError) {
-        self.threads = max(1, threads)
+    /// Starts `threads` readers for the light lane (at least one) and `heavyThreads` for the
+    /// heavy one, each statement limited to `budget` seconds.
+    init(threads: Int, heavyThreads: Int, budget: Double) throws(SystemError) {
         self.budget = budget
         let retired = Retired()
         self.retired = retired
-        readers = (0..<self.threads).map { _ in Connections(budget: budget, retired: retired) }
-        for connections in readers {
-            try Threads.detach { [self] in
-                Threads.lowerPriorityOfThisThread(by: 5)
-                self.serve(connections)
-            }
-        }
+        let lightReaders = (0..<max(1, threads)).map { _ in Connections(budget: budget, retired: retired) }
+        let heavyReaders = (0..<max(1, heavyThreads)).map { _ in Connections(budget: budget, retired: retired) }
+        readers = lightReaders + heavyReaders
+        light = try LaneThreads(count: lightReaders.count, niceness: 2, readers: lightReaders)
+        heavy = try LaneThreads(count: heavyReaders.count, niceness: 12, readers: heavyReaders)
     }
 
-    /// Queues `work` for a reader; it runs on that reader's thread with its connections.
-    func submit(priority: Priority, _ work: @escaping @Sendable (Connections) -> Void) {
-        let id = ids.wrappingAdd(1, ordering: .relaxed).newValue
-        queue.withLock { q in
-            // After every job of its priority or a more urgent one, before the others.
-            let at = q.jobs.firstIndex { $0.priority > priority } ?? q.jobs.count
-            q.jobs.insert(Job(id: id, priority: priority, work: work), at: at)
-        }
-        available.post()
+    /// Queues `work` for a reader of `lane`; it runs on that reader's thread with its connections.
+    func submit(priority: Priority, lane: Lane = .light, _ work: @escaping @Sendable (Connections) -> Void) {
+        (lane == .light ? light : heavy).submit(Job(priority: priority, work: work))
     }
 
-    /// Jobs waiting and running now (for Status).
-    var load: (waiting: Int, running: Int) { queue.withLock { ($0.jobs.count, $0.running) } }
+    /// Threads in each lane.
+    var threads: (light: Int, heavy: Int) { (light.count, heavy.count) }
 
-    private func serve(_ connections: Connections) {
-        while true {
-            available.wait()
-            let next: Job? = queue.withLock { q in
-                if q.stopping || q.jobs.isEmpty { return nil }
-                q.running += 1
-                return q.jobs.removeFirst()
-            }
-            guard let job = next else {
-                if queue.withLock({ $0.stopping }) { break }
-                continue
-            }
-            connections.holding { job.work(connections) }
-            queue.withLock { $0.running -= 1 }
-        }
-        connections.closeAll()
-    }
+    /// Jobs waiting and running now, in each lane (for Status).
+    var load: (light: (waiting: Int, running: Int), heavy: (waiting: Int, running: Int)) { (light.load, heavy.load) }
 
     /// Lets go of store file `path` as its attachment closes: a read running on it is stopped
     /// (its caller is told the store closed), every reader's connection to it closes, and reads
@@ -186,10 +224,7 @@ final class ReaderPool: Sendable {
 
     /// Stops the readers once the jobs running now end; jobs not started are dropped.
     func stop() {
-        queue.withLock { q in
-            q.stopping = true
-            q.jobs = []
-        }
-        for _ in 0..<threads { available.post() }
+        light.stop()
+        heavy.stop()
     }
 }

@@ -13,18 +13,34 @@ final class Channel {
     let request: FetchRequest
     /// The fields as subscribed (nil: every attribute, whatever the entity's version).
     let fields: [String]?
+    /// Its result; empty until `isLoaded`.
     var window: ResultWindow
+    /// Whether `window` is the result now. A new channel's first result is read off the loop
+    /// (`Broker.loadChannel`): until it is caught up, commits pass the channel by.
+    var isLoaded: Bool
+    /// The stores changed outside any change set while it loaded: its result is fetched again
+    /// once the load ends.
+    var loadInvalidated = false
+    /// About how many bytes its whole result takes on the wire (the last one built): a
+    /// subscriber's backlog of diffs may grow to this before a resync is cheaper.
+    var resultBytes = 0
     var subscriptions: [Int: Subscription] = [:]
 
-    init(id: Int, key: String, request: FetchRequest, fields: [String]?, window: ResultWindow) {
+    init(id: Int, key: String, request: FetchRequest, fields: [String]?, window: ResultWindow, isLoaded: Bool) {
         self.id = id
         self.key = key
         self.request = request
         self.fields = fields
         self.window = window
+        self.isLoaded = isLoaded
     }
 
     var entity: String { request.entity }
+
+    /// The backlog of diffs a subscriber may have queued before it is owed a resync instead: a
+    /// whole result's worth (a resync would cost as much), at least `subscriberBacklogBytes`, and
+    /// at most a quarter of the outbox limit (a connection's subscriptions share its outbox).
+    var backlogBudget: Int { min(max(Limits.subscriberBacklogBytes, resultBytes), Limits.maxOutboxBytes / 4) }
 }
 
 /// One `Subscribe` call: a connection listening to a channel.
@@ -41,17 +57,26 @@ final class Subscription {
     var channel: Channel
     /// The sequence number the subscriber's copy of the result reflects (as far as we sent).
     var lastSequence: Int64
-    /// Set when diffs stopped being queued because the connection fell behind: the sequence
-    /// from which the subscriber missed them. A "resync" is owed once the connection drains.
-    var missedFrom: Int64?
+    /// Where its replies stand: its first result pending, live, behind, resyncing.
+    var flow: SubscriptionFlow
+    /// What its first reply is, while it is pending: a "result", or with `since` the diff from
+    /// then (a "resync" when that cannot be told).
+    var since: Int64?
 
-    init(id: Int, connection: Connection, callID: JSON?, channel: Channel, sequence: Int64) {
+    init(id: Int, connection: Connection, callID: JSON?, channel: Channel, sequence: Int64, flow: SubscriptionFlow) {
         self.id = id
         self.connection = connection
         self.callID = callID
         self.channel = channel
+        self.flow = flow
         lastSequence = sequence
     }
+
+    /// The sequence from which the subscriber missed diffs, while it is owed a resync.
+    var missedFrom: Int64? { flow.missedFrom }
+
+    /// Whether it is still subscribed (not removed, its connection open).
+    var isCurrent: Bool { !connection.closed && connection.subscriptions[id] === self }
 }
 
 /// The subscriptions of a broker: channels by query, a channel index per entity, fan-out of
@@ -117,46 +142,97 @@ final class Subscriptions {
 
     func subscriptionCount(uid: UInt32) -> Int { perUID[uid] ?? 0 }
 
-    private static func tooManyRows(_ cap: Int) -> VarlinkError {
+    static func tooManyRows(_ cap: Int) -> VarlinkError {
         .limitReached("this query matches more than \(cap) rows; subscribe with a limit of at most \(cap)")
     }
 
     /// The broker keeps every row of a channel's result to diff it: one that grows past the cap
     /// after it was opened ends its subscriptions, as one that started past it is refused.
-    private static func grewPastCap(_ cap: Int) -> VarlinkError {
+    static func grewPastCap(_ cap: Int) -> VarlinkError {
         .limitReached("this query's result grew past \(cap) rows; subscribe again with a limit of at most \(cap)")
     }
 
-    /// The channel for `query`, created (its first result fetched) when no subscription shares it.
-    func channel(for query: Query, context: Context) throws(VarlinkError) -> Channel {
-        let key = query.key
-        // Shared, it holds at most the cap: one that grows past it ends (`diffs`).
-        if let existing = channels[key] { return existing }
-        // Whole rows: the window keeps the sort keys too, whatever the fields. And in the order
-        // the window keeps them: with no sort that is uuid order (`Sorting("")`), which SQL gives
-        // only when asked (else the order of whatever index it walks, where the window's binary
-        // searches find no changed row).
+    /// The channel of `query` that exists, if any (shared, it holds at most the cap: one that
+    /// grows past it ends, `diffs`).
+    func existing(_ query: Query) -> Channel? { channels[query.key] }
+
+    /// The request a channel runs: whole rows (the window keeps the sort keys too, whatever the
+    /// fields), in the order the window keeps them — with no sort that is uuid order
+    /// (`Sorting("")`), which SQL gives only when asked (else the order of whatever index it
+    /// walks, where the window's binary searches find no changed row).
+    static func channelRequest(_ query: Query) -> FetchRequest {
         var base = query.request
         base.attributes = nil
         base.sort = base.sort ?? ""
-        let rows = try Self.fetchWithinCap(base, context: context, past: Self.tooManyRows(Limits.maxSubscriptionRows))
+        return base
+    }
+
+    /// A new channel for `query`, registered but not loaded (its window empty): its first
+    /// result is read off the loop and handed to `loaded`.
+    func makeChannel(for query: Query) throws(VarlinkError) -> Channel {
         nextChannelID += 1
-        let window = ResultWindow(predicate: query.predicate, sorting: query.sorting, limit: query.request.limit,
-                                  fields: query.fields, rows: rows.map(\.values))
-        let channel = Channel(id: nextChannelID, key: key, request: base, fields: query.fields, window: window)
+        let window = ResultWindow(predicate: query.predicate, sorting: query.sorting, limit: query.request.limit, fields: query.fields, rows: [])
+        let channel = Channel(id: nextChannelID, key: query.key, request: Self.channelRequest(query), fields: query.fields,
+                              window: window, isLoaded: false)
         do {
             try indexes[query.request.entity, default: ChannelIndex(entity: query.predicate.entity)].register(channel.id, query.predicate)
         } catch {
             throw .invalidRequest(error.description, field: "predicate")
         }
-        channels[key] = channel
+        channels[channel.key] = channel
         channelsByID[channel.id] = channel
         return channel
     }
 
-    func add(_ channel: Channel, connection: Connection, callID: JSON?, sequence: Int64) -> Subscription {
+    /// The channel for `query`, created with its first result fetched here (on the loop: used
+    /// only when channels are rebuilt after their store came back).
+    func channel(for query: Query, context: Context) throws(VarlinkError) -> Channel {
+        if let existing = channels[query.key] { return existing }
+        let rows = try Self.fetchWithinCap(Self.channelRequest(query), context: context, past: Self.tooManyRows(Limits.maxSubscriptionRows))
+        let channel = try makeChannel(for: query)
+        channel.window = ResultWindow(predicate: query.predicate, sorting: query.sorting, limit: query.request.limit,
+                                      fields: query.fields, rows: rows.map(\.values))
+        channel.isLoaded = true
+        return channel
+    }
+
+    /// Whether `channel` is still one of these (a channel goes with its last subscription).
+    func isRegistered(_ channel: Channel) -> Bool { channelsByID[channel.id] === channel }
+
+    /// A loading channel's first result, read as of `sequence`, caught up to `context`'s now
+    /// through its change ring: returns the diffs of the commits since, each with its sequence,
+    /// for the subscribers that waited. When the ring no longer reaches back (or a limited
+    /// window lost a row it cannot replace from memory), the result is fetched afresh here and
+    /// the rest is one diff.
+    func loaded(_ channel: Channel, window: ResultWindow, sequence: Int64, context: Context) throws(VarlinkError) -> [(Int64, QueryDiff)] {
+        channel.window = window
+        channel.isLoaded = true
+        var out: [(Int64, QueryDiff)] = []
+        if !channel.loadInvalidated, let sets = context.changes(since: sequence) {
+            for set in sets {
+                let changes = set.changes.filter { $0.entity == channel.entity }.map { (old: $0.old, new: $0.new) }
+                if changes.isEmpty { continue }
+                switch channel.window.apply(changes) {
+                case .diff(let d):
+                    if !d.isEmpty { out.append((set.sequence, d)) }
+                    continue
+                case .refetch:
+                    break
+                }
+                out.append((context.sequence, try refetch(channel, context: context)))
+                break
+            }
+        } else {
+            out.append((context.sequence, try refetch(channel, context: context)))
+        }
+        channel.loadInvalidated = false
+        guard channel.window.rows.count <= Limits.maxSubscriptionRows else { throw Self.grewPastCap(Limits.maxSubscriptionRows) }
+        return out.filter { !$0.1.isEmpty }
+    }
+
+    func add(_ channel: Channel, connection: Connection, callID: JSON?, sequence: Int64, flow: SubscriptionFlow) -> Subscription {
         nextID += 1
-        let s = Subscription(id: nextID, connection: connection, callID: callID, channel: channel, sequence: sequence)
+        let s = Subscription(id: nextID, connection: connection, callID: callID, channel: channel, sequence: sequence, flow: flow)
         channel.subscriptions[s.id] = s
         connection.subscriptions[s.id] = s
         count += 1
@@ -241,7 +317,8 @@ final class Subscriptions {
         var out: [(Channel, QueryDiff)] = []
         var failed: [(Channel, VarlinkError)] = []
         for id in order {
-            guard let channel = channelsByID[id], let changes = touched[id] else { continue }
+            // A channel still loading is caught up through the change ring once it has loaded.
+            guard let channel = channelsByID[id], channel.isLoaded, let changes = touched[id] else { continue }
             let diff: QueryDiff
             switch channel.window.apply(changes) {
             case .diff(let d): diff = d
@@ -265,6 +342,10 @@ final class Subscriptions {
     func refetchAll(context: Context) -> [(Channel, VarlinkError)] {
         var failed: [(Channel, VarlinkError)] = []
         for channel in channels.values.sorted(by: { $0.id < $1.id }) {
+            guard channel.isLoaded else {
+                channel.loadInvalidated = true  // the change ring cannot catch it up
+                continue
+            }
             do { _ = try refetch(channel, context: context) } catch {
                 failed.append((channel, error))
             }
@@ -290,9 +371,11 @@ final class Subscriptions {
         return rows
     }
 
-    /// The diff from the result a subscriber had at `since` to the channel's result now, or nil
-    /// when the change ring no longer reaches back that far.
-    func diff(for channel: Channel, since: Int64, context: Context) -> QueryDiff? {
+    /// What the diff from `since` to a channel's result now needs, gathered on the loop: each
+    /// row the commits since changed, as it was before them, and — for a limited window, which
+    /// holds only its own rows — the query's rows now, up to the limit and one more per change
+    /// (fetched here, bounded by the limit). Nil when the change ring no longer reaches back.
+    func resumeBasis(for channel: Channel, since: Int64, context: Context) -> ResumeBasis? {
         guard let sets = context.changes(since: since) else { return nil }
         var before: [String: [String: AttributeValue]?] = [:]
         for set in sets {
@@ -300,12 +383,27 @@ final class Subscriptions {
                 before[change.uuid] = .some(change.old)
             }
         }
-        if before.isEmpty { return QueryDiff() }
+        var basis = ResumeBasis(before: before, current: nil)
+        guard !before.isEmpty, let limit = channel.request.limit else { return basis }
         var request = channel.request
-        request.limit = channel.request.limit.map { $0 + before.count }
+        request.limit = limit + before.count
         guard let current = try? context.fetch(request) else { return nil }
-        let earlier = channel.window.reconstructed(before: before, current: current.map(\.values))
-        return QueryDiff.between(earlier, channel.window.rows, fields: channel.window.fields)
+        basis.current = current.map(\.values)
+        return basis
+    }
+
+    struct ResumeBasis: Sendable {
+        var before: [String: [String: AttributeValue]?]
+        /// The query's rows now (a limited window); nil: the window's own rows are the result.
+        var current: [[String: AttributeValue]]?
+    }
+
+    /// The diff from the result a subscriber had at the basis's `since` to `window` (pure: runs
+    /// on a reader, over a copy of the window).
+    static func resumeDiff(_ window: ResultWindow, _ basis: ResumeBasis) -> QueryDiff {
+        if basis.before.isEmpty { return QueryDiff() }
+        let earlier = window.reconstructed(before: basis.before, current: basis.current ?? window.rows)
+        return QueryDiff.between(earlier, window.rows, fields: window.fields)
     }
 
     // MARK: - Wire
@@ -320,6 +418,42 @@ final class Subscriptions {
             w.beginArray()
             for row in window.rows { WireValues.writeRow(window.fields, row, into: &w) }
             w.endArray()
+        }
+    }
+
+    /// A subscriber's whole "result" or "resync" frame over `window` (on a reader: the window is
+    /// a copy, and the loop goes on).
+    static func resultFrame(subscription: Int, callID: JSON?, kind: String, sequence: Int64, from: Int64?, _ window: ResultWindow) -> [UInt8] {
+        let body = resultBody(kind: kind, sequence: sequence, from: from, window)
+        return frame(subscription: subscription, callID: callID, body)
+    }
+
+    /// The rows of a result as the wire writes them, `[{…},…]`: the `fields` of each row of a
+    /// plan's result (on a reader).
+    static func rowsJSON(_ result: ReadPlan.Result, attributes: [Attribute], fields: [String]) -> ArraySlice<UInt8> {
+        let positions = fields.compactMap { name in attributes.firstIndex { $0.name == name } }
+        var w = JSONStreamWriter(capacity: 256 + result.rows.count * 48 * max(1, positions.count))
+        w.beginArray()
+        for row in result.rows {
+            w.beginObject()
+            for i in positions {
+                w.key(attributes[i].name)
+                WireValues.write(row[i], into: &w)
+            }
+            w.endObject()
+        }
+        w.endArray()
+        return w.finish()[...]
+    }
+
+    /// A subscriber's "result" or "resync" frame around rows already written (`rowsJSON`).
+    static func resultFrame(_ s: Subscription, kind: String, sequence: Int64, from: Int64?, rows: ArraySlice<UInt8>) -> [UInt8] {
+        Reply.frame(id: s.callID, continues: true, capacity: rows.count + 160) { w in
+            w.key("subscription"); w.integer(Int64(s.id))
+            w.key("kind"); w.string(kind)
+            w.key("sequence"); w.integer(sequence)
+            if let from { w.key("from"); w.integer(from) }
+            w.key("rows"); w.encoded(rows)
         }
     }
 
@@ -376,8 +510,12 @@ final class Subscriptions {
 
     /// One subscriber's frame: its subscription number, then the shared members.
     static func frame(_ s: Subscription, _ body: ArraySlice<UInt8>, continues: Bool = true) -> [UInt8] {
-        Reply.frame(id: s.callID, continues: continues, capacity: body.count + 64) { w in
-            w.key("subscription"); w.integer(Int64(s.id))
+        frame(subscription: s.id, callID: s.callID, body, continues: continues)
+    }
+
+    static func frame(subscription: Int, callID: JSON?, _ body: ArraySlice<UInt8>, continues: Bool = true) -> [UInt8] {
+        Reply.frame(id: callID, continues: continues, capacity: body.count + 64) { w in
+            w.key("subscription"); w.integer(Int64(subscription))
             w.members(body)
         }
     }

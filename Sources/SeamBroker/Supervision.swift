@@ -262,6 +262,9 @@ public struct BrokerLimits: Sendable, Equatable {
     public var readers = max(2, Threads.processorCount)
     /// Calls handled for one connection before the others get their turn.
     public var callsPerTurn = 16
+    /// The most operations a plugin's Save may carry (a person's and the roles' may carry
+    /// `Limits.maxSaveOperations`): a save holds every other writer of its store while it runs.
+    public var pluginSaveOperations = 1_000
 
     public init() {}
 
@@ -272,8 +275,9 @@ public struct BrokerLimits: Sendable, Equatable {
             problems.append("\(path): 'limits' is not an object; the defaults apply")
             return limits
         }
-        for key in object.keys where !["predicateCost", "querySeconds", "readers", "callsPerTurn"].contains(key) {
-            problems.append("\(path): limits.\(key) is not a limit (they are predicateCost, querySeconds, readers and callsPerTurn); ignored")
+        for key in object.keys where !["predicateCost", "querySeconds", "readers", "callsPerTurn", "pluginSaveOperations"].contains(key) {
+            problems.append("\(path): limits.\(key) is not a limit (they are predicateCost, querySeconds, readers, callsPerTurn and "
+                            + "pluginSaveOperations); ignored")
         }
         func integer(_ key: String, in range: ClosedRange<Int64>) -> Int? {
             guard let v = object[key] else { return nil }
@@ -286,6 +290,7 @@ public struct BrokerLimits: Sendable, Equatable {
         if let n = integer("predicateCost", in: 1...1_000_000) { limits.predicateCost = n }
         if let n = integer("readers", in: 1...64) { limits.readers = n }
         if let n = integer("callsPerTurn", in: 1...10_000) { limits.callsPerTurn = n }
+        if let n = integer("pluginSaveOperations", in: 1...10_000) { limits.pluginSaveOperations = n }
         if let v = object["querySeconds"] {
             if let d = v.doubleValue ?? v.int64Value.map(Double.init), d >= 0.01, d <= 3600 { limits.querySeconds = d } else {
                 problems.append("\(path): limits.querySeconds is not a number of seconds from 0.01 to 3600; the default applies")

@@ -639,19 +639,24 @@ public final class Context {
     }
 
     func compile(_ request: FetchRequest, entity e: Entity, columns: [String]) throws(ContextError) -> CompiledSQL {
+        try Self.compile(request, entity: e, columns: columns) { text throws(QueryError) in
+            if let cached = parsedPredicates[text] { return cached }
+            let parsed = try ParsedPredicate(text)
+            if parsedPredicates.count > 1024 { parsedPredicates.removeAll() }
+            parsedPredicates[text] = parsed
+            return parsed
+        }.sql
+    }
+
+    /// `request` compiled to SQL selecting `columns` of `e`, with its predicate checked (pure;
+    /// `parse` parses the predicate's text, from a cache or afresh).
+    static func compile(_ request: FetchRequest, entity e: Entity, columns: [String],
+                        parse: (String) throws(QueryError) -> ParsedPredicate) throws(ContextError) -> (sql: CompiledSQL, predicate: CheckedPredicate?) {
         var field = "predicate"
         do throws(QueryError) {
             var predicate: CheckedPredicate?
             if let text = request.predicate {
-                let parsed: ParsedPredicate
-                if let cached = parsedPredicates[text] {
-                    parsed = cached
-                } else {
-                    parsed = try ParsedPredicate(text)
-                    if parsedPredicates.count > 1024 { parsedPredicates.removeAll() }
-                    parsedPredicates[text] = parsed
-                }
-                predicate = try CheckedPredicate(parsed, entity: e, parameters: request.parameters)
+                predicate = try CheckedPredicate(try parse(text), entity: e, parameters: request.parameters)
             }
             field = "sort"
             var sorting: Sorting?
@@ -666,7 +671,7 @@ public final class Context {
                 if request.limit == nil { compiled.sql += " LIMIT -1" }
                 compiled.sql += " OFFSET \(offset)"
             }
-            return compiled
+            return (compiled, predicate)
         } catch {
             throw ContextError(.query(error, field: field))
         }

@@ -58,31 +58,57 @@ public struct ReadPlan: Sendable {
     }
 }
 
-extension Context {
-    /// The plan of a fetch (`kind: .rows`) or a count of `request`, for a reader thread; refuses
-    /// what `fetch` and `count` would refuse (an unknown entity or attribute, a query that does
-    /// not check, a closed store).
-    public func readPlan(_ request: FetchRequest, kind: ReadPlan.Kind) throws(ContextError) -> ReadPlan {
-        guard let directory else { throw ContextError(.snapshotUnsupported) }
-        let r = try route(request.entity)
+/// Where a read of one entity goes — its definition as served, its store's file and attachment,
+/// the context's last save — worked out on the context's thread, where it is cheap (a route).
+/// Planning the read (`plan`: parsing the predicate, checking it, compiling it to SQL) is pure,
+/// and runs wherever the read does.
+public struct ReadTarget: Sendable {
+    public var entity: Entity
+    public var store: String
+    public var path: String
+    public var attachment: Int
+    public var sequence: Int64
+
+    /// The plan of a fetch (`kind: .rows`) or a count of `request`, and its predicate checked:
+    /// refuses what `fetch` and `count` would refuse (an unknown attribute, a query that does not
+    /// check).
+    public func plan(_ request: FetchRequest, kind: ReadPlan.Kind) throws(ContextError) -> (plan: ReadPlan, predicate: CheckedPredicate?) {
         var attributes: [Attribute] = []
-        var compiled: CompiledSQL
+        let columns: [String]
         switch kind {
         case .rows:
-            var wanted = request.attributes ?? r.entity.attributes.map(\.name)
+            var wanted = request.attributes ?? entity.attributes.map(\.name)
             if !wanted.contains(Entity.identity) { wanted.insert(Entity.identity, at: 0) }
             for name in wanted {
-                guard let a = r.entity.attribute(name) else { throw ContextError(.unknownAttribute(entity: r.entity.name, attribute: name)) }
+                guard let a = entity.attribute(name) else { throw ContextError(.unknownAttribute(entity: entity.name, attribute: name)) }
                 attributes.append(a)
             }
-            compiled = try compile(request, entity: r.entity, columns: wanted)
+            columns = wanted
         case .count:
-            compiled = try compile(request, entity: r.entity, columns: [Entity.identity])
-            compiled.sql = "SELECT count(*) FROM (\(compiled.sql))"
+            columns = [Entity.identity]
         }
-        return ReadPlan(kind: kind, store: r.store, path: StoreLayout(directory: directory).store(r.store),
-                        attachment: attachments[r.store] ?? 0, entity: r.entity.name, sql: compiled.sql, arguments: compiled.arguments,
-                        attributes: attributes, sequence: sequence)
+        var (compiled, predicate) = try Context.compile(request, entity: entity, columns: columns) { text throws(QueryError) in
+            try ParsedPredicate(text)
+        }
+        if kind == .count { compiled.sql = "SELECT count(*) FROM (\(compiled.sql))" }
+        let plan = ReadPlan(kind: kind, store: store, path: path, attachment: attachment, entity: entity.name, sql: compiled.sql,
+                            arguments: compiled.arguments, attributes: attributes, sequence: sequence)
+        return (plan, predicate)
+    }
+}
+
+extension Context {
+    /// Where a read of `entity` goes (its store open); refuses an unknown entity or a closed store.
+    public func readTarget(_ entity: String) throws(ContextError) -> ReadTarget {
+        guard let directory else { throw ContextError(.snapshotUnsupported) }
+        let r = try route(entity)
+        return ReadTarget(entity: r.entity, store: r.store, path: StoreLayout(directory: directory).store(r.store),
+                          attachment: attachments[r.store] ?? 0, sequence: sequence)
+    }
+
+    /// The plan of a fetch (`kind: .rows`) or a count of `request`, for a reader thread.
+    public func readPlan(_ request: FetchRequest, kind: ReadPlan.Kind) throws(ContextError) -> ReadPlan {
+        try readTarget(request.entity).plan(request, kind: kind).plan
     }
 
     /// How often store `name` has been attached (opened) by this context: a reader's connection

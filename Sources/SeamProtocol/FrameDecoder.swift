@@ -88,8 +88,12 @@ public enum Limits {
     public static let maxReplyFrameBytes = 512 << 20
     /// What a client's JSON decoder accepts in a reply: anything a reply frame may hold.
     public static let replyJSON = JSONLimits(maxBytes: maxReplyFrameBytes, maxStringBytes: maxReplyFrameBytes)
-    /// Connections one uid may hold at once.
+    /// Connections one uid may hold at once (besides the roles seamd starts). At the cap, a new
+    /// connection closes the oldest that has sent nothing (or has not said Hello); when every
+    /// one has, it is let in on a reserve of `reservedConnections` if it says Hello as `cli`.
     public static let maxConnectionsPerUID = 512
+    /// Connections past the cap kept for a person's `seam` (`maxConnectionsPerUID`).
+    public static let reservedConnections = 32
     /// Seconds a new connection has to send its first call (seamd's `--handshake-timeout`).
     public static let handshakeTimeout: Double = 10
     /// Deepest JSON nesting accepted in a message.

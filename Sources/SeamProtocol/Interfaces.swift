@@ -108,7 +108,10 @@ public enum Interfaces {
           roles: []Role,
           plugins: []Plugin,
           configurationProblems: []string,
-          migration: object
+          migration: object,
+          backups: []object,
+          maintenance: ?object,
+          readers: object
         )
 
         # A connected plugin and what it may read and write (null: every entity).

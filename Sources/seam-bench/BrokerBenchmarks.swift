@@ -117,6 +117,11 @@ enum BrokerBenchmarks {
         p.arguments = arguments
         if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         p.standardError = FileHandle.nullDevice
+        if let log = ProcessInfo.processInfo.environment["SEAM_BENCH_SEAMD_LOG"], path.hasSuffix("seamd") {
+            FileManager.default.createFile(atPath: log, contents: nil)
+            p.standardError = FileHandle(forWritingAtPath: log)
+            p.arguments = arguments + ["--log-level", "debug"]
+        }
         p.standardOutput = FileHandle.nullDevice
         try p.run()
         return p

@@ -3,7 +3,7 @@ import Foundation
 // seam-bench: the benchmarks behind `scripts/bench`. Each group prints a table.
 //
 //   seam-bench [--quick] [--check BOUNDS] [GROUP …]
-//       groups: query, store, context, json, broker, channels, ticker, service, migration, sync, convergence (default: all)
+//       groups: query, store, context, json, broker, channels, ticker, isolation, service, migration, sync, convergence (default: all)
 //       --quick         every group in a short form (fewer rows and rounds, the same comparisons)
 //       --check BOUNDS  at the end, compare each recorded figure with its bound in BOUNDS; exit 1 beyond one
 
@@ -15,6 +15,7 @@ let groups: [(name: String, run: () throws -> Void)] = [
     ("broker", BrokerBenchmarks.run),
     ("channels", ChannelBenchmarks.run),
     ("ticker", TickerBenchmarks.run),
+    ("isolation", IsolationBenchmarks.run),
     ("service", ServiceBenchmarks.run),
     ("migration", MigrationBenchmarks.run),
     ("sync", SyncBenchmarks.run),

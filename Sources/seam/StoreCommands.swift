@@ -21,6 +21,12 @@ enum StoreCommands {
             if let last = s["migration"]?["last"], let error = last["error"]?.stringValue {
                 print("  the last migration failed: \(error); `seam migrate` tries again")
             }
+            if let r = s["readers"] {
+                func lane(_ l: JSON?) -> String {
+                    "\(l?["threads"]?.int64Value ?? 0) threads, \(l?["running"]?.int64Value ?? 0) running, \(l?["waiting"]?.int64Value ?? 0) waiting"
+                }
+                print("readers: \(lane(r["light"])); heavy lane \(lane(r["heavy"]))")
+            }
             let roles = s["roles"]?.arrayValue ?? []
             if !roles.isEmpty {
                 print("roles:")

@@ -191,6 +191,8 @@ final class BrokerActivationTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: "/nonexistent/ignored.sock"))
     }
 
+    /// At the cap, a new connection takes the place of the oldest that has not said Hello; when
+    /// every one has (and the reserve for a person's `seam` is full too), the next is refused.
     func testConnectionsPerUIDAreBounded() throws {
         let broker = try BrokerProcess()
         defer { broker.stop() }
@@ -200,10 +202,25 @@ final class BrokerActivationTests: XCTestCase {
         // before some of these on a busy machine, and it was not the one refused.
         for c in held { c.send(#"{"method":"org.varlink.service.GetInfo"}"#) }
         for c in held { XCTAssertEqual(c.readFrame()?.contains("seamd"), true) }
+        let newcomer = try RawClient(broker.socketPath)
+        newcomer.send(#"{"method":"org.varlink.service.GetInfo"}"#)
+        XCTAssertEqual(newcomer.readFrame()?.contains("seamd"), true, "let in")
+        XCTAssertTrue(held[0].isClosed(timeout: 5), "in place of the oldest that had not said Hello")
+        XCTAssertTrue(broker.log.contains("the oldest that has not said Hello"), broker.log)
+        held = []
+        newcomer.shutdownWriting()
+
+        var people: [SeamConnection] = []
+        try eventually(10, "the anonymous ones are gone") { try SeamConnection.connect(path: broker.socketPath).status()["connections"]?.int64Value ?? 999 < 5 }
+        for _ in 0..<(512 + 32) {
+            let c = try SeamConnection.connect(path: broker.socketPath)
+            try c.hello()
+            people.append(c)
+        }
         let refused = try RawClient(broker.socketPath)
         XCTAssertEqual(refused.readFrame()?.contains("org.seam.Store.PermissionDenied"), true)
         XCTAssertTrue(refused.isClosed(timeout: 5))
-        held.removeLast(10)
+        people.removeLast(10)
         try eventually(5, "room again once some close") { (try? SeamConnection.connect(path: broker.socketPath).status()) != nil }
     }
 
