@@ -1,22 +1,62 @@
 // seam-sync: seamd's sync worker. Mirrors the Cloud store to a PostgreSQL server and back.
 import SeamClient
 import SeamCommandLine
+import SeamPostgres
 import SeamSync
 import SeamSystem
 
 let usage = """
     usage: seam-sync CONFIG
+           seam-sync --init-server URL [--password-stdin]
 
     seamd's sync worker, started by seamd (role "sync", its connection on $SEAM_FD) once
     `seam sync setup URL` has written CONFIG (sync.json). It exports the Cloud store's changes
     to the server and imports the server's, on every change, on every server notification, and
     every few seconds. Never run it by hand: use `seam sync status` and `seam sync now`.
+
+    --init-server URL   for a server's administrator: creates (or upgrades) the server's sync
+                        schema as the role in URL, which then owns it. That role must be no
+                        zone (no person's machines sync as it). The password comes from
+                        --password-stdin, else libpq's ~/.pgpass, PGPASSFILE or PGPASSWORD.
+                        scripts/pg-server does this for the servers it starts. See Protocol/sync.md.
     """
+
+/// `--init-server URL`: the server's sync schema, made or upgraded by the role that owns it.
+func initServer(_ url: String, passwordFromStdin: Bool) throws -> Never {
+    if passwordFromStdin {
+        guard let password = Secret.readLine(prompt: ""), !password.isEmpty else {
+            Terminal.fail(tool, "no password on standard input", status: Terminal.usageError)
+        }
+        Environment.set("PGPASSWORD", password)
+    }
+    let pg: PostgresConnection
+    do { pg = try PostgresConnection(url) } catch { Terminal.fail(tool, "cannot connect to \(url): \(error)") }
+    try pg.pinSearchPath()
+    try pg.setTimeouts(statement: 120, lock: 15)
+    let role = try pg.query("SELECT session_user::text").first?[0] ?? "?"
+    if try pg.query("SELECT to_regclass('seam.records') IS NOT NULL").first?[0] == "t",
+       let n = try pg.query("SELECT count(*) FROM seam.records WHERE zone = session_user").first?[0] ?? nil, n != "0" {
+        Terminal.fail(tool, "\(role) syncs a zone of its own (\(n) records): the schema's owner must be no one's zone, or it could "
+                      + "read and change every other zone; make a role for it (scripts/pg-server's seam_owner, say)")
+    }
+    let before = try ServerSchema.ensure(pg)
+    if before == ServerSchema.version {
+        print("the server's sync schema is at version \(before) already; nothing to do")
+    } else {
+        print("made the server's sync schema version \(ServerSchema.version)\(before == 0 ? "" : " (was \(before))"), owned by \(role); "
+              + "zone roles need only CONNECT on the database (Protocol/sync.md, \"The server layout\")")
+    }
+    Terminal.exit(0)
+}
 
 let tool = "seam-sync"
 do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: [], flags: [])
+    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["init-server"], flags: ["password-stdin"])
     if args.wantsHelp { print(usage); Terminal.exit(0) }
+    if let url = args.value("init-server") {
+        guard args.positional.isEmpty else { throw Arguments.UsageError("--init-server takes only the URL\n\n" + usage) }
+        try initServer(url, passwordFromStdin: args.flag("password-stdin"))
+    }
     guard args.positional.count == 1 else { throw Arguments.UsageError("give the sync configuration file\n\n" + usage) }
     guard Environment.value("SEAM_FD") != nil else {
         Terminal.fail(tool, "seamd starts this worker once sync is configured: run `seam sync setup URL`", status: Terminal.usageError)

@@ -20,7 +20,8 @@ final class MaintenanceJob {
     let startedAt: Double
     let events = Mailbox<Event>()
     var waker: EventLoop.Waker?
-    var watchers: [(connection: Connection, callID: JSON?)] = []
+    /// Who waits for the job's end, and whether each asked for progress on the way (`more`).
+    var watchers: [(connection: Connection, callID: JSON?, more: Bool)] = []
     var progress: (store: String, done: Int64, total: Int64) = ("", 0, 0)
     /// What the loop does once the thread's work has ended, before the watchers hear the end
     /// (a restore swaps the copies in and reopens the stores).
@@ -59,7 +60,7 @@ extension Broker {
         case .success(let j): job = j
         }
         guard !call.oneway else { return [] }
-        job.watchers.append((c, call.id))
+        job.watchers.append((c, call.id, call.more))
         c.repliesOwed += 1
         guard call.more else {
             // Without more, the one reply comes at the end.
@@ -121,7 +122,7 @@ extension Broker {
             switch event {
             case .progress(let store, let done, let total):
                 job.progress = (store, done, total)
-                for (c, id) in job.watchers where !c.closed {
+                for (c, id, more) in job.watchers where more && !c.closed {
                     if queue(frame: Reply(parameters: ["state": .string("running"), "progress": progressJSON(job)], continues: true,
                                           id: id).frame(), to: c) { flush(c) }
                 }
@@ -134,7 +135,7 @@ extension Broker {
                 case .success: log.info("\(job.kind.rawValue) done in \(Self.seconds(seconds))")
                 case .failure(let e): log.error("\(job.kind.rawValue) failed after \(Self.seconds(seconds)): \(e.parameters["message"]?.stringValue ?? e.name)")
                 }
-                for (c, id) in job.watchers {
+                for (c, id, _) in job.watchers {
                     c.repliesOwed -= 1
                     guard !c.closed else { continue }
                     let reply: Reply
@@ -189,6 +190,12 @@ extension Broker {
             return .failure(.maintenanceFailed("\(error.description); no backup is taken while a save waits to complete"))
         }
         refetchIfInvalidated()
+        // A file removed or replaced under seamd is put back first: what is copied is the store.
+        context.verifyFiles()
+        reportStoreNotices()
+        if let closed = names.first(where: { !context.storeNames.contains($0) }) {
+            return .failure(.maintenanceFailed("the \(closed) store is not open (\(context.closedStores[closed] ?? "closed")); no set is taken"))
+        }
         do { try BackupSet.prepare(directory) } catch { return .failure(.invalidRequest(error.description, field: "directory")) }
         var readers: [(name: String, db: Database)] = []
         do {
@@ -235,6 +242,9 @@ extension Broker {
     /// A store found damaged is closed when the check ends.
     private func beginCheck() -> Result<MaintenanceJob, VarlinkError> {
         if let m = migration { return .failure(.maintenanceFailed("a migration is running (\(m.summary)); check when it has ended")) }
+        // A file removed or replaced under seamd is put back first: what is checked is the store.
+        context.verifyFiles()
+        reportStoreNotices()
         let layout = StoreLayout(directory: configuration.dataDirectory)
         let names = context.schema.configurations.filter { FileSystem.kind(layout.store($0)) == "file" }
         let job = MaintenanceJob(kind: .check, now: WallClock.monotonic())

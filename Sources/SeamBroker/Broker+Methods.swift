@@ -629,7 +629,7 @@ extension Broker {
         let attribute: String
         switch error.kind {
         case .unknownAttribute(_, let a), .wrongType(_, let a, _, _), .missingValue(_, let a), .valueTooLarge(_, let a, _, _),
-             .invalidValue(_, let a, _):
+             .recordTooLarge(_, let a, _, _), .invalidValue(_, let a, _):
             attribute = a
         default:
             return varlink(error)
@@ -655,7 +655,8 @@ extension Broker {
         case .duplicate, .constraint, .deleteDenied, .changedSince, .historyForgotten: return .conflict(error.description)
         case .sequenceAhead(let since, let sequence): return .sequenceAhead(since: since, sequence: sequence)
         case .unknownAttribute(_, let a): return .invalidRequest(error.description, field: a)
-        case .wrongType(_, let a, _, _), .missingValue(_, let a), .valueTooLarge(_, let a, _, _), .invalidValue(_, let a, _):
+        case .wrongType(_, let a, _, _), .missingValue(_, let a), .valueTooLarge(_, let a, _, _), .recordTooLarge(_, let a, _, _),
+             .invalidValue(_, let a, _):
             return .invalidRequest(error.description, field: a)
         case .unknownEntity: return .invalidRequest(error.description, field: "entity")
         case .query(let q, let field): return .invalidRequest(q.description, field: field)

@@ -117,6 +117,9 @@ extension Broker {
         case .storeClosed(let store):
             let why = context.closedStores[store].map { "it is closed: \($0)" } ?? "it was opened again while the read waited; try again"
             return .storeUnavailable(store: store, "the \(store) store closed under the read (\(why))")
+        case .fileReplaced(let store):
+            return .storeUnavailable(store: store, "the \(store) store's file was removed or replaced a moment ago and seamd is "
+                                     + "putting its data back; try again in a second")
         case .damaged(let store, let e):
             return Self.varlink(context.reportDamage(e, store: store))
         case .database(let e):

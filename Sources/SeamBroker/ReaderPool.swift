@@ -43,9 +43,18 @@ final class ReaderPool: Sendable {
             guard retired.allows(plan) else { throw .storeClosed(plan.store) }
             let db: Database
             if let held = open[plan.path] { db = held } else {
+                // The path must name the store's file before and after the open: between a file
+                // being removed or replaced under seamd and its being put back, what stands there
+                // is not the store (and would be read with the store's WAL beside it).
+                let named = { plan.file.map { FileSystem.identity(plan.path)?.isSameFile(as: $0) ?? false } ?? true }
+                guard named() else { throw .fileReplaced(plan.store) }
                 var o = Database.Options()
                 o.readOnly = true
                 do { db = try Database(path: plan.path, options: o) } catch { throw ReadFailure.from(error, plan) }
+                guard named() else {
+                    db.close()
+                    throw .fileReplaced(plan.store)
+                }
                 open[plan.path] = db
             }
             releasedUnderfoot.store(false, ordering: .relaxed)
@@ -96,6 +105,8 @@ final class ReaderPool: Sendable {
         case budgetPassed(seconds: Double)
         /// The store closed, or was opened again, between the plan and the read.
         case storeClosed(String)
+        /// The store's path names another file for now (removed or replaced, being put back).
+        case fileReplaced(String)
         /// SQLite found the store's file damaged.
         case damaged(store: String, DatabaseError)
         case database(DatabaseError)

@@ -175,6 +175,7 @@ extension Context {
                 throw ContextError(.missingValue(entity: entity, attribute: a.name))
             }
         }
+        if isSynced(entity, store: r.store) { try Values.checkSynced(row, entity: entity) }
         let uuid = row[Entity.identity]!.stringValue!
         // A row the save has not touched is not read first: if it exists, the INSERT's primary
         // key refuses it and the save reports a duplicate.
@@ -200,6 +201,7 @@ extension Context {
             }
             row[key] = try Values.normalize(value, for: a, in: entity)
         }
+        if isSynced(entity, store: r.store) { try Values.checkSynced(row, entity: entity) }
         p.new = row
         work.set(p, uuid: uuid)
     }
@@ -269,5 +271,17 @@ extension Context {
         let staged = work.rows(of: source.name, linkingBy: link.attribute, to: uuid).subtracting(result)
         result += staged.sorted { work.place(source.name, $0) < work.place(source.name, $1) }
         return result
+    }
+}
+
+extension Context {
+    /// Whether rows of `entity` (in `store`) sync: the history configuration's, outside the
+    /// models that never leave the machine (`Options.unsyncedModels`, the sync worker's own).
+    func isSynced(_ entity: String, store: String) -> Bool {
+        guard store == options.historyConfiguration else { return false }
+        if let known = syncedEntities[entity] { return known }
+        let synced = !options.unsyncedModels.contains(schema.entity(entity)?.model.name ?? "")
+        syncedEntities[entity] = synced
+        return synced
     }
 }

@@ -30,6 +30,9 @@ public final class Context {
         public var ringCapacity = 1024
         /// The configuration whose changes are kept as persistent history (the one that syncs).
         public var historyConfiguration = "Cloud"
+        /// Models of the history configuration whose rows never sync (the sync worker's own
+        /// bookkeeping): not held to the bounds of a synced record (`Values.checkSynced`).
+        public var unsyncedModels: Set<String> = ["SyncMetadata"]
         /// History older than this (seconds) is purged on its own, unless sync is configured.
         public var historyRetention: Double = 7 * 24 * 3600
         /// Whether sync runs when the context opens (see `Context.syncConfigured`, which follows it after).
@@ -126,6 +129,8 @@ public final class Context {
     let finishedChecks = Mailbox<FinishedCheck>()
     /// Bumped at each attach of a store, so that a check of a file since closed is ignored.
     var attachments: [String: Int] = [:]
+    /// Entity → whether its rows sync (`isSynced`), as asked.
+    var syncedEntities: [String: Bool] = [:]
     /// Notified from a checking thread when a check has finished: the owner then calls
     /// `collectChecks()` on its own thread.
     public let checkFinished = Notifier()

@@ -10,6 +10,8 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         case wrongType(entity: String, attribute: String, expected: AttributeType, got: String)
         case missingValue(entity: String, attribute: String)
         case valueTooLarge(entity: String, attribute: String, bytes: Int, limit: Int)
+        /// A synced row whose values together pass the bound on a record (`attribute`: its largest).
+        case recordTooLarge(entity: String, attribute: String, bytes: Int, limit: Int)
         case invalidValue(entity: String, attribute: String, reason: String)
         case notFound(entity: String, uuid: String)
         case duplicate(entity: String, uuid: String)
@@ -50,6 +52,9 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         case .missingValue(let e, let a): return "\(e).\(a) is required: give it a value (nil is none)"
         case .valueTooLarge(let e, let a, let bytes, let limit):
             return "\(e).\(a) is \(bytes) bytes; the limit is \(limit)"
+        case .recordTooLarge(let e, let a, let bytes, let limit):
+            return "\(e)'s values take \(bytes) bytes as JSON together, the most in '\(a)'; a synced record may take at most "
+                + "\(limit) (each value at most \(Values.syncedValueBytes)), so that it fits the frames it syncs in"
         case .invalidValue(let e, let a, let reason): return "\(e).\(a): \(reason)"
         case .notFound(let e, let u): return "no \(e) with uuid \(u)"
         case .duplicate(let e, let u): return "a \(e) with uuid \(u) already exists"

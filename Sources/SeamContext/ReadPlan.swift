@@ -1,6 +1,7 @@
 import SeamQuery
 import SeamSchema
 import SeamStore
+import SeamSystem
 
 /// A read worked out on the context's thread (routed, checked, compiled to SQL) and run on
 /// another, on a read-only connection of its own (`run`): how the broker keeps its one thread
@@ -17,6 +18,10 @@ public struct ReadPlan: Sendable {
     public var store: String
     public var path: String
     public var attachment: Int
+    /// The file the store had open when the plan was made: a reader opening a connection finds
+    /// this file at `path`, or the path names something else for now (a file removed or
+    /// replaced under seamd, not yet put back) and the read waits for that.
+    public var file: FileSystem.Identity?
     public var entity: String
     public var sql: String
     public var arguments: [AttributeValue]
@@ -67,6 +72,7 @@ public struct ReadTarget: Sendable {
     public var store: String
     public var path: String
     public var attachment: Int
+    public var file: FileSystem.Identity?
     public var sequence: Int64
 
     /// The plan of a fetch (`kind: .rows`) or a count of `request`, and its predicate checked:
@@ -91,7 +97,7 @@ public struct ReadTarget: Sendable {
             try ParsedPredicate(text)
         }
         if kind == .count { compiled.sql = "SELECT count(*) FROM (\(compiled.sql))" }
-        let plan = ReadPlan(kind: kind, store: store, path: path, attachment: attachment, entity: entity.name, sql: compiled.sql,
+        let plan = ReadPlan(kind: kind, store: store, path: path, attachment: attachment, file: file, entity: entity.name, sql: compiled.sql,
                             arguments: compiled.arguments, attributes: attributes, sequence: sequence)
         return (plan, predicate)
     }
@@ -103,7 +109,7 @@ extension Context {
         guard let directory else { throw ContextError(.snapshotUnsupported) }
         let r = try route(entity)
         return ReadTarget(entity: r.entity, store: r.store, path: StoreLayout(directory: directory).store(r.store),
-                          attachment: attachments[r.store] ?? 0, sequence: sequence)
+                          attachment: attachments[r.store] ?? 0, file: identities[r.store], sequence: sequence)
     }
 
     /// The plan of a fetch (`kind: .rows`) or a count of `request`, for a reader thread.

@@ -59,7 +59,8 @@ enum Values {
             guard d.isFinite else { throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: "not a finite number")) }
             guard a.type == .date else { return .double(d) }
             try checkDate(d)
-            return .date(d)
+            // At the precision the wire carries: every machine then holds the very same double.
+            return .date(DecimalSeconds.canonicalDate(d))
         case (.double, .integer(let i)): return .double(Double(i))
         case (.date, .integer(let i)):
             try checkDate(Double(i))
@@ -70,6 +71,49 @@ enum Values {
         default:
             throw wrong()
         }
+    }
+
+    /// The most one value of a synced record (a row of the store that syncs) takes as JSON, and
+    /// the most all of a record's values take together: a record must fit a frame (4 MiB) with
+    /// room to spare on its way to and from the server, or one record would stop a zone's sync.
+    static let syncedValueBytes = 256 << 10
+    static let syncedRecordBytes = 1 << 20
+
+    /// Refuses a synced `row` (whole, as it will be stored) whose values pass the bounds.
+    static func checkSynced(_ row: [String: AttributeValue], entity: String) throws(ContextError) {
+        var total = 0
+        var largest = (name: "", bytes: 0)
+        for (name, value) in row {
+            let n = jsonBytes(value)
+            if n > syncedValueBytes {
+                throw ContextError(.valueTooLarge(entity: entity, attribute: name, bytes: n, limit: syncedValueBytes))
+            }
+            total += n + name.utf8.count + 4
+            if n > largest.bytes { largest = (name, n) }
+        }
+        if total > syncedRecordBytes {
+            throw ContextError(.recordTooLarge(entity: entity, attribute: largest.name, bytes: total, limit: syncedRecordBytes))
+        }
+    }
+
+    /// The bytes `value` takes written as JSON (as the wire and the sync server hold it).
+    static func jsonBytes(_ value: AttributeValue) -> Int {
+        switch value {
+        case .string(let s), .uuid(let s): return escapedBytes(s) + 2
+        case .json(let s): return s.utf8.count
+        case .binary(let b): return (b.count + 2) / 3 * 4 + 2
+        default: return 32
+        }
+    }
+
+    /// A string's UTF-8 bytes, with what escaping adds: `\"` and `\\` one more, a control
+    /// character five more (`\u00XX`).
+    static func escapedBytes(_ s: String) -> Int {
+        var n = 0
+        for b in s.utf8 {
+            if b < 0x20 { n += 6 } else if b == 0x22 || b == 0x5C { n += 2 } else { n += 1 }
+        }
+        return n
     }
 
     /// The bytes JSON allows between tokens: space, tab, line feed, carriage return.

@@ -166,7 +166,8 @@ public enum RFC3339 {
         }
     }
 
-    /// Unix seconds of an RFC 3339 timestamp (`Z` or `±hh:mm`), or nil.
+    /// Unix seconds of an RFC 3339 timestamp (`Z` or `±hh:mm`), rounded to the microsecond (as
+    /// dates are stored, `DecimalSeconds.microseconds`), or nil.
     public static func parse(_ text: String) -> Double? {
         let b = Array(text.utf8)
         func num(_ from: Int, _ count: Int) -> Int64? {
@@ -204,7 +205,7 @@ public enum RFC3339 {
         }
         guard i == b.count else { return nil }
         let days = daysFromCivil(y, mo, d)
-        return DecimalSeconds.value(whole: days * 86400 + h * 3600 + mi * 60 + s - offset, fraction: fraction)
+        return DecimalSeconds.microseconds(whole: days * 86400 + h * 3600 + mi * 60 + s - offset, fraction: fraction)
     }
 
     /// The days of month `m` of year `y` (proleptic Gregorian): a date past them is refused,

@@ -17,4 +17,41 @@ public enum DecimalSeconds {
         }
         return Double("-\(-(whole + 1))." + String(decoding: complement, as: UTF8.self)) ?? .nan
     }
+
+    /// `whole` plus `0.<fraction>` rounded to the microsecond first (half away from zero, on the
+    /// decimal digits, never on a double), as the nearest double: every date Seam stores, so that
+    /// a value read back from the wire (six digits) is the very double its saver stored.
+    public static func microseconds(whole: Int64, fraction: some Collection<UInt8>) -> Double {
+        let digits = Array(fraction)
+        guard digits.count > 6 else { return value(whole: whole, fraction: digits) }
+        var kept = Array(digits.prefix(6))
+        // The seventh digit decides (half up: the decimal is non-negative after the whole part).
+        if digits[6] >= UInt8(ascii: "5") {
+            var i = 5
+            while i >= 0 {
+                if kept[i] == UInt8(ascii: "9") {
+                    kept[i] = UInt8(ascii: "0")
+                    i -= 1
+                } else {
+                    kept[i] += 1
+                    break
+                }
+            }
+            if i < 0 { return value(whole: whole + 1, fraction: kept) }
+        }
+        return value(whole: whole, fraction: kept)
+    }
+
+    /// A date as Seam stores it: `seconds` rounded to the microsecond from its shortest decimal
+    /// form (what a client meant by it), as the nearest double (see `microseconds`).
+    public static func canonicalDate(_ seconds: Double) -> Double {
+        guard seconds.isFinite, seconds >= 0 else {
+            return seconds.isFinite ? (seconds * 1_000_000).rounded() / 1_000_000 : seconds
+        }
+        let text = "\(seconds)"
+        guard !text.contains("e"), let dot = text.firstIndex(of: "."), let whole = Int64(text[..<dot]) else {
+            return (seconds * 1_000_000).rounded() / 1_000_000
+        }
+        return microseconds(whole: whole, fraction: text.utf8[text.utf8.index(after: dot)...])
+    }
 }

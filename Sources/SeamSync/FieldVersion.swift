@@ -35,6 +35,12 @@ public enum FieldVersion {
 }
 
 extension FieldVersion {
+    /// How far ahead of this machine's clock a version may be dated: more, and no clock wrote it
+    /// (a rogue client of the zone, a broken clock), and it would win every edit of its field
+    /// for as long — the record is set aside instead, and the server's version does not count
+    /// when this machine merges an edit with it.
+    public static let futureTolerance: Double = 86_400
+
     /// The version of an edit at `micros` (microseconds since 1970) on `device`.
     public static func stamp(micros: Int64, device: String) -> String {
         let digits = String(max(0, micros))

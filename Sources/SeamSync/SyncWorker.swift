@@ -21,6 +21,8 @@ public final class SyncWorker {
     var pg: PostgresConnection?
     /// The server role this worker connects as: its zone.
     var zone = ""
+    /// The zone's notification channel on the server, which only the zone can read (`seam.channel()`).
+    var channel = ""
     /// Synced entity → its attributes (the Cloud entities outside the sync worker's own model).
     var synced: [String: [String]] = [:]
     var tokens: [String: (uuid: String, value: Int64)] = [:]
@@ -30,6 +32,10 @@ public final class SyncWorker {
     /// the token existed.
     var covered: (uuid: String, entities: Set<String>)?
     var checkedKeptFields = false
+    /// Records set aside: the server's that this machine cannot take, and this machine's the
+    /// server cannot (the `setAside` token, listed by `seam sync status`). Sync goes on with
+    /// everything else; a record leaves the list when a version of it is applied or sent.
+    var setAside = SetAsideList()
     /// This machine's name in field versions: made once, kept as the `device` token.
     var device = ""
     var report = Report()
@@ -38,6 +44,8 @@ public final class SyncWorker {
     let testPause = TestPause.fromEnvironment()
 
     struct Report {
+        /// What the worker does or waits on: "starting", "syncing", "idle", "waiting for the
+        /// server", "waiting for this zone's lock", "waiting for the Cloud store", "error".
         var state = "starting"
         var lastPush: Double?
         var lastPull: Double?
@@ -51,7 +59,6 @@ public final class SyncWorker {
     static let batch = 500
     /// Server records per import save: larger, since a new machine may have a great many.
     static let importBatch = 2000
-    static let channel = "seam_changes"
 
     public init(broker: SeamConnection, configuration: SyncConfiguration, log: @escaping (String) -> Void) throws {
         self.broker = broker
@@ -113,6 +120,8 @@ public final class SyncWorker {
             let unexported = tokens["exported"]?.value ?? tokens["unexported"]?.value
             for (_, token) in tokens { save.delete("SyncToken", token.uuid) }
             if let covered { save.delete("SyncToken", covered.uuid) }
+            if let list = setAside.uuid { save.delete("SyncToken", list) }
+            setAside = SetAsideList()
             save.update("SyncToken", uuid, ["value": .string(configuration.url)])
             tokens = [:]
             covered = nil
@@ -154,7 +163,7 @@ public final class SyncWorker {
                     waitForBroker(listen, seconds: 60)  // or at once on `seam sync now`
                     continue
                 } catch {
-                    fail("cannot reach the server: \(error)")
+                    fail("cannot reach the server: \(error)", state: "waiting for the server")
                     waitForBroker(listen, seconds: backoff)
                     backoff = min(backoff * 2, 30)
                     continue
@@ -166,7 +175,7 @@ public final class SyncWorker {
                     report.lastError = nil
                     report.state = "idle"
                 } catch let e as PostgresError where e.isConnectionLoss {
-                    fail("lost the server: \(e)")
+                    fail("lost the server: \(e)", state: "waiting for the server")
                     pg = nil
                     try? loadTokens()
                     continue
@@ -176,7 +185,9 @@ public final class SyncWorker {
                     pg = nil
                     continue
                 } catch {
-                    fail("\(error)")
+                    fail(Self.state(after: error) == "waiting for this zone's lock"
+                         ? "another session of this zone held its lock past 15 s (another machine writing a great deal?): \(error)"
+                         : "\(error)", state: Self.state(after: error))
                     if let pg, !pg.isConnected { self.pg = nil }
                     try? loadTokens()
                 }
@@ -209,10 +220,10 @@ public final class SyncWorker {
         return due
     }
 
-    /// Whether the server told of a write to this worker's zone by another session. A
-    /// notification's payload is the zone written (empty from workers before it was: any zone).
+    /// Whether the server told of a write to this worker's zone by another session (on the
+    /// zone's own channel).
     private func zoneNotifications(_ pg: PostgresConnection) throws(PostgresError) -> Bool {
-        try pg.notifications(othersOnly: true).contains { $0.payload.isEmpty || $0.payload == zone }
+        try pg.notifications(othersOnly: true).contains { $0.channel == channel }
     }
 
     private func waitForBroker(_ listen: JSON, seconds: Double) {
@@ -229,11 +240,37 @@ public final class SyncWorker {
         return replies.contains { $0.id == listen && $0.error == nil && $0.parameters["event"]?.stringValue != "listening" }
     }
 
-    private func fail(_ message: String) {
+    private func fail(_ message: String, state: String = "error") {
         if report.lastError != message { log(message) }
         report.lastError = message
-        report.state = "error"
+        report.state = state
+        countPending()
         sendReport()
+    }
+
+    /// The local changes the server has not taken yet (the history since the `exported` token,
+    /// the worker's own imports left out): what a person waits on while sync cannot run.
+    private func countPending() {
+        guard let since = tokens["exported"]?.value,
+              let h = try? broker.call("org.seam.Sync.History", ["since": .integer(since), "limit": .integer(10_000)])
+        else { return }
+        var records = Set<RecordKey>()
+        for c in h["changes"]?.arrayValue ?? [] where c["author"]?.stringValue != "sync" {
+            guard let e = c["entity"]?.stringValue, let u = c["uuid"]?.stringValue, synced[e] != nil else { continue }
+            records.insert(RecordKey(type: e, uuid: u))
+        }
+        report.pending = records.count
+    }
+
+    /// The state a failed cycle leaves the worker in: waiting, when it waits on something it
+    /// can name (the zone's lock, another machine of the zone holds it).
+    static func state(after error: Error) -> String {
+        guard let e = error as? PostgresError else { return "error" }
+        switch e.sqlState {
+        case "55P03": return "waiting for this zone's lock"
+        case "57014": return "waiting for the server"
+        default: return e.isConnectionLoss ? "waiting for the server" : "error"
+        }
     }
 
     private func sendReport() {
@@ -243,6 +280,7 @@ public final class SyncWorker {
         p["lastPush"] = report.lastPush.map(JSON.double) ?? .null
         p["lastPull"] = report.lastPull.map(JSON.double) ?? .null
         p["lastError"] = report.lastError.map(JSON.string) ?? .null
+        p["setAside"] = .array(setAside.entries.map(\.json))
         _ = try? broker.call("org.seam.Sync.Report", p)
     }
 
@@ -255,8 +293,13 @@ public final class SyncWorker {
         try connection.setTimeouts(statement: 120, lock: 15)
         let before = try ServerSchema.ensure(connection)
         if before < ServerSchema.version { log("set up the server's sync schema (version \(ServerSchema.version), was \(before))") }
-        zone = try connection.query("SELECT current_user::text").first?[0] ?? ""
-        try connection.query("LISTEN \(Self.channel)")
+        zone = try connection.query("SELECT session_user::text").first?[0] ?? ""
+        channel = try connection.query("SELECT seam.channel()").first?[0] ?? ""
+        // Made by the server (`seam_` and 32 hex digits): nothing to quote.
+        guard channel.hasPrefix("seam_"), channel.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 122) || $0 == 95 }) else {
+            throw SyncFailure("the server named this zone's channel '\(channel.prefix(40))', which no Seam server does")
+        }
+        try connection.query("LISTEN \(channel)")
         pg = connection
         log("connected to \(configuration.url)")
     }
@@ -315,10 +358,13 @@ public final class SyncWorker {
     private func loadTokens() throws {
         var loaded: [String: (uuid: String, value: Int64)] = [:]
         covered = nil
+        setAside = SetAsideList()
         for row in try broker.fetch("SyncToken") {
             guard let name = row["name"]?.stringValue, name != "device", name != "serverURL", let uuid = row["uuid"]?.stringValue else { continue }
             let value = row["value"]?.stringValue ?? ""
-            if name == "entities" {
+            if name == SetAsideList.tokenName {
+                setAside = SetAsideList(uuid: uuid, text: value)
+            } else if name == "entities" {
                 covered = (uuid, Set(value.split(separator: ",").map(String.init)))
             } else {
                 loaded[name] = (uuid, Int64(value) ?? 0)
@@ -416,10 +462,22 @@ public final class SyncWorker {
                 token = last
                 continue
             }
+            // Rows past the bound on a record (written before there was one) stay here, set aside.
+            let setAsideBefore = setAside
+            var listChanged = false
+            order.removeAll { key in
+                guard let row = outgoing[key]?.row, let why = Self.tooLargeToSend(row) else { return false }
+                if setAside.add(.init(type: key.type, uuid: key.uuid, tag: 0, reason: why)) {
+                    log("this machine's \(key.type) \(key.uuid) is set aside, not sent: \(why)")
+                    listChanged = true
+                }
+                return true
+            }
             let known = try syncRecords(order)
             for key in order {
                 outgoing[key]?.edited = true
                 outgoing[key]?.knownTag = known[key]?.tag
+                listChanged = setAside.remove(key) || listChanged
             }
             let (results, deletedThere) = try push(order.map { outgoing[$0]! }, on: pg)
             // The local save holds only if no record it changes was edited here after the
@@ -463,6 +521,7 @@ public final class SyncWorker {
             let tokenBefore = tokens["exported"]
             var done = SaveBuilder()
             tokenChange("exported", last, into: &done)
+            if listChanged { setAside.change(into: &done) }
             // In parts seamd takes (one save of 10,000 timers is 10,000 records to stamp): a part
             // lost to a crash before the token's is written again by the next export.
             let refusal: Error
@@ -477,10 +536,20 @@ public final class SyncWorker {
                 refusal = error
             }
             tokens["exported"] = tokenBefore
+            setAside = setAsideBefore
             conflicts += 1
             guard Self.isRace(refusal), conflicts < Self.raceAttempts else { throw refusal }
             log("a record this export takes the server's fields for was edited here meanwhile; exporting it again")
         }
+    }
+
+    /// Why a row of this machine's cannot go to the server (its fields past the bound on a
+    /// record, from before seamd held synced rows to it), or nil.
+    static func tooLargeToSend(_ row: JSONObject) -> String? {
+        let bytes = JSON.object(row).encoded().count
+        guard bytes > ServerSchema.maxRecordBytes else { return nil }
+        return "this machine's row takes \(bytes) bytes as JSON, past the \(ServerSchema.maxRecordBytes) a synced record may take; "
+            + "it is sent once an edit makes it smaller"
     }
 
     /// The `SyncRecord` change for a record written to the server: its tag, and the fields of
@@ -534,7 +603,7 @@ public final class SyncWorker {
             try forEachPage(of: entity) { rows in
                 // Rows as they stand, of unknown age: their fields lose to any versioned edit.
                 let oldest = FieldVersion.stamp(time: 0, device: device)
-                let outgoing = rows.compactMap { row in
+                let outgoing = rows.filter { Self.tooLargeToSend($0) == nil }.compactMap { row in
                     row["uuid"]?.stringValue.map { uuid in
                         Outgoing(key: RecordKey(type: entity, uuid: uuid), row: row,
                                  stamps: Dictionary(uniqueKeysWithValues: (synced[entity] ?? []).map { ($0, oldest) }))
@@ -615,7 +684,8 @@ public final class SyncWorker {
             let server = try read(remaining.map(\.key), on: pg)
             var conflicted: [Outgoing] = []
             try pg.transaction {
-                try pg.query("SELECT pg_advisory_xact_lock(hashtext(current_user::text))")
+                // The zone's row in seam.zones, locked by its first write until the commit, orders
+                // the zone's commits as its tags.
                 var new: [NewRecord] = []
                 for r in remaining {
                     if server[r.key] == nil, let row = r.row {
@@ -634,7 +704,7 @@ public final class SyncWorker {
                         if let tag = tags[n.record.key] { out.append((n.record.key, tag, n.merged, n.adopt)) } else { conflicted.append(n.record) }
                     }
                 }
-                if conflicted.count < remaining.count { try pg.query("SELECT pg_notify($1, current_user::text)", [Self.channel]) }
+                if conflicted.count < remaining.count { try pg.query("SELECT seam.notify()") }
             }
             remaining = conflicted
         }
@@ -654,10 +724,16 @@ public final class SyncWorker {
             let uuids = "{" + group.map(\.uuid).joined(separator: ",") + "}"
             for row in try pg.query("SELECT r.uuid::text, r.fields::text, r.change_tag, r.deleted, r.versions::text "
                                     + "FROM unnest($2::uuid[]) AS k(uuid) CROSS JOIN LATERAL (SELECT * FROM seam.records "
-                                    + "WHERE zone = current_user AND record_type = $1 AND uuid = k.uuid LIMIT 1) AS r", [type, uuids]) {
+                                    + "WHERE zone = session_user AND record_type = $1 AND uuid = k.uuid LIMIT 1) AS r", [type, uuids]) {
                 guard let uuid = row[0], let tag = row[2].flatMap({ Int64($0) }) else { continue }
+                // A version dated past any clock counts as none: an edit made here wins over it.
+                let versions = ((try? JSON.decode(row[4] ?? "{}"))?.objectValue ?? [:]).filter { _, v in
+                    guard let micros = v.stringValue.flatMap(FieldVersion.micros(of:)) else { return false }
+                    return Double(micros) / 1_000_000 <= WallClock.now() + FieldVersion.futureTolerance
+                }
                 server[RecordKey(type: type, uuid: uuid)] = ((try? JSON.decode(row[1] ?? "{}"))?.objectValue ?? [:],
-                                                             (try? JSON.decode(row[4] ?? "{}"))?.objectValue ?? [:], tag, row[3] == "t")
+                                                             JSONObject(uniqueKeysWithValues: versions.map { ($0.key, $0.value) }), tag,
+                                                             row[3] == "t")
             }
         }
         return server
@@ -724,9 +800,7 @@ public final class SyncWorker {
     /// Inserts new records in one statement; the tag of each one inserted. One absent from the
     /// answer was inserted by another machine since it was read: a conflict, merged again.
     private func insert(_ records: [NewRecord], on pg: PostgresConnection) throws -> [RecordKey: Int64] {
-        let rows = try pg.query("INSERT INTO seam.records (record_type, uuid, fields, versions, change_tag) "
-                                + "SELECT t, u, f, v, nextval('seam.changes') FROM unnest($1::text[], $2::uuid[], $3::jsonb[], $4::jsonb[]) "
-                                + "AS n(t, u, f, v) ON CONFLICT (zone, record_type, uuid) DO NOTHING RETURNING record_type, uuid::text, change_tag",
+        let rows = try pg.query("SELECT kind, id, tag FROM seam.insert_records($1::text[], $2::uuid[], $3::jsonb[], $4::jsonb[])",
                                 [PostgresArray.literal(records.map(\.record.key.type)), PostgresArray.literal(records.map(\.record.key.uuid)),
                                  PostgresArray.literal(records.map(\.fields)), PostgresArray.literal(records.map(\.versions))])
         var tags: [RecordKey: Int64] = [:]
@@ -745,9 +819,7 @@ public final class SyncWorker {
         guard let current, !current.deleted else { return .unchanged }
         // A delete: a tombstone.
         guard let row = r.row else {
-            let tag = try pg.query("UPDATE seam.records SET deleted = true, fields = '{}', change_tag = nextval('seam.changes'), "
-                                   + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
-                                   + "AND change_tag = $3 RETURNING change_tag", [r.key.type, r.key.uuid, String(current.tag)])
+            let tag = try pg.query("SELECT seam.update_record($1, $2::uuid, '{}', '{}', $3, true)", [r.key.type, r.key.uuid, String(current.tag)])
             guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
             return .written(t, fields: [:], adopt: false)
         }
@@ -756,9 +828,8 @@ public final class SyncWorker {
             return .written(current.tag, fields: merged.fields, adopt: !merged.mine)
         }
         let fields = Self.text(merged.fields), versions = Self.text(merged.versions)
-        let tag = try pg.query("UPDATE seam.records SET fields = $3::jsonb, versions = $4::jsonb, change_tag = nextval('seam.changes'), "
-                               + "modified_at = now() WHERE zone = current_user AND record_type = $1 AND uuid = $2::uuid "
-                               + "AND change_tag = $5 RETURNING change_tag", [r.key.type, r.key.uuid, fields, versions, String(current.tag)])
+        let tag = try pg.query("SELECT seam.update_record($1, $2::uuid, $3::jsonb, $4::jsonb, $5, false)",
+                               [r.key.type, r.key.uuid, fields, versions, String(current.tag)])
         guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
         return .written(t, fields: merged.fields, adopt: !merged.mine)
     }
@@ -892,7 +963,7 @@ public final class SyncWorker {
         guard let pg else { return 0 }
         let token = tokens["server"]?.value ?? 0
         var state = ImportState(token: token, fresh: token == 0 ? try storeHoldsNothingSynced() : false, movesToken: true)
-        let last = try pg.query("SELECT coalesce(max(change_tag), 0) FROM seam.records WHERE zone = current_user").first?[0] ?? nil
+        let last = try pg.query("SELECT coalesce(max(change_tag), 0) FROM seam.records WHERE zone = session_user").first?[0] ?? nil
         let ceiling = last.flatMap { Int64($0) } ?? 0
         return try importRecords(where: { "change_tag > \($0) AND change_tag <= \(ceiling)" }, [], &state, on: pg)
     }
@@ -906,8 +977,12 @@ public final class SyncWorker {
         while true {
             let read = try pg.transaction {
                 let condition = condition(state.token)
-                try pg.query("DECLARE seam_import NO SCROLL CURSOR FOR SELECT record_type, uuid::text, fields::text, change_tag, deleted "
-                             + "FROM seam.records WHERE zone = current_user AND \(condition) ORDER BY change_tag", parameters)
+                // A record's fields and versions past the bound are not even read: it is set aside.
+                let bound = ServerSchema.maxRecordBytes
+                try pg.query("DECLARE seam_import NO SCROLL CURSOR FOR SELECT record_type, uuid::text, "
+                             + "CASE WHEN octet_length(fields::text) <= \(bound) THEN fields::text END, change_tag, deleted, "
+                             + "octet_length(fields::text), CASE WHEN octet_length(versions::text) <= \(bound) THEN versions::text END "
+                             + "FROM seam.records WHERE zone = session_user AND \(condition) ORDER BY change_tag", parameters)
                 var read = 0
                 // Leaving early (the server went away mid-pass): the last batch's save is
                 // answered before anything else is asked of seamd, so its reply is not lost.
@@ -940,6 +1015,34 @@ public final class SyncWorker {
         let own = fields.filter { $0.key != "uuid" }
         return (JSONObject(uniqueKeysWithValues: own.filter { attributes.contains($0.key) }.map { ($0.key, $0.value) }),
                 JSONObject(uniqueKeysWithValues: own.filter { !attributes.contains($0.key) }.map { ($0.key, $0.value) }))
+    }
+
+    /// A record as the import's cursor read it (type, uuid, fields or null past the bound, tag,
+    /// deleted, the fields' size, versions or null past the bound): its fields, or why it is
+    /// set aside. A tombstone's fields do not matter.
+    static func serverRecord(_ row: [String?], now: Double) -> Result<JSONObject, SetAsideReason> {
+        if row[4] == "t" { return .success([:]) }
+        guard let text = row[2] else {
+            return .failure(SetAsideReason("its fields take \(row[5] ?? "?") bytes on the server, past the \(ServerSchema.maxRecordBytes) a "
+                                           + "synced record may take"))
+        }
+        guard let fields = (try? JSON.decode(text))?.objectValue else {
+            return .failure(SetAsideReason("its fields on the server are not a JSON object"))
+        }
+        guard let versionsText = row.count > 6 ? row[6] : "{}", let versions = (try? JSON.decode(versionsText))?.objectValue else {
+            return .failure(SetAsideReason("its field versions on the server are not a JSON object of bounded size"))
+        }
+        for (field, version) in versions {
+            guard let text = version.stringValue, let micros = FieldVersion.micros(of: text) else {
+                return .failure(SetAsideReason("the version of its field '\(field.prefix(64))' is no version"))
+            }
+            if Double(micros) / 1_000_000 > now + FieldVersion.futureTolerance {
+                let days = Int((Double(micros) / 1_000_000 - now) / 86_400)
+                return .failure(SetAsideReason("the version of its field '\(field.prefix(64))' is dated \(days) days ahead of this machine's "
+                                               + "clock: it would win every edit of that field"))
+            }
+        }
+        return .success(fields)
     }
 
     /// A fetched batch cut where its records' fields pass `SaveBuilder.partBytes` (with a
@@ -984,6 +1087,8 @@ public final class SyncWorker {
         var tokenRow: (uuid: String, value: Int64)?
         /// The records the save applies.
         var applied: Int
+        /// The records set aside before the batch (the save would have changed the list).
+        var setAsideBefore: SetAsideList
     }
 
     /// Times a save refused because a local save raced it (a `Conflict` from `unchangedSince`)
@@ -1008,6 +1113,7 @@ public final class SyncWorker {
             log("a local save touched records of the import's batch meanwhile; applying it again (\(refusal))")
             state.token = batch.token
             tokens["server"] = batch.tokenRow
+            setAside = batch.setAsideBefore
             try apply(batch.rows, &state)
         }
     }
@@ -1038,6 +1144,7 @@ public final class SyncWorker {
     private func applyAgainInHalves(_ batch: Batch, refused refusal: ClientError, _ state: inout ImportState) throws {
         state.token = batch.token
         tokens["server"] = batch.tokenRow
+        setAside = batch.setAsideBefore
         try applyHalves(batch.rows[...], refused: refusal, &state)
     }
 
@@ -1046,23 +1153,26 @@ public final class SyncWorker {
         guard rows.count == 1, let row = rows.first else {
             let middle = rows.startIndex + rows.count / 2
             for half in [rows[..<middle], rows[middle...]] where !half.isEmpty {
-                let token = state.token, tokenRow = tokens["server"]
+                let token = state.token, tokenRow = tokens["server"], listBefore = setAside
                 try apply(Array(half), &state)
                 guard let refused = waitForSave(&state) else { continue }
                 guard Self.isRefusedRecord(refused) else { throw refused }
                 state.token = token
                 tokens["server"] = tokenRow
+                setAside = listBefore
                 try applyHalves(half, refused: refused, &state)
             }
             return
         }
-        log("the server's \(row[0] ?? "?") \(row[1] ?? "?") (change tag \(row[3] ?? "?")) cannot be stored here, passed "
-            + "over: \(refusal). Correct or delete it on the server; it comes again when it changes.")
-        guard state.movesToken, let tag = row[3].flatMap({ Int64($0) }) else { return }
+        log("the server's \(row[0] ?? "?") \(row[1] ?? "?") (change tag \(row[3] ?? "?")) cannot be stored here, set "
+            + "aside: \(refusal). Correct or delete it on the server; it comes again when it changes.")
+        guard let tag = row[3].flatMap({ Int64($0) }), let type = row[0], let uuid = row[1] else { return }
         var save = SaveBuilder()
-        tokenChange("server", tag, into: &save)
+        if state.movesToken { tokenChange("server", tag, into: &save) }
+        let reason: String = if case .remote(let e) = refusal.kind { e.parameters["message"]?.stringValue ?? "\(e)" } else { "\(refusal)" }
+        if setAside.add(.init(type: type, uuid: uuid, tag: tag, reason: "this store refuses it: " + reason)) { setAside.change(into: &save) }
         try save.send(broker)
-        state.token = tag
+        if state.movesToken { state.token = tag }
     }
 
     /// A `SyncRecord`'s values: the change tag this machine holds and the fields it keeps, with
@@ -1080,13 +1190,22 @@ public final class SyncWorker {
     /// Applies one batch of server records (in change-tag order) as one save, with the token;
     /// the save is sent, not waited for (`finishBatch`).
     private func apply(_ rows: [[String?]], _ state: inout ImportState) throws {
-        let token = state.token, fresh = state.fresh, tokenRow = tokens["server"]
+        let token = state.token, fresh = state.fresh, tokenRow = tokens["server"], setAsideBefore = setAside
         var applied = 0
         let last = rows.last?[3].flatMap { Int64($0) } ?? token
         var incoming: [(key: RecordKey, fields: JSONObject, tag: Int64, deleted: Bool)] = []
+        var listChanged = false
         for row in rows {
             guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }), synced[type] != nil else { continue }
-            incoming.append((RecordKey(type: type, uuid: uuid), (try? JSON.decode(row[2] ?? "{}"))?.objectValue ?? [:], tag, row[4] == "t"))
+            let key = RecordKey(type: type, uuid: uuid)
+            switch Self.serverRecord(row, now: WallClock.now()) {
+            case .success(let fields):
+                incoming.append((key, fields, tag, row[4] == "t"))
+            case .failure(let why):
+                log("the server's \(type) \(uuid) (change tag \(tag)) is set aside: \(why). Correct or delete it on the server; "
+                    + "it comes again when it changes")
+                listChanged = setAside.add(.init(type: type, uuid: uuid, tag: tag, reason: why.description)) || listChanged
+            }
         }
         // A record that comes again (changed on the server meanwhile) is looked up as usual.
         let lookups = !fresh || incoming.contains { state.insertedHere.contains($0.key) }
@@ -1111,6 +1230,7 @@ public final class SyncWorker {
                 if record == nil, existing.contains(r.key) { save.insert("SyncRecord", Self.syncRecord(r.key, tag: 0)) }
                 continue
             }
+            listChanged = setAside.remove(r.key) || listChanged
             if r.deleted {
                 if existing.contains(r.key) { save.delete(r.key.type, r.key.uuid) }
                 if let record { save.delete("SyncRecord", record.uuid) }
@@ -1138,9 +1258,10 @@ public final class SyncWorker {
             applied += 1
         }
         if state.movesToken { tokenChange("server", last, into: &save) }
+        if listChanged { setAside.change(into: &save) }
         testPause?("import-save")
         if let id = try save.begin(broker) {
-            state.saving = Batch(id: id, rows: rows, token: token, tokenRow: tokenRow, applied: applied)
+            state.saving = Batch(id: id, rows: rows, token: token, tokenRow: tokenRow, applied: applied, setAsideBefore: setAsideBefore)
         }
         if state.movesToken { state.token = last }
     }
@@ -1233,4 +1354,10 @@ extension Array {
     func chunked(_ size: Int) -> [ArraySlice<Element>] {
         stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
     }
+}
+
+/// Why a record is set aside, in words for the log and `seam sync status`.
+struct SetAsideReason: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }

@@ -95,5 +95,9 @@ struct BenchTable {
         return out
     }
 
-    func print() { Swift.print(render()) }
+    /// Printed and flushed: a run stopped part way (into a file) keeps the tables it printed.
+    func print() {
+        Swift.print(render())
+        fflush(nil)
+    }
 }

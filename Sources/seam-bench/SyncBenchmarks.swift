@@ -21,6 +21,7 @@ import SeamSystem
 ///    holds them all), A stops, and a fresh machine C is set up against the same zone and timed
 ///    until it holds them all (`Count` every 50 ms). How each worker's next cycle ends is printed
 ///    under the table: a machine that cannot sync after a large batch is worth knowing about.
+/// 3. Many zones (`ZoneBenchmarks`): propagation and the server's work per record as zones grow.
 enum SyncBenchmarks {
     /// `SEAM_BENCH_SYNC_SAVES`, default 200: the saves timed from A to B.
     static var saves: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_SYNC_SAVES"] ?? "") ?? Bench.size(200, quick: 60) }
@@ -47,6 +48,9 @@ enum SyncBenchmarks {
         table.print()
         print("target: ≥ 10,000 records/s for a new machine catching up")
         notes.forEach { print($0) }
+
+        try ZoneBenchmarks.run(server, work: work).print()
+        print("targets: propagation p99 with every zone saving ≤ 2× with one; the server's work per synced record flat as zones grow")
     }
 
     // MARK: - Save on A → subscriber on B
@@ -69,7 +73,11 @@ enum SyncBenchmarks {
         let saver = try a.connect()
         // The server's NOTIFY (sent in the transaction of A's export) marks the moment the change is on the server.
         let admin = try PostgresConnection(server.adminConnection)
-        try admin.execute("LISTEN seam_changes")
+        // The zone's own channel (server schema 3), which its workers made when they connected.
+        guard let channel = try admin.rows("SELECT channel FROM seam.zones WHERE zone = 'bench'").first?.first else {
+            throw BenchError("the zone 'bench' has no row in seam.zones: its workers never wrote")
+        }
+        try admin.execute("LISTEN \(channel)")
 
         var total: [Double] = [], export: [Double] = [], importing: [Double] = [], roundTrip: [Double] = []
         var timers: [String] = []
@@ -368,6 +376,12 @@ final class SyncServer {
         }
         try? FileManager.default.removeItem(atPath: directory)
         throw BenchError("scripts/pg-server start: \(failure)")
+    }
+
+    /// Stops the server and starts it again (its settings read anew).
+    func restart() throws {
+        let (exit, output) = try Self.capture(script, ["restart", directory])
+        guard exit.succeeded else { throw BenchError("scripts/pg-server restart: \(output)") }
     }
 
     /// Adds a role: a zone of its own.

@@ -161,21 +161,26 @@ func describeSteps(_ json: JSON?) -> String {
     return steps.isEmpty ? "(no steps)" : steps.joined(separator: ", ")
 }
 
-/// On a terminal, the most columns a cell of these columns (by header) takes: one long name or
-/// note must not widen the table past the screen, which wraps every line of it. A pipe or a
-/// file gets every cell whole.
+/// The most columns a cell takes, by its column's header: one long name or note must not widen
+/// the table past the screen (which wraps every line of it), nor pad every line of a listing a
+/// program reads to the longest value (one synced 1 MiB name made `seam timer ls` print 198 MB).
+/// On a terminal, to fit it; through a pipe or into a file, more, but never without bound
+/// (`--json` gives every value whole).
 let terminalCellLimits = ["NAME": 40, "GROUP": 24, "NOTE": 40]
+let terminalOtherCells = 60
+let pipedCellLimit = 200
 
 /// Rows as aligned columns, the first row the header; cells shown as `Terminal.printable` makes
-/// them, measured in terminal columns (a CJK character or an emoji takes two).
-func table(_ rows: [[String]], limits: [String: Int] = Terminal.stdoutIsTerminal ? terminalCellLimits : [:]) {
+/// them, measured in terminal columns (a CJK character or an emoji takes two), each cut to its
+/// column's limit (`terminalCellLimits`, `pipedCellLimit`).
+func table(_ rows: [[String]], onTerminal: Bool = Terminal.stdoutIsTerminal) {
     guard let header = rows.first else { return }
-    let limitOfColumn = header.map { limits[$0] }
+    let limitOfColumn = header.map { onTerminal ? terminalCellLimits[String($0.drop(while: { $0 == " " }))] ?? terminalOtherCells : pipedCellLimit }
     let rows = rows.map { row in
         row.enumerated().map { i, cell in
             let shown = Terminal.printable(cell)
-            guard i < limitOfColumn.count, let limit = limitOfColumn[i] else { return shown }
-            return DisplayWidth.cut(shown, to: limit)
+            guard i < limitOfColumn.count else { return DisplayWidth.cut(shown, to: pipedCellLimit) }
+            return DisplayWidth.cut(shown, to: limitOfColumn[i])
         }
     }
     var widths = header.map { _ in 0 }

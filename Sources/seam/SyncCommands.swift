@@ -31,6 +31,13 @@ enum SyncCommands {
             print("pending: \(s["pending"]?.int64Value ?? 0) change(s); pushed \(s["pushed"]?.int64Value ?? 0), "
                   + "pulled \(s["pulled"]?.int64Value ?? 0) record(s) since the worker started")
             if let e = s["lastError"]?.stringValue { print("last error: \(e)") }
+            let setAside = s["setAside"]?.arrayValue ?? []
+            if !setAside.isEmpty {
+                print("set aside: \(setAside.count) record(s) sync passes over until they change (correct or delete them on the server):")
+                for r in setAside {
+                    print("  \(r["type"]?.stringValue ?? "?") \(r["uuid"]?.stringValue ?? "?"): \(DisplayWidth.cut(Terminal.printable(r["reason"]?.stringValue ?? ""), to: 160))")
+                }
+            }
         },
         Command("sync off", "[--config-dir DIR]",
                 "stop syncing: remove sync.json and the password file, and stop the worker (the data stays, here and on the server)",

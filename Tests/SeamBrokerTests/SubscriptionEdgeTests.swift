@@ -97,13 +97,14 @@ final class SubscriptionEdgeTests: BrokerTestCase {
     func testAReaderOwedALargeResyncIsNotClosed() throws {
         let c = try client()
         let raw = try RawClient(broker.socketPath)
-        subscribe(raw, ["entity": "Timer", "predicate": "name BEGINSWITH 's'", "fields": ["name"]], id: 1)
-        subscribe(raw, ["entity": "Timer", "predicate": "name BEGINSWITH 'big'"], id: 2)
+        // Sessions: a synced entity's values are bounded (256 KiB), a local one's are not.
+        subscribe(raw, ["entity": "Session", "predicate": "name BEGINSWITH 's'", "fields": ["name"]], id: 1)
+        subscribe(raw, ["entity": "Session", "predicate": "name BEGINSWITH 'big'"], id: 2)
         let big = String(repeating: "b", count: 1_000_000)
         for i in stride(from: 0, to: 70, by: 3) {
-            try c.save((i..<min(i + 3, 70)).map { .insert(entity: "Timer", values: ["name": .string("big\($0)" + big)]) })
+            try c.save((i..<min(i + 3, 70)).map { .insert(entity: "Session", values: ["name": .string("big\($0)" + big), "startedAt": 1]) })
         }
-        try c.save([.insert(entity: "Timer", values: ["name": "small"])])
+        try c.save([.insert(entity: "Session", values: ["name": "small", "startedAt": 1])])
         let latest = try XCTUnwrap(c.status()["sequence"]?.int64Value)
         var small = LiveResult(), large = LiveResult()
         while small.sequence != latest || large.sequence != latest {

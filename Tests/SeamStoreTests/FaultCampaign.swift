@@ -104,7 +104,10 @@ final class FaultCampaign {
                 let fault = pick(Fault.allCases.filter { $0 != .diskFull || mount != nil })
                 faults[fault, default: 0] += 1
                 note("fault \(fault.rawValue)")
-                try inject(fault)
+                do { try inject(fault) } catch {
+                    XCTFail("the fault \(fault.rawValue) could not be made (\(error)): \(context)")
+                    throw error
+                }
             }
             try heal()
             try check()
@@ -206,11 +209,15 @@ final class FaultCampaign {
             // Copied beside the store first, so that the move over it is one rename.
             let older = data + "/older-\(steps).sqlite"
             try FileManager.default.copyItem(atPath: set.directory + "/\(store).sqlite", toPath: older)
+            let said = { self.broker.log.components(separatedBy: "was replaced by another file").count }
+            let before = said()
             XCTAssertEqual(rename(older, data + "/\(store).sqlite"), 0, "\(errno)")
             // seamd puts its data back within a moment (until then the path is not its store,
-            // and is not read here), the older file moved aside; a person then removes that.
+            // and is not read here: it would be read with seamd's WAL beside it), the older file
+            // moved aside; a person then removes that.
             let deadline = Date().addingTimeInterval(5)
-            while !broker.log.contains("was replaced by another file") && Date() < deadline { usleep(20_000) }
+            while said() == before && Date() < deadline { usleep(20_000) }
+            XCTAssertGreaterThan(said(), before, "a replaced \(store) file is put back and logged: \(context)")
             usleep(100_000)
             for name in (try? FileManager.default.contentsOfDirectory(atPath: data)) ?? [] where name.contains(".replaced-") {
                 try? FileManager.default.removeItem(atPath: data + "/" + name)
@@ -254,7 +261,11 @@ final class FaultCampaign {
         let c = try SeamConnection.connect(path: broker.socketPath)
         try c.hello()
         do {
-            _ = try c.call("org.seam.Maintenance.Backup", ["directory": .string(directory)])
+            let reply = try c.call("org.seam.Maintenance.Backup", ["directory": .string(directory)])
+            let held = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            for store in ["Cloud", "Local"] {
+                XCTAssertTrue(held.contains("\(store).sqlite"), "a set said taken (\(reply)) holds \(store).sqlite, not only \(held): \(context)")
+            }
             // Rows whose save's outcome is not known yet are as unknown in the set.
             lastBackup = (directory, model)
         } catch {

@@ -218,6 +218,30 @@ final class StoreIntegrityTests: XCTestCase {
         XCTAssertEqual(broker.stop(), 0)
     }
 
+    /// A Backup or Check called without `more` gets one reply, at the end — no progress on the
+    /// way — and the connection's next call gets its own.
+    func testMaintenanceWithoutMoreRepliesOnceAtTheEnd() throws {
+        let broker = try BrokerProcess()
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        try c.save((0..<500).map { .insert(entity: "Session", values: ["name": .string("s\($0)"), "startedAt": 1]) })
+        let raw = try RawClient(broker.socketPath)
+        raw.send(#"{"method":"org.seam.Store.Hello","parameters":{"version":1,"role":"cli"}}"#)
+        XCTAssertTrue((raw.readFrame() ?? "").contains("parameters"))
+        let set = broker.directory.file("set")
+        for call in [#"{"method":"org.seam.Maintenance.Backup","parameters":{"directory":"\#(set)"}}"#,
+                     #"{"method":"org.seam.Maintenance.Check"}"#] {
+            raw.send(call)
+            let reply = raw.readFrame() ?? ""
+            XCTAssertTrue(reply.contains(#""state":"done""#) && !reply.contains("continues"), reply)
+            raw.send(#"{"method":"org.seam.Store.Count","parameters":{"entity":"Session"}}"#)
+            let count = raw.readFrame() ?? ""
+            XCTAssertTrue(count.contains(#""count":500"#), count)
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: set + "/Local.sqlite"))
+        XCTAssertEqual(broker.stop(), 0)
+    }
+
     /// Sets that cannot be put back are refused, nothing changed: one with a file missing, one
     /// from another data directory (unless --from-elsewhere), one written by a newer build; and
     /// a backup into a directory that is not empty.

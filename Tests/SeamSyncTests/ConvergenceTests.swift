@@ -2,6 +2,7 @@ import Foundation
 import SeamClient
 import SeamJSON
 import SeamPostgres
+import SeamSync
 import SeamSchema
 import SeamStore
 import SeamTestSupport
@@ -104,7 +105,7 @@ final class ConvergenceTests: XCTestCase {
         // server's version, and may export the timer saved below by the rules it had.
         try eventually(15, "the worker has synced once") { try a.syncStatus()["state"]?.stringValue == "idle" }
         try admin.query("UPDATE seam.meta SET value = '99' WHERE key = 'schemaVersion'")
-        defer { _ = try? admin.query("UPDATE seam.meta SET value = '2' WHERE key = 'schemaVersion'") }
+        defer { _ = try? admin.query("UPDATE seam.meta SET value = '\(ServerSchema.version)' WHERE key = 'schemaVersion'") }
         // The worker that runs already (connected before the upgrade) notices at its next cycle,
         // and writes nothing by its older rules.
         let meanwhile = try a.addTimer("Saved while the server is newer")
@@ -114,7 +115,7 @@ final class ConvergenceTests: XCTestCase {
         XCTAssertEqual(try admin.query("SELECT 1 FROM seam.records WHERE uuid = $1::uuid", [meanwhile]).count, 0)
         let status = try Executables.run("seam", ["sync", "status", "--socket", a.broker.socketPath])
         XCTAssertTrue(status.stdout.contains("upgrade Seam on this machine"), status.stdout)
-        try admin.query("UPDATE seam.meta SET value = '2' WHERE key = 'schemaVersion'")
+        try admin.query("UPDATE seam.meta SET value = '\(ServerSchema.version)' WHERE key = 'schemaVersion'")
         if let pid = try a.syncWorkerPID() { kill(pid, SIGKILL) }
         let timer = try a.addTimer("After the server came back to a known version")
         try eventually(15, "sync works again") {

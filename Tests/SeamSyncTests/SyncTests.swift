@@ -169,23 +169,23 @@ final class SyncTests: XCTestCase {
         let pause = TemporaryDirectory("seam-sync-pause")
         let (a, timer, admin) = try machineWithATimerOnTheServer(environment: ["SEAM_SYNC_TEST_PAUSE": pause.path])
         let busy = UUID().uuidString.lowercased()
-        try admin.query("INSERT INTO seam.records (zone, record_type, uuid, fields, versions, change_tag) "
-                        + "VALUES ('alice', 'Timer', $1::uuid, '{\"name\":\"Busy 0\"}', '{}', nextval('seam.changes'))", [busy])
+        try admin.query(ZoneWrites.tagged("alice") + "INSERT INTO seam.records (zone, record_type, uuid, fields, versions, change_tag) "
+                        + "SELECT 'alice', 'Timer', $1::uuid, '{\"name\":\"Busy 0\"}', '{}', last_tag FROM tag", [busy])
         defer {
             try? FileManager.default.removeItem(atPath: pause.file("import-save.armed"))
             try? Data().write(to: URL(fileURLWithPath: pause.file("import-save.go")))
             _ = try? admin.query("DELETE FROM seam.records WHERE uuid = $1::uuid", [busy])  // the zone is shared with later tests
         }
         try Data().write(to: URL(fileURLWithPath: pause.file("import-save.armed")))
-        try admin.query("SELECT pg_notify('seam_changes', 'alice')")
+        try ZoneWrites.notify(admin, "alice")
         try eventually(10, "the import holds before its save") { FileManager.default.fileExists(atPath: pause.file("import-save.paused")) }
         try a.update("Timer", timer, ["name": "Edited here"])
         var writes = 0
         try eventually(15, "the edit is on the server while the other machine writes") {
             if FileManager.default.fileExists(atPath: pause.file("import-save.paused")) {
                 writes += 1
-                try admin.query("UPDATE seam.records SET fields = jsonb_build_object('name', $2::text), change_tag = nextval('seam.changes') "
-                                + "WHERE uuid = $1::uuid", [busy, "Busy \(writes)"])
+                try admin.query(ZoneWrites.tagged("alice") + "UPDATE seam.records SET fields = jsonb_build_object('name', $2::text), "
+                                + "change_tag = (SELECT last_tag FROM tag) WHERE uuid = $1::uuid", [busy, "Busy \(writes)"])
                 try Data().write(to: URL(fileURLWithPath: pause.file("import-save.go")))
                 try eventually(5, "the import went on") { !FileManager.default.fileExists(atPath: pause.file("import-save.go")) }
             }
@@ -230,10 +230,10 @@ final class SyncTests: XCTestCase {
     /// Another machine, an hour ahead, renames `timer` on the server (and says so); its version.
     private func renameFromAhead(_ timer: String, _ admin: PostgresConnection) throws -> String {
         let ahead = FieldVersion.stamp(time: Date().timeIntervalSince1970 + 3600, device: "ahead")
-        try admin.query("UPDATE seam.records SET fields = jsonb_set(fields, '{name}', '\"From ahead\"'), "
-                        + "versions = jsonb_set(versions, '{name}', to_jsonb($2::text)), change_tag = nextval('seam.changes') "
+        try admin.query(ZoneWrites.tagged("alice") + "UPDATE seam.records SET fields = jsonb_set(fields, '{name}', '\"From ahead\"'), "
+                        + "versions = jsonb_set(versions, '{name}', to_jsonb($2::text)), change_tag = (SELECT last_tag FROM tag) "
                         + "WHERE uuid = $1::uuid", [timer, ahead])
-        try admin.query("SELECT pg_notify('seam_changes', '')")
+        try ZoneWrites.notify(admin, "alice")
         return ahead
     }
 
@@ -249,10 +249,10 @@ final class SyncTests: XCTestCase {
         let admin = try PostgresConnection(server.adminConnection)
         let bad = UUID().uuidString.lowercased(), good = UUID().uuidString.lowercased()
         for (uuid, fields) in [(bad, #"{"name":"Bad","colour":null}"#), (good, #"{"name":"Good"}"#)] {
-            try admin.query("INSERT INTO seam.records (zone, record_type, uuid, fields, versions, change_tag) "
-                            + "VALUES ('alice', 'Timer', $1::uuid, $2::jsonb, '{}', nextval('seam.changes'))", [uuid, fields])
+            try admin.query(ZoneWrites.tagged("alice") + "INSERT INTO seam.records (zone, record_type, uuid, fields, versions, change_tag) "
+                            + "SELECT 'alice', 'Timer', $1::uuid, $2::jsonb, '{}', last_tag FROM tag", [uuid, fields])
         }
-        try admin.query("SELECT pg_notify('seam_changes', 'alice')")
+        try ZoneWrites.notify(admin, "alice")
         try a.update("Timer", timer, ["name": "Green tea"])
         try eventually(15, "B has the record after the bad one, and A's later edit") {
             try b.timer(good)?["name"]?.stringValue == "Good" && b.timer(timer)?["name"]?.stringValue == "Green tea"
@@ -626,7 +626,14 @@ final class SyncTests: XCTestCase {
                                            + "VALUES ('alice', 'Timer', gen_random_uuid(), '{}', 1)")) { error in
             XCTAssertEqual((error as? PostgresError)?.sqlState, "42501", "\(error)")
         }
-        XCTAssertEqual(try bob.query("UPDATE seam.records SET fields = '{}' WHERE uuid = $1::uuid RETURNING 1", [timer]).count, 0)
+        // No zone writes the table itself (schema 3): only through the functions, into its own zone.
+        XCTAssertThrowsError(try bob.query("UPDATE seam.records SET fields = '{}' WHERE uuid = $1::uuid RETURNING 1", [timer])) { error in
+            XCTAssertEqual((error as? PostgresError)?.sqlState, "42501", "\(error)")
+        }
+        let tag = try XCTUnwrap(try PostgresConnection(server.adminConnection).query("SELECT change_tag FROM seam.records WHERE uuid = $1::uuid",
+                                                                                     [timer]).first?[0])
+        XCTAssertNil(try bob.query("SELECT seam.update_record('Timer', $1::uuid, '{}', '{}', $2, false)", [timer, tag]).first?[0] ?? nil,
+                     "bob's write finds no such record in bob's zone")
     }
 
     /// A worker wakes for writes to its own zone, not for every zone's: each notification

@@ -84,6 +84,16 @@ public final class PostgresTestServer {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// `scripts/pg-server` with `arguments`, whatever its exit status (a test of the script).
+    public static func runScript(_ arguments: [String]) throws -> Executables.Result {
+        try Executables.runTool(RepositoryFiles.url("scripts/pg-server").path, arguments)
+    }
+
+    /// The libpq connection string of `user` (password included), over TCP.
+    public func connection(_ user: String) -> String {
+        "\(url(user))?password=\(passwords[user] ?? "")"
+    }
+
     @discardableResult
     static func script(_ arguments: [String]) throws -> Executables.Result {
         let r = try Executables.runTool(RepositoryFiles.url("scripts/pg-server").path, arguments)
