@@ -645,7 +645,9 @@ extension Broker {
         let k = kind(request.operations[i])
         let place = request.operations[..<i].filter { kind($0) == k }.count
         let member = ["inserts", "updates", "deletes"][k]
-        return .invalidRequest(error.description, field: "\(member)[\(place)]" + (k == 2 ? "" : ".values.\(attribute)"))
+        let field = "\(member)[\(place)]" + (k == 2 ? "" : ".values.\(attribute)")
+        if let limit = error.byteLimit { return .valueTooLarge(error.description, field: field, limit: limit) }
+        return .invalidRequest(error.description, field: field)
     }
 
     /// A context error as the varlink error a client receives.
@@ -655,8 +657,9 @@ extension Broker {
         case .duplicate, .constraint, .deleteDenied, .changedSince, .historyForgotten: return .conflict(error.description)
         case .sequenceAhead(let since, let sequence): return .sequenceAhead(since: since, sequence: sequence)
         case .unknownAttribute(_, let a): return .invalidRequest(error.description, field: a)
-        case .wrongType(_, let a, _, _), .missingValue(_, let a), .valueTooLarge(_, let a, _, _), .recordTooLarge(_, let a, _, _),
-             .invalidValue(_, let a, _):
+        case .valueTooLarge(_, let a, _, let limit), .recordTooLarge(_, let a, _, let limit):
+            return .valueTooLarge(error.description, field: a, limit: limit)
+        case .wrongType(_, let a, _, _), .missingValue(_, let a), .invalidValue(_, let a, _):
             return .invalidRequest(error.description, field: a)
         case .unknownEntity: return .invalidRequest(error.description, field: "entity")
         case .query(let q, let field): return .invalidRequest(q.description, field: field)

@@ -43,6 +43,14 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
     public var operation: Int?
     public init(_ kind: Kind) { self.kind = kind }
 
+    /// The bound in bytes a value (or a synced record) passed; nil for every other error.
+    public var byteLimit: Int? {
+        switch kind {
+        case .valueTooLarge(_, _, _, let limit), .recordTooLarge(_, _, _, let limit): return limit
+        default: return nil
+        }
+    }
+
     public var description: String {
         switch kind {
         case .unknownEntity(let e): return "no entity named '\(e)'"

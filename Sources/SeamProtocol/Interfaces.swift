@@ -189,6 +189,9 @@ public enum Interfaces {
         # A query past seamd's limits: a predicate that costs too much per row (refused before it
         # runs), or a statement past its time budget (stopped). limit names the setting.
         error QueryTooExpensive (message: string, limit: string)
+        # A value, or a synced record's values together, past its bound in bytes (limit); field names
+        # the attribute, or its place in the Save (inserts[2].values.name).
+        error ValueTooLarge (message: string, field: string, limit: int)
 
         """
 

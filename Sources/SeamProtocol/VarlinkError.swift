@@ -80,6 +80,13 @@ public struct VarlinkError: Error, Sendable, CustomStringConvertible {
         VarlinkError("org.seam.Store.QueryTooExpensive", ["message": .string(message), "limit": .string(limit)])
     }
 
+    /// A value (or a synced record, its values together) past its bound: `field` names it — the
+    /// attribute, or its place in the Save (`inserts[2].values.name`) — and `limit` the bound in
+    /// bytes.
+    public static func valueTooLarge(_ message: String, field: String, limit: Int) -> VarlinkError {
+        VarlinkError("org.seam.Store.ValueTooLarge", ["message": .string(message), "field": .string(field), "limit": .integer(Int64(limit))])
+    }
+
     /// The store a save would write to can only be read (its file's permissions, a read-only
     /// mount); reads of it work.
     public static func storeReadOnly(store: String, path: String, _ message: String) -> VarlinkError {

@@ -1134,7 +1134,9 @@ public final class SyncWorker {
 
     /// Whether seamd refused a save for what a record holds (`InvalidRequest`: a value this
     /// build cannot store, written by another client or build), not for a race or a failure.
-    static func isRefusedRecord(_ error: Error) -> Bool { (error as? ClientError)?.remoteName == "org.seam.Store.InvalidRequest" }
+    static func isRefusedRecord(_ error: Error) -> Bool {
+        ["org.seam.Store.InvalidRequest", "org.seam.Store.ValueTooLarge"].contains((error as? ClientError)?.remoteName)
+    }
 
     /// A batch seamd refused for what a record holds, applied again in halves, each half that
     /// seamd refuses in halves again, down to the record it refuses: that one is passed over

@@ -42,9 +42,14 @@ final class ZoneTests: XCTestCase {
         let c = try SeamConnection.connect(path: broker.socketPath)
         try c.hello()
         let big = String(repeating: "n", count: 300 << 10)
-        XCTAssertThrowsError(try c.save([.insert(entity: "Timer", values: ["name": .string(big)])])) { error in
-            let text = "\(error)"
-            XCTAssertTrue(text.contains("Timer.name") && text.contains("262144"), text)
+        do throws(ClientError) {
+            try c.save([.insert(entity: "Timer", values: ["name": .string(big)])])
+            XCTFail("a 300 KiB synced value was taken")
+        } catch {
+            guard case .remote(let e) = error.kind else { return XCTFail("\(error)") }
+            XCTAssertEqual(e.name, "org.seam.Store.ValueTooLarge", "\(error)")
+            XCTAssertEqual(e.parameters["field"]?.stringValue, "inserts[0].values.name", "\(error)")
+            XCTAssertEqual(e.parameters["limit"]?.int64Value, 262_144, "\(error)")
         }
         let quarter = String(repeating: "q", count: 220 << 10)
         XCTAssertThrowsError(try c.save([.insert(entity: "Timer", values: ["name": .string(quarter), "icon": .string(quarter),
