@@ -380,6 +380,42 @@ enum ProcessCPU {
     }
 }
 
+/// The whole machine's CPU: seconds spent by every process, by command name (postgres, seamd,
+/// seam-sync, …), and the machine's busy and total seconds (/proc/stat, every core).
+struct MachineCPU {
+    var byCommand: [String: Double] = [:]
+    var busy = 0.0
+    var total = 0.0
+
+    static func now() -> MachineCPU {
+        var cpu = MachineCPU()
+        let tick = Double(sysconf(Int32(_SC_CLK_TCK)))
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where name.allSatisfy(\.isNumber) {
+            guard let text = try? String(contentsOfFile: "/proc/\(name)/stat", encoding: .utf8),
+                  let open = text.firstIndex(of: "("), let close = text.lastIndex(of: ")") else { continue }
+            let command = String(text[text.index(after: open)..<close])
+            let fields = text[text.index(after: close)...].split(separator: " ")
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { continue }
+            cpu.byCommand[command, default: 0] += (user + system) / tick
+        }
+        if let line = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8))?.split(separator: "\n").first {
+            let n = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+            if n.count >= 5 {
+                cpu.total = n.reduce(0, +) / tick
+                cpu.busy = cpu.total - (n[3] + n[4]) / tick  // less idle and iowait
+            }
+        }
+        return cpu
+    }
+
+    /// What was spent from `before` to this one.
+    func since(_ before: MachineCPU) -> MachineCPU {
+        var d = MachineCPU(busy: busy - before.busy, total: total - before.total)
+        for (k, v) in byCommand { d.byCommand[k] = v - (before.byCommand[k] ?? 0) }
+        return d
+    }
+}
+
 extension RawSeam {
     /// Sends a call and reads its reply, error or not.
     func raw(_ method: String, _ parameters: JSONObject = [:]) throws -> Reply {

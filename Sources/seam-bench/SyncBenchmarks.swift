@@ -51,6 +51,7 @@ enum SyncBenchmarks {
 
         try ZoneBenchmarks.run(server, work: work).print()
         print("targets: propagation p99 with every zone saving ≤ 2× with one; the server's work per synced record flat as zones grow")
+        print("(machine busy: of both cores over the phase; CPU by process kind: % of one core; server rows and pages from pg_stat_statements, less what the workers' own cycles cost a second with no zone saving)")
     }
 
     // MARK: - Save on A → subscriber on B
@@ -157,7 +158,7 @@ enum SyncBenchmarks {
         let n = records
         let user = "bulk"
         try server.addUser(user)
-        let admin = try PostgresConnection(server.adminConnection)
+        let admin = try PostgresConnection(server.adminConnection(in: server.databases[user] ?? "seam"))
         // Records on the server, counted as they arrive: the rows past the last change tag seen
         // (through the index on zone and tag, so that polling costs what arrived, not the table),
         // then once in full at the end. A first export writes each record once, tags in commit order.
@@ -353,6 +354,8 @@ final class SyncServer {
     private(set) var port = 0
     /// Role name → password.
     private(set) var passwords: [String: String] = [:]
+    /// Role name → the database its zone is in ("seam" for the first).
+    private(set) var databases: [String: String] = [:]
     private let script: String
 
     init(directory: String, user: String) throws {
@@ -389,12 +392,19 @@ final class SyncServer {
         let (exit, output) = try Self.capture(script, ["add-user", directory, name])
         guard exit.succeeded else { throw BenchError("scripts/pg-server add-user \(name): \(output)") }
         passwords[name] = try Self.password(output)
+        if let url = output.split(separator: "\n").first(where: { $0.hasPrefix("url: ") }), let slash = url.lastIndex(of: "/") {
+            databases[name] = String(url[url.index(after: slash)...])
+        }
     }
 
-    func url(_ user: String) -> String { "postgresql://\(user)@127.0.0.1:\(port)/seam" }
+    /// The zone's URL: a database of its own for a role `add-user` made (pg-server's default).
+    func url(_ user: String) -> String { "postgresql://\(user)@127.0.0.1:\(port)/\(databases[user] ?? "seam")" }
 
     /// The superuser, over the Unix socket in `directory`: sees every zone.
-    var adminConnection: String { "host=\(directory) port=\(port) user=postgres dbname=seam" }
+    var adminConnection: String { adminConnection(in: "seam") }
+
+    /// The superuser in `database` (a zone's own, say).
+    func adminConnection(in database: String) -> String { "host=\(directory) port=\(port) user=postgres dbname=\(database)" }
 
     /// The server's major version, as its data directory records it.
     var version: String {

@@ -14,6 +14,8 @@ enum ZoneBenchmarks {
     static var zones: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_ZONES"] ?? "") ?? Bench.size(100, quick: 6) }
     static let machinesPerZone = 3
     static var rounds: Int { Bench.size(10, quick: 4) }
+    /// Saves of each zone when few zones save: enough deliveries for a p99 to compare with.
+    static func rounds(active: Int) -> Int { max(rounds, Bench.size(60, quick: 12) / active) }
 
     struct Zone {
         var user: String
@@ -28,6 +30,9 @@ enum ZoneBenchmarks {
         var propagation: [Double]
         var rowsPerRecord: Double
         var pagesPerRecord: Double
+        /// The machine's CPU over the phase.
+        var cpu: MachineCPU
+        var seconds: Double
     }
 
     static func run(_ server: SyncServer, work: String) throws -> BenchTable {
@@ -35,6 +40,10 @@ enum ZoneBenchmarks {
         let admin = try PostgresConnection(server.adminConnection)
         try admin.execute("ALTER SYSTEM SET max_connections = \(zones * machinesPerZone + 50)")
         try admin.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+        try server.restart()
+        // A statement counts once per database: room for every zone's (known once the library is
+        // loaded; taken at the next start).
+        try PostgresConnection(server.adminConnection).execute("ALTER SYSTEM SET pg_stat_statements.max = \(max(5_000, zones * 100))")
         try server.restart()
         let stats = try PostgresConnection(server.adminConnection)
         try stats.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
@@ -71,21 +80,26 @@ enum ZoneBenchmarks {
                 all[z].subscribers.append(s)
             }
         }
+        let idle = try idleWork(stats)
         var phases: [Phase] = []
         for active in Array(Set([1, min(10, zones), zones])).sorted() {
-            phases.append(try phase(all, active: active, stats: stats))
+            phases.append(try phase(all, active: active, stats: stats, idle: idle))
         }
 
         var table = BenchTable("\(zones) zones of \(machinesPerZone) machines on one PostgreSQL \(server.version) (real seamd and seam-sync each; "
-                               + "a save once a second in each active zone, \(rounds) each; its propagation to the zone's other machines)",
+                               + "a save once a second in each active zone, \(rounds(active: 1)) each with one zone saving, \(rounds(active: 10)) with ten, \(rounds) with more; its propagation to the zone's other machines)",
                                columns: ["zones saving", "deliveries", "propagation p50", "propagation p99", "p99 / one zone's",
-                                         "server rows per synced record", "server pages per synced record"])
+                                         "server rows per synced record", "server pages per synced record",
+                                         "machine busy", "CPU: postgres / seamd / seam-sync"])
         let base = Harness.percentile(phases[0].propagation, 0.99)
         for p in phases {
             let p99 = Harness.percentile(p.propagation, 0.99)
             table.add([String(p.active), String(p.propagation.count), Harness.duration(Harness.percentile(p.propagation, 0.5)),
                        Harness.duration(p99), Harness.ratio(p99, base), String(format: "%.1f", p.rowsPerRecord),
-                       String(format: "%.1f", p.pagesPerRecord)])
+                       String(format: "%.1f", p.pagesPerRecord),
+                       String(format: "%.0f%%", 100 * p.cpu.busy / max(p.cpu.total, 0.001)),
+                       ["postgres", "seamd", "seam-sync"].map { String(format: "%.0f%%", 100 * (p.cpu.byCommand[$0] ?? 0) / p.seconds) }
+                           .joined(separator: " / ")])
         }
         Figures.record("sync.zones_p99_ratio", Harness.percentile(phases.last!.propagation, 0.99) / base)
         Figures.record("sync.zones_pages_per_record_ratio", phases.last!.pagesPerRecord / max(phases[0].pagesPerRecord, 0.001))
@@ -94,18 +108,33 @@ enum ZoneBenchmarks {
 
     /// `active` zones save, a save a second each (spread over the second), `rounds` times; every
     /// delivery to their other machines timed.
-    static func phase(_ all: [Zone], active: Int, stats: PostgresConnection) throws -> Phase {
-        func serverWork() throws -> (rows: Double, pages: Double) {
-            let r = try stats.rows("SELECT coalesce(sum(rows), 0), coalesce(sum(shared_blks_hit + shared_blks_read), 0) FROM pg_stat_statements")[0]
-            return (Double(r[0]) ?? 0, Double(r[1]) ?? 0)
-        }
+    /// The server's work so far: rows its statements returned, buffer pages they touched.
+    static func serverWork(_ stats: PostgresConnection) throws -> (rows: Double, pages: Double) {
+        let r = try stats.rows("SELECT coalesce(sum(rows), 0), coalesce(sum(shared_blks_hit + shared_blks_read), 0) FROM pg_stat_statements")[0]
+        return (Double(r[0]) ?? 0, Double(r[1]) ?? 0)
+    }
+
+    /// The server's work a second with no zone saving: every worker's own cycles (each syncs
+    /// every 5 s), taken off each phase's so that what is left is the saves'.
+    static func idleWork(_ stats: PostgresConnection) throws -> (rows: Double, pages: Double) {
+        let seconds = Bench.size(15.0, quick: 5.0)
+        let before = try serverWork(stats)
+        Threads.sleep(seconds)
+        let after = try serverWork(stats)
+        return ((after.rows - before.rows) / seconds, (after.pages - before.pages) / seconds)
+    }
+
+    static func phase(_ all: [Zone], active: Int, stats: PostgresConnection, idle: (rows: Double, pages: Double)) throws -> Phase {
+        func serverWork() throws -> (rows: Double, pages: Double) { try Self.serverWork(stats) }
         let zones = Array(all.prefix(active))
         var sent: [String: UInt64] = [:]
         var propagation: [Double] = []
         let before = try serverWork()
+        let cpuBefore = MachineCPU.now()
         let interval = 1.0 / Double(active)
         let started = Harness.now()
         var next = 0
+        let rounds = rounds(active: active)
         let total = rounds * active
         let expected = total * (machinesPerZone - 1)
         let fds = zones.flatMap { z in z.subscribers.map(\.fd) }
@@ -135,9 +164,11 @@ enum ZoneBenchmarks {
                 }
             }
         }
+        let cpu = MachineCPU.now().since(cpuBefore)
         let after = try serverWork()
         let records = Double(total)
-        return Phase(active: active, propagation: propagation, rowsPerRecord: (after.rows - before.rows) / records,
-                     pagesPerRecord: (after.pages - before.pages) / records)
+        let seconds = Double(Harness.now() - started) / 1e9
+        return Phase(active: active, propagation: propagation, rowsPerRecord: (after.rows - before.rows - idle.rows * seconds) / records,
+                     pagesPerRecord: (after.pages - before.pages - idle.pages * seconds) / records, cpu: cpu, seconds: seconds)
     }
 }

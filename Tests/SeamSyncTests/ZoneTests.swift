@@ -214,6 +214,26 @@ final class ZoneTests: XCTestCase {
         XCTAssertTrue(bad.stderr.contains("is not a role name"), bad.stderr)
     }
 
+    /// `add-user` gives a zone a database of its own by default (PostgreSQL wakes every listener
+    /// of a database at each NOTIFY): its role reaches that database alone, the schema is there,
+    /// and two machines sync through it.
+    func testAZoneAddedByTheScriptGetsADatabaseOfItsOwn() throws {
+        let server = try pg()
+        try server.addUser("vic", database: nil)
+        XCTAssertEqual(server.databases["vic"], "seam_vic")
+        let own = try PostgresConnection(server.connection("vic"))
+        XCTAssertFalse(try own.query("SELECT * FROM seam.meta").isEmpty, "the sync schema is made in it")
+        XCTAssertThrowsError(try PostgresConnection("postgresql://vic@127.0.0.1:\(server.port)/seam?password=\(server.passwords["vic"] ?? "")"),
+                             "vic cannot connect to the shared database")
+        XCTAssertThrowsError(try PostgresConnection("postgresql://zoe@127.0.0.1:\(server.port)/seam_vic?password=\(server.passwords["zoe"] ?? "")"),
+                             "zoe cannot connect to vic's database")
+        let a = try SyncMachine("a", server: server, user: "vic")
+        let b = try SyncMachine("b", server: server, user: "vic")
+        let uuid = try a.addTimer("In a database of its own")
+        try eventually(15, "B has A's timer") { try b.timer(uuid) != nil }
+        XCTAssertEqual(try own.query("SELECT count(*) FROM seam.records WHERE uuid = $1", [uuid]).first?.first ?? nil, "1")
+    }
+
     /// `add-user` on a server that is down: refused, with what to do.
     func testAddUserOnAServerThatIsDownFails() throws {
         let own = try PostgresTestServer(user: "vera")

@@ -10,6 +10,8 @@ public final class PostgresTestServer {
     public let port: Int
     /// Role name → password.
     public private(set) var passwords: [String: String] = [:]
+    /// Role name → the database its zone is in (the first role's, "seam", unless said).
+    public private(set) var databases: [String: String] = [:]
 
     /// Starts a server with the role `user`; throws (with the script's output) when it cannot.
     ///
@@ -66,12 +68,19 @@ public final class PostgresTestServer {
         }
     }
 
-    /// Adds a role (a zone of its own).
-    public func addUser(_ name: String) throws {
-        passwords[name] = try Self.password(try Self.script(["add-user", directory, name]))
+    /// Adds a role (a zone of its own) in `database`: by default "seam", beside the first role,
+    /// so that what keeps zones apart within one database is what is tested; nil gives it a
+    /// database of its own, as `scripts/pg-server add-user` does by default.
+    public func addUser(_ name: String, database: String? = "seam") throws {
+        let r = try Self.script(["add-user", directory, name] + (database.map { ["--database", $0] } ?? []))
+        passwords[name] = try Self.password(r)
+        guard let url = r.stdout.split(separator: "\n").first(where: { $0.hasPrefix("url: ") }), let slash = url.lastIndex(of: "/") else {
+            throw ServerFailure(description: "scripts/pg-server printed no URL: \(r.stdout)")
+        }
+        databases[name] = String(url[url.index(after: slash)...])
     }
 
-    public func url(_ user: String) -> String { "postgresql://\(user)@127.0.0.1:\(port)/seam" }
+    public func url(_ user: String) -> String { "postgresql://\(user)@127.0.0.1:\(port)/\(databases[user] ?? "seam")" }
 
     /// The superuser's connection string (over the Unix socket in `directory`): sees every zone.
     public var adminConnection: String { "host=\(directory) port=\(port) user=postgres dbname=seam" }
