@@ -3,9 +3,9 @@ import SeamSystem
 
 /// Fair turns (issue: one client cannot take the broker): the calls a connection sends are read
 /// as they come, and handled in turns — a few per connection (`BrokerLimits.callsPerTurn`, and
-/// no call begun after `turnSeconds`), the built-in roles' first, then the others round-robin —
-/// so that a client that pipelines thousands of calls, or big saves, does not hold everyone
-/// else's for their whole length.
+/// no call begun after `turnSeconds`), the built-in roles' first, then the others by the loop
+/// time they have had (`TurnQueue`) — so that a client that pipelines thousands of calls, or big
+/// saves, does not hold everyone else's for their whole length.
 extension Broker {
     /// Starts taking turns on the loop.
     func takeTurns() {
@@ -35,7 +35,9 @@ extension Broker {
         while left > 0, let fd = runnable.next() {
             left -= 1
             guard let c = connections[Int32(fd)] else { continue }
-            processFrames(c, budget: configuration.limits.callsPerTurn, until: WallClock.monotonic() + Self.turnSeconds)
+            let began = WallClock.monotonic()
+            processFrames(c, budget: configuration.limits.callsPerTurn, until: began + Self.turnSeconds)
+            runnable.charge(fd, seconds: WallClock.monotonic() - began)
             schedule(c)  // more left: behind the others
             if c.readClosed { closeIfFinished(c) }
         }

@@ -48,6 +48,13 @@ public enum DecimalSeconds {
         guard seconds.isFinite, seconds >= 0 else {
             return seconds.isFinite ? (seconds * 1_000_000).rounded() / 1_000_000 : seconds
         }
+        // Already at the microsecond (whole seconds, or what the wire carried): the double
+        // nearest a decimal of at most six places is that decimal's, so it is its own canonical
+        // form — and no text is made for the common case.
+        if seconds < 9e9 {
+            let micro = (seconds * 1_000_000).rounded()
+            if micro / 1_000_000 == seconds { return seconds }
+        }
         let text = "\(seconds)"
         guard !text.contains("e"), let dot = text.firstIndex(of: "."), let whole = Int64(text[..<dot]) else {
             return (seconds * 1_000_000).rounded() / 1_000_000

@@ -21,4 +21,32 @@ final class DecimalSecondsTests: XCTestCase {
         XCTAssertEqual(DecimalSeconds.value(whole: 7, fraction: [UInt8]()), 7)
         XCTAssertEqual(DecimalSeconds.value(whole: -7, fraction: Array("000".utf8)), -7)
     }
+
+    /// A date at the microsecond already is its own canonical form, and any date's canonical
+    /// form is the nearest double of its shortest decimal rounded to six places (half up).
+    func testCanonicalDatesAreTheMicrosecondsOfTheShortestDecimal() {
+        var rng = SplitMix64(seed: 20261205)
+        for _ in 0..<20_000 {
+            let micro = Int64(rng.next() % 4_000_000_000_000_000)
+            let exact = Double(micro) / 1_000_000
+            XCTAssertEqual(DecimalSeconds.canonicalDate(exact), exact, "\(exact)")
+            let any = Double(rng.next() % 4_000_000_000) + Double(rng.next() % 1_000_000_000) / 1e9 + 1e-10 * Double(rng.next() % 7)
+            let text = "\(any)"
+            guard !text.contains("e"), let dot = text.firstIndex(of: ".") else { continue }
+            var digits = Array(text[text.index(after: dot)...].utf8)
+            var whole = Int64(text[..<dot])!
+            if digits.count > 6 {
+                var up = digits[6] >= UInt8(ascii: "5")
+                digits = Array(digits.prefix(6))
+                var i = 5
+                while up && i >= 0 {
+                    if digits[i] == UInt8(ascii: "9") { digits[i] = UInt8(ascii: "0"); i -= 1 } else { digits[i] += 1; up = false }
+                }
+                if up { whole += 1 }
+            }
+            let expected = Double("\(whole).\(String(decoding: digits, as: UTF8.self))")!
+            XCTAssertEqual(DecimalSeconds.canonicalDate(any), expected, text)
+            XCTAssertEqual(DecimalSeconds.canonicalDate(expected), expected, "idempotent: \(text)")
+        }
+    }
 }
