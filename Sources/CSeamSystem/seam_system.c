@@ -10,6 +10,7 @@
 #include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -266,4 +267,38 @@ int seam_eventfd_signal(int fd) {
 int seam_eventfd_drain(int fd) {
     uint64_t count = 0;
     return read(fd, &count, sizeof count) == sizeof count ? 0 : -1;
+}
+
+int seam_watch_directory(const char *path) {
+    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0) return -1;
+    uint32_t mask = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF;
+    if (inotify_add_watch(fd, path, mask) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int seam_watch_read(int fd, const char *const *names, int count, uint64_t *hits) {
+    // Aligned as inotify_event needs; large enough for many events with names.
+    char buffer[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+    for (;;) {
+        ssize_t n = read(fd, buffer, sizeof buffer);
+        if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+        if (n == 0) return 0;
+        for (char *p = buffer; p < buffer + n;) {
+            const struct inotify_event *e = (const struct inotify_event *)p;
+            if (e->mask & (IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+                *hits = ~(uint64_t)0;  // anything may have changed
+            } else if (e->len > 0) {
+                for (int i = 0; i < count && i < 64; i++) {
+                    if (strcmp(e->name, names[i]) == 0) *hits |= (uint64_t)1 << i;
+                }
+            }
+            p += sizeof(struct inotify_event) + e->len;
+        }
+    }
 }

@@ -175,9 +175,24 @@ extension Context {
         stores.keys.sorted().filter(fileChanged)
     }
 
-    /// Whether the path of open store `name` no longer names the file it opened (one `stat`).
+    /// Whether the path of open store `name` no longer names the file it opened: one `stat`,
+    /// made only when the directory watch reports something done to that name since it was last
+    /// looked at (or when there is no watch). The watch's report costs a `read` that finds
+    /// nothing, most of the time.
     func fileChanged(_ name: String) -> Bool {
-        guard directory != nil, let opened = identities[name], let path = stores[name]?.db.path else { return false }
+        guard let directory, let opened = identities[name], let path = stores[name]?.db.path else { return false }
+        let file = name + ".sqlite"
+        if !fileWatchMade {
+            fileWatchMade = true
+            fileWatch = try? DirectoryWatch(directory, names: schema.configurations.map { $0 + ".sqlite" })
+            suspectFiles = Set(schema.configurations.map { $0 + ".sqlite" })  // what happened before the watch
+        }
+        if let watch = fileWatch {
+            do { suspectFiles.formUnion(try watch.changed()) } catch {
+                fileWatch = nil  // looked at every time from now on
+            }
+            if fileWatch != nil, suspectFiles.remove(file) == nil { return false }
+        }
         guard let now = FileSystem.identity(path) else { return true }
         return !now.isSameFile(as: opened)
     }

@@ -125,6 +125,13 @@ public final class Context {
     /// The file each open store was opened from: a store whose path names another file (or
     /// none) is put back before it is written again (`putBack`).
     var identities: [String: FileSystem.Identity] = [:]
+    /// What says that a store's path may name another file now (`fileChanged`): until it says so,
+    /// the path is not looked at. Made at the first check; nil without inotify (then every check
+    /// looks).
+    var fileWatch: DirectoryWatch?
+    var fileWatchMade = false
+    /// Store files (`NAME.sqlite`) the watch reported, not looked at since.
+    var suspectFiles: Set<String> = []
     /// Checks that finished, from the checking threads, for `collectChecks()`.
     let finishedChecks = Mailbox<FinishedCheck>()
     /// Bumped at each attach of a store, so that a check of a file since closed is ignored.

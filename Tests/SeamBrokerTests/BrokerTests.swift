@@ -266,7 +266,7 @@ final class BrokerTests: XCTestCase {
         // A value the store refuses is named by its place in the call, as a value the wire refuses is.
         func field(_ p: JSONObject) -> String? {
             do { _ = try c.call("org.seam.Store.Save", p) } catch {
-                if case .remote(let v)? = (error as? ClientError)?.kind { return v.parameters["field"]?.stringValue }
+                if case .remote(let v) = error.kind { return v.parameters["field"]?.stringValue }
             }
             return nil
         }

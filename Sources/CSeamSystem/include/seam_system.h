@@ -112,4 +112,14 @@ int seam_eventfd_signal(int fd);
 /// Reads (and so clears) an eventfd's count; 0, or -1 with errno (EAGAIN when it was zero).
 int seam_eventfd_drain(int fd);
 
+/// An inotify instance (non-blocking, close-on-exec) watching directory `path` for entries made,
+/// removed or renamed in or out, and for the directory itself moving or going. The fd, or -1
+/// with errno.
+int seam_watch_directory(const char *path);
+
+/// Reads everything the watch `fd` has queued, without waiting: sets bit i of `*hits` for each
+/// event on an entry named `names[i]` (i below 64), and every bit when the queue overflowed or
+/// the directory itself moved or went. 0, or -1 with errno.
+int seam_watch_read(int fd, const char *const *names, int count, uint64_t *hits);
+
 #endif
