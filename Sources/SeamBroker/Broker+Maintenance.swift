@@ -177,6 +177,9 @@ extension Broker {
             return .failure(.invalidRequest("directory must be an absolute path", field: "directory"))
         }
         if let m = migration { return .failure(.maintenanceFailed("a migration is running (\(m.summary)); back up when it has ended")) }
+        // A file removed or replaced under seamd is put back first: what is copied is the store.
+        context.verifyFiles()
+        reportStoreNotices()
         let names = context.schema.configurations
         if let closed = names.first(where: { !context.storeNames.contains($0) }) {
             return .failure(.maintenanceFailed("the \(closed) store is not open (\(context.closedStores[closed] ?? "closed")); a set holds "
@@ -190,12 +193,6 @@ extension Broker {
             return .failure(.maintenanceFailed("\(error.description); no backup is taken while a save waits to complete"))
         }
         refetchIfInvalidated()
-        // A file removed or replaced under seamd is put back first: what is copied is the store.
-        context.verifyFiles()
-        reportStoreNotices()
-        if let closed = names.first(where: { !context.storeNames.contains($0) }) {
-            return .failure(.maintenanceFailed("the \(closed) store is not open (\(context.closedStores[closed] ?? "closed")); no set is taken"))
-        }
         do { try BackupSet.prepare(directory) } catch { return .failure(.invalidRequest(error.description, field: "directory")) }
         var readers: [(name: String, db: Database)] = []
         do {

@@ -218,7 +218,6 @@ final class FaultCampaign {
             let deadline = Date().addingTimeInterval(5)
             while said() == before && Date() < deadline { usleep(20_000) }
             XCTAssertGreaterThan(said(), before, "a replaced \(store) file is put back and logged: \(context)")
-            usleep(100_000)
             for name in (try? FileManager.default.contentsOfDirectory(atPath: data)) ?? [] where name.contains(".replaced-") {
                 try? FileManager.default.removeItem(atPath: data + "/" + name)
             }

@@ -26,11 +26,15 @@ final class IsolationTests: XCTestCase {
         try good.hello()
         try eventually(10, "the ticker runs") { try self.tickerRuns(good) }
         let errors = Errors()
-        let threads = attacks.map { attack in
+        let attacking = DispatchGroup()
+        for attack in attacks {
             let box = Unchecked(attack)
-            return Thread { do { try box.value() } catch { errors.add("\(error)") } }
+            attacking.enter()
+            Thread {
+                defer { attacking.leave() }
+                do { try box.value() } catch { errors.add("\(error)") }
+            }.start()
         }
-        threads.forEach { $0.start() }
         let flash = try good.call("org.seam.Timers.Flash", ["seconds": 1, "name": "kettle"])
         let session = try XCTUnwrap(flash["session"]?.stringValue)
         let start = Date()
@@ -50,7 +54,7 @@ final class IsolationTests: XCTestCase {
         try eventually(1 + bound, "the ticker ends the one-second timer beside the attack") {
             try good.row("Session", uuid: session)?["state"]?.stringValue == "finished"
         }
-        for t in threads { while !t.isFinished { usleep(5_000) } }
+        attacking.wait()
         XCTAssertEqual(errors.all, [], "the attackers' own failures", file: file, line: line)
         XCTAssertGreaterThan(calls, 3, file: file, line: line)
     }
@@ -153,13 +157,14 @@ final class IsolationTests: XCTestCase {
         for i in 0..<saves { raw.send(#"{"method":"org.seam.Store.Save","parameters":{"inserts":[\#(rows)]},"id":\#(i)}"#) }
         let good = try SeamConnection.connect(path: broker.socketPath)
         try good.hello()
-        usleep(50_000)  // the first big save under way
-        let mine = try XCTUnwrap(try good.save([.insert(entity: "Timer", values: ["name": "good"])]).sequence)
         var theirs: [Int64] = []
-        for _ in 0..<saves {
+        func bigReply() throws {
             let reply = try XCTUnwrap(raw.readFrameBytes(timeout: 60))
             theirs.append(try XCTUnwrap(JSON.decode(reply[...])["parameters"]?["sequence"]?.int64Value))
         }
+        try bigReply()  // the big saves under way: the first has been answered
+        let mine = try XCTUnwrap(try good.save([.insert(entity: "Timer", values: ["name": "good"])]).sequence)
+        for _ in 1..<saves { try bigReply() }
         XCTAssertLessThan(mine, theirs.max() ?? 0, "the good client's save was handled between the big ones (\(theirs)), not after them all")
         XCTAssertEqual(try good.count("Timer"), saves * 10_000 + 1)
         try goodClientHolds(broker, while: [{
@@ -290,8 +295,12 @@ final class IsolationTests: XCTestCase {
         let raw = try RawClient(broker.socketPath)
         let call = Array(#"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Timer","limit":5},"id":1}"#.utf8) + [0]
         let box = Unchecked(raw)
-        let sender = Thread { box.value.send(Array([[UInt8]](repeating: call, count: 10_000).joined())) }
-        sender.start()
+        let sending = DispatchGroup()
+        sending.enter()
+        Thread {
+            box.value.send(Array([[UInt8]](repeating: call, count: 10_000).joined()))
+            sending.leave()
+        }.start()
         try goodClientHolds(broker, while: [])
         var replies = 0
         while replies < 10_000, let frame = raw.readFrameBytes(timeout: 20) {
@@ -299,7 +308,7 @@ final class IsolationTests: XCTestCase {
             replies += 1
         }
         XCTAssertEqual(replies, 10_000)
-        while !sender.isFinished { usleep(1_000) }
+        sending.wait()
     }
 }
 
