@@ -152,6 +152,12 @@ extension Context {
         return Pending(entity: e, store: store, old: values, new: values)
     }
 
+    /// A key for a row inserted without one: time-ordered (UUIDv7), so that a table keyed by
+    /// them grows at its end.
+    func newUUID() -> String {
+        uuids.next(now: UInt64(max(0, WallClock.now() * 1000)), using: &random)
+    }
+
     private func stageInsert(_ entity: String, _ values: [String: AttributeValue], into work: inout WorkingSet) throws(ContextError) {
         let r = try route(entity)
         var row: [String: AttributeValue] = [:]
@@ -162,7 +168,7 @@ extension Context {
         for a in r.entity.attributes {
             if a.name == Entity.identity {
                 let given = values[a.name] ?? .null
-                row[a.name] = given.isNull ? .uuid(UUIDText.random(using: &random)) : try Values.normalize(given, for: a, in: entity)
+                row[a.name] = given.isNull ? .uuid(newUUID()) : try Values.normalize(given, for: a, in: entity)
                 continue
             }
             if let v = values[a.name] {

@@ -149,6 +149,8 @@ public final class Context {
     var attributeNames: [String: [String]] = [:]
     /// Where new rows' uuids come from: the kernel's randomness, drawn in bulk.
     var random = RandomBuffer()
+    /// The keys of rows inserted without one (`newUUID`).
+    var uuids = TimeOrderedUUIDs()
     /// Parsed predicates by their text: parsing is the costly part of a repeated fetch.
     var parsedPredicates: [String: ParsedPredicate] = [:]
 

@@ -90,15 +90,17 @@ public enum UUIDText {
     /// A random version-4 UUID in lowercase text form.
     public static func random<G: RandomNumberGenerator>(using generator: inout G) -> String {
         let high = generator.next(), low = generator.next()
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in 0..<16 { bytes[i] = UInt8(truncatingIfNeeded: (i < 8 ? high : low) >> (8 * (i % 8))) }
         // Version 4 (random), variant 1: byte 6's high nibble is 4, byte 8's top bits are 10.
-        func byte(_ i: Int) -> UInt8 {
-            let b = UInt8(truncatingIfNeeded: (i < 8 ? high : low) >> (8 * (i % 8)))
-            switch i {
-            case 6: return (b & 0x0f) | 0x40
-            case 8: return (b & 0x3f) | 0x80
-            default: return b
-            }
-        }
+        bytes[6] = (bytes[6] & 0x0f) | 0x40
+        bytes[8] = (bytes[8] & 0x3f) | 0x80
+        return text(bytes)
+    }
+
+    /// Sixteen bytes as a UUID's lowercase text (8-4-4-4-12 hex digits).
+    public static func text(_ bytes: [UInt8]) -> String {
+        precondition(bytes.count == 16, "a UUID has 16 bytes")
         return String(unsafeUninitializedCapacity: 36) { out in
             var o = 0
             for i in 0..<16 {
@@ -106,9 +108,8 @@ public enum UUIDText {
                     out[o] = UInt8(ascii: "-")
                     o += 1
                 }
-                let b = byte(i)
-                out[o] = Hex.digit(b >> 4)
-                out[o + 1] = Hex.digit(b & 0x0f)
+                out[o] = Hex.digit(bytes[i] >> 4)
+                out[o + 1] = Hex.digit(bytes[i] & 0x0f)
                 o += 2
             }
             return o
@@ -118,6 +119,52 @@ public enum UUIDText {
     public static func random() -> String {
         var g = SystemRandomNumberGenerator()
         return random(using: &g)
+    }
+}
+
+/// Version-7 UUIDs (RFC 9562): 48 bits of Unix time in milliseconds, then a 12-bit counter, then
+/// 62 random bits — so that rows inserted one after another get keys in the order they came, and
+/// a table keyed by them grows at its end instead of touching a page per row. Each is greater
+/// (as text, as bytes) than every one this generator made before, whatever the clock does: within
+/// one millisecond the counter counts up from a random start below 1,024; past 4,095 it borrows
+/// the next millisecond; a clock that steps back keeps the last millisecond. Pure: the clock and
+/// the random numbers are given.
+public struct TimeOrderedUUIDs: Sendable {
+    private var millisecond: UInt64 = 0
+    private var counter: UInt64 = 0
+
+    public init() {}
+
+    /// The next UUID for a clock reading `now` (milliseconds since 1970), in lowercase text.
+    public mutating func next<G: RandomNumberGenerator>(now: UInt64, using generator: inout G) -> String {
+        let now = min(now, (1 << 48) - 1)
+        if now > millisecond {
+            millisecond = now
+            counter = generator.next() & 0x3ff
+        } else {
+            counter += 1
+            if counter > 0xfff {
+                millisecond += 1
+                counter = generator.next() & 0x3ff
+            }
+        }
+        let random = generator.next()
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: millisecond >> (8 * (5 - i))) }
+        bytes[6] = 0x70 | UInt8(counter >> 8)  // version 7, the counter's high four bits
+        bytes[7] = UInt8(truncatingIfNeeded: counter)
+        for i in 8..<16 { bytes[i] = UInt8(truncatingIfNeeded: random >> (8 * (15 - i))) }
+        bytes[8] = (bytes[8] & 0x3f) | 0x80  // variant 10
+        return UUIDText.text(bytes)
+    }
+
+    /// The millisecond a version-7 UUID's text holds, or nil for any other text.
+    public static func millisecond(of text: String) -> UInt64? {
+        let u = Array(text.utf8)
+        guard UUIDText.isCanonical(text), u[14] == UInt8(ascii: "7") else { return nil }
+        var ms: UInt64 = 0
+        for c in u[0..<8] + u[9..<13] { ms = ms << 4 | UInt64(c <= 57 ? c - 48 : c - 87) }  // canonical: 0-9, a-f
+        return ms
     }
 }
 

@@ -56,6 +56,19 @@ final class ContextTests: ContextTestCase {
         let row = try XCTUnwrap(context.row("UserGroup", uuid))
         XCTAssertEqual(row["sortOrder"], .integer(0))
         XCTAssertEqual(row["createdAt"], .date(0))
+        // Time-ordered (UUIDv7): of now, each greater than the one before, in one save or several.
+        let ms = try XCTUnwrap(TimeOrderedUUIDs.millisecond(of: uuid), "a version-7 UUID: \(uuid)")
+        XCTAssertLessThan(abs(Double(ms) / 1000 - Date().timeIntervalSince1970), 60)
+        var made = [uuid]
+        for _ in 0..<3 {
+            let more = try XCTUnwrap(context.save(SaveRequest((0..<200).map { .insert(entity: "UserGroup", values: ["name": .string("g\($0)")]) })))
+            made += more.changes.map(\.uuid)
+        }
+        XCTAssertEqual(made, made.sorted())
+        XCTAssertEqual(Set(made).count, made.count)
+        // A key a client gives is kept as it is.
+        let given = "0f8fad5b-d9cb-469f-a165-70867728950e"
+        XCTAssertEqual(try context.save(SaveRequest([.insert(entity: "UserGroup", values: ["uuid": .uuid(given), "name": .string("Given")])]))?.changes[0].uuid, given)
     }
 
     func checkFetchRequests() throws {
