@@ -232,13 +232,13 @@ public final class Ticker {
             advancedNow.insert(session)
             held[session] = nil
             if let earlier = advanced["earlierTransitions"]?.int64Value, earlier > 0, options.logsTransitions {
-                log("session \(session.prefix(8)): \(earlier) step ends passed before the last ones")
+                log("session \(session.suffix(8)): \(earlier) step ends passed before the last ones")
             }
             for t in advanced["transitions"]?.arrayValue ?? [] {
                 options.onTransition?(t["lateness"]?.doubleValue ?? 0)
                 guard options.logsTransitions else { continue }
                 let late = (t["lateness"]?.doubleValue ?? 0) * 1000
-                log("session \(session.prefix(8)): step \((t["stepIndex"]?.int64Value ?? 0) + 1) of round \((t["round"]?.int64Value ?? 0) + 1) "
+                log("session \(session.suffix(8)): step \((t["stepIndex"]?.int64Value ?? 0) + 1) of round \((t["round"]?.int64Value ?? 0) + 1) "
                     + "ended, \(late < 10 ? String(Int(late * 1000)) + " µs" : String(Int(late)) + " ms") late"
                     + (advanced["state"]?.stringValue == "finished" ? "; finished" : ""))
             }
@@ -271,7 +271,7 @@ public final class Ticker {
             held[session] = Hold(end: followed.end(of: session) ?? nil, until: now + pause, pause: pause)
         }
         if !new.isEmpty {
-            log("\(new.count) due session(s) not advanced (\(new.prefix(3).map { String($0.prefix(8)) }.joined(separator: ", "))): \(why); "
+            log("\(new.count) due session(s) not advanced (\(new.prefix(3).map { String($0.suffix(8)) }.joined(separator: ", "))): \(why); "
                 + "trying again \(doubling ? "after 1 s, then less and less often" : "every second")")
         }
     }

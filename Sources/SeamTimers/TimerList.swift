@@ -36,12 +36,12 @@ public struct TimerListEntry: Sendable, Hashable {
     public var note: String? { (session?["note"]?.stringValue).flatMap { $0.isEmpty ? nil : $0 } }
 
     /// The group as a person should read it, honest about what sync can deliver: its name;
-    /// its name and uuid prefix when another group has the same name (made offline on two
+    /// its name and short id when another group has the same name (made offline on two
     /// machines); "(missing 1a2b3c4d)" when the group it names is not there; "" for none.
     public func groupLabel(duplicateNames: Set<String>) -> String {
-        if groupMissing { return "(missing \(String((timer?["groupUUID"]?.stringValue ?? "").prefix(8))))" }
+        if groupMissing { return "(missing \(ShortID.of(timer?["groupUUID"]?.stringValue ?? "")))" }
         guard let g = group, let name = g["name"]?.stringValue else { return "" }
-        return duplicateNames.contains(name) ? "\(name) (\(String((g["uuid"]?.stringValue ?? "").prefix(8))))" : name
+        return duplicateNames.contains(name) ? "\(name) (\(ShortID.of(g["uuid"]?.stringValue ?? "")))" : name
     }
 }
 

@@ -32,15 +32,15 @@ func values(_ row: JSONObject, entity: String) -> [String: AttributeValue] {
     return out
 }
 
-/// Finds one row by what a person types: a whole uuid, a uuid prefix (4 or more characters), a
-/// name, or a name in another case. More than one match lists them; none says where to look.
+/// Finds one row by what a person types: a whole uuid, a short id (4 or more characters from
+/// either end of its uuid, `ShortID`), a name, or a name in another case. More than one match lists them; none says where to look.
 func pick(_ kind: String, _ text: String, from rows: [JSONObject], listing: String) throws -> JSONObject {
     switch find(text, in: rows) {
     case .one(let row): return row
     case .many(let rows): throw ambiguous(text, rows)
     case .none:
-        let short = text.count < 4 && text.allSatisfy(\.isHexDigit) ? " (a uuid prefix needs at least 4 characters)" : ""
-        throw CLIError("no \(kind) named '\(Terminal.printable(text))' or with a uuid starting so\(short); \(listing) lists them")
+        let short = text.count < 4 && text.allSatisfy(\.isHexDigit) ? " (a short id needs at least \(ShortID.minimumLength) characters)" : ""
+        throw CLIError("no \(kind) named '\(Terminal.printable(text))' or with a uuid starting or ending so\(short); \(listing) lists them")
     }
 }
 
@@ -54,14 +54,15 @@ enum Found {
 /// (exactly, else in another case when none is) and, together with them, the rows whose uuid
 /// starts with it: a timer called `beef` and another whose uuid starts with beef are both
 /// named, and the caller asks which is meant rather than guess (`seam timer rm beef` once
-/// deleted the other one, a uuid prefix being tried first).
+/// deleted the other one, a uuid prefix being tried first). A short id matches either end of a
+/// uuid (`ShortID`).
 func find(_ text: String, in rows: [JSONObject]) -> Found {
     let lower = text.lowercased()
     let whole = rows.filter { $0["uuid"]?.stringValue == lower }
     if !whole.isEmpty { return found(whole) }
     var named = rows.filter { $0["name"]?.stringValue == text }
     if named.isEmpty { named = rows.filter { $0["name"]?.stringValue?.lowercased() == lower } }
-    let prefixed = lower.count < 4 ? [] : rows.filter { $0["uuid"]?.stringValue?.hasPrefix(lower) ?? false }
+    let prefixed = rows.filter { ShortID.matches(lower, $0["uuid"]?.stringValue ?? "") }
     let namedUUIDs = Set(named.compactMap { $0["uuid"]?.stringValue })
     return found(named + prefixed.filter { !namedUUIDs.contains($0["uuid"]?.stringValue ?? "") })
 }
@@ -80,10 +81,10 @@ let ambiguityListLimit = 10
 /// "'tea' could be any of: …": each row's name (as store text, escaped) and the start of its uuid.
 func ambiguous(_ text: String, _ rows: [JSONObject]) -> CLIError {
     var names = rows.prefix(ambiguityListLimit).map { row in
-        Terminal.printable("\(row["name"]?.stringValue ?? "?") (\((row["uuid"]?.stringValue ?? "").prefix(8)))")
+        Terminal.printable("\(row["name"]?.stringValue ?? "?") (\(ShortID.of(row["uuid"]?.stringValue ?? "")))")
     }
     if rows.count > ambiguityListLimit { names.append("… and \(rows.count - ambiguityListLimit) more") }
-    return CLIError("'\(Terminal.printable(text))' could be any of: \(names.joined(separator: ", ")); give a longer uuid prefix")
+    return CLIError("'\(Terminal.printable(text))' could be any of: \(names.joined(separator: ", ")); give more of a uuid")
 }
 
 func timers(_ c: SeamConnection) throws -> [JSONObject] { try c.fetch("Timer", sort: "sortOrder, name[c]") }

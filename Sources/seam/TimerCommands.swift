@@ -41,10 +41,10 @@ enum TimerCommands {
                 .map { ($0.id, $0.groupLabel(duplicateNames: twins)) }, uniquingKeysWith: { a, _ in a })
             table([["NAME", "STEPS", "REPEAT", "GROUP", "UUID"]] + rows.map { t in
                 [t["name"]?.stringValue ?? "", describeSteps(t["steps"]), "\(t["repeatCount"]?.int64Value ?? 1)×",
-                 labels[t["uuid"]?.stringValue ?? ""] ?? "", String((t["uuid"]?.stringValue ?? "").prefix(8))]
+                 labels[t["uuid"]?.stringValue ?? ""] ?? "", ShortID.of(t["uuid"]?.stringValue ?? "")]
             })
         },
-        Command("timer show", "TIMER [--json]", "one timer, by name or uuid prefix", operands: 1...1, flags: ["json"]) { operands, args in
+        Command("timer show", "TIMER [--json]", "one timer, by name or short id", operands: 1...1, flags: ["json"]) { operands, args in
             let c = try connect(args, hello: false)
             let t = try resolveTimer(c, operands[0])
             if args.flag("json") { return output(.object(t)) }
@@ -91,7 +91,7 @@ enum TimerCommands {
         Command("group ls", "[--json]", "the groups", flags: ["json"]) { _, args in
             let rows = try groups(try connect(args, hello: false))
             if args.flag("json") { return output(.array(rows.map(JSON.object))) }
-            table([["NAME", "UUID"]] + rows.map { [$0["name"]?.stringValue ?? "", String(($0["uuid"]?.stringValue ?? "").prefix(8))] })
+            table([["NAME", "UUID"]] + rows.map { [$0["name"]?.stringValue ?? "", ShortID.of($0["uuid"]?.stringValue ?? "")] })
         },
         Command("group rename", "GROUP NEW-NAME", "rename a group", operands: 2...2) { operands, args in
             let name = try nonEmptyName(operands[1], of: "a group")
@@ -114,7 +114,7 @@ enum TimerCommands {
             var p: JSONObject = ["timer": t["uuid"]!]
             if let note = args.value("note") { p["note"] = .string(note) }
             let r = try c.call("org.seam.Timers.Start", p)
-            print("started \(Terminal.printable(t["name"]?.stringValue ?? "")) (session \((r["session"]?.stringValue ?? "").prefix(8)))")
+            print("started \(Terminal.printable(t["name"]?.stringValue ?? "")) (session \(ShortID.of(r["session"]?.stringValue ?? "")))")
         },
         Command("flash", "DURATION [--name NAME] [--note TEXT]", "start a one-off timer with no definition", operands: 1...1,
                 options: ["name", "note"]) { operands, args in
@@ -122,10 +122,10 @@ enum TimerCommands {
             if let n = args.value("name") { p["name"] = .string(try nonEmptyName(n, of: "a flash timer")) }
             if let note = args.value("note") { p["note"] = .string(note) }
             let r = try connect(args).call("org.seam.Timers.Flash", p)
-            print("started \(Terminal.printable(args.value("name") ?? "a flash timer")) (session \((r["session"]?.stringValue ?? "").prefix(8)))")
+            print("started \(Terminal.printable(args.value("name") ?? "a flash timer")) (session \(ShortID.of(r["session"]?.stringValue ?? "")))")
         },
     ] + ["pause", "resume", "reset", "stop", "skip"].map { verb in
-        Command(verb, "SESSION-OR-TIMER", "\(verb) a session (by its timer's name, its name, or uuid prefix)", operands: 1...1) { operands, args in
+        Command(verb, "SESSION-OR-TIMER", "\(verb) a session (by its timer's name, its name, or short id)", operands: 1...1) { operands, args in
             let c = try connect(args)
             let s = try resolveSession(c, operands[0])
             let r = try c.call("org.seam.Timers.\(verb.prefix(1).uppercased() + verb.dropFirst())", ["session": .string(s)])

@@ -39,7 +39,7 @@ final class ServiceTests: XCTestCase {
             try c.row("Session", uuid: session)?["state"]?.stringValue == "finished"
         }
         // The ticker logs the step after its save returns, and seamd relays its stderr as it reads it.
-        try eventually(5, "its stderr is logged under its name") { broker.log.contains("ticker: seam-ticker: session \(session.prefix(8))") }
+        try eventually(5, "its stderr is logged under its name") { broker.log.contains("ticker: seam-ticker: session \(session.suffix(8))") }
 
         kill(Int32(first), SIGKILL)
         try eventually(10, "a new ticker") {
