@@ -9,6 +9,8 @@
 public enum DisplayWidth {
     /// The columns `text` takes on a terminal.
     public static func columns(_ text: String) -> Int {
+        // Printable ASCII, most text a listing shows: one column a byte.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) { return text.utf8.count }
         var total = 0
         for c in text { total += columns(c) }
         return total
@@ -16,6 +18,7 @@ public enum DisplayWidth {
 
     /// The columns one character takes: 0, 1 or 2.
     public static func columns(_ c: Character) -> Int {
+        if let ascii = c.asciiValue, ascii >= 0x20, ascii < 0x7f { return 1 }
         let scalars = c.unicodeScalars
         if scalars.contains(where: isWide) { return 2 }
         // A text-style emoji (☺, ❤, a keycap digit) asked to look like a picture (VS16).

@@ -50,6 +50,14 @@ public struct JSONObject: Sendable {
         self.index = index
     }
 
+    /// This object's members in the order of `positions`, a permutation of its positions (say,
+    /// the one that sorts its keys, worked out once for many objects with the same keys).
+    public func reordered(_ positions: [Int]) -> JSONObject {
+        precondition(positions.count == members.count, "JSONObject.reordered: not a permutation of the members")
+        let moved = positions.map { members[$0] }
+        return JSONObject(uncheckedMembers: moved, index: Self.makeIndex(moved))
+    }
+
     /// The position of the member `key`, or `nil`.
     public func index(forKey key: String) -> Int? {
         if let index { return index[IndexKey(key)] }

@@ -4,14 +4,20 @@ import Glibc
 /// Small helpers on plain file descriptors.
 public enum Descriptors {
     /// Writes all of `text` to `fd`, retrying short writes and `EINTR`; errors are dropped (for logs).
-    public static func write(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)[...]
+    public static func write(_ fd: Int32, _ text: String) { write(fd, Array(text.utf8)) }
+
+    /// Writes all of `bytes` to `fd`, as `write(_:_:)` does text.
+    public static func write(_ fd: Int32, _ bytes: [UInt8]) {
+        var bytes = bytes[...]
         while !bytes.isEmpty {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
             if n < 0 { if errno == EINTR { continue } else { return } }
             bytes = bytes.dropFirst(n)
         }
     }
+
+    /// Writes out what the C library holds for its streams (standard output among them), before bytes go to its descriptor directly.
+    public static func flushStandardOutput() { fflush(nil) }
 
     public static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 

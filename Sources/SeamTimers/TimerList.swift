@@ -81,10 +81,8 @@ public enum TimerList {
             return TimerListEntry(backing: .timer(uuid: uuid(t)), timer: t, session: sessionByTimer[uuid(t)], group: group,
                                   timerMissing: false, groupMissing: groupUUID != nil && group == nil)
         }
-        entries.sort { a, b in
-            let ka = sortKey(a), kb = sortKey(b)
-            return ka.lexicographicallyPrecedes(kb)
-        }
+        // Each key made once, not once per comparison: 100,000 timers are sorted in linear-ish time.
+        entries = entries.map { (SortKey($0), $0) }.sorted { $0.0 < $1.0 }.map(\.1)
         orphans.sort {
             let ta = $0.session?["startedAt"]?.doubleValue ?? 0, tb = $1.session?["startedAt"]?.doubleValue ?? 0
             return ta != tb ? ta > tb : $0.id < $1.id
@@ -92,18 +90,34 @@ public enum TimerList {
         return entries + orphans
     }
 
-    /// Grouped before ungrouped; then group order, group name, timer order, timer name, uuid.
-    private static func sortKey(_ e: TimerListEntry) -> [String] {
-        func pad(_ v: AttributeValue?) -> String {
-            let n = v?.integerValue ?? 0
-            return String(UInt64(bitPattern: n) ^ (1 << 63), radix: 16).leftPadded(16)
-        }
-        func fold(_ v: AttributeValue?) -> String { String((v?.stringValue ?? "").map { $0.isASCII ? Character($0.lowercased()) : $0 }) }
-        let g = e.group
-        return [g == nil ? "1" : "0", pad(g?["sortOrder"]), fold(g?["name"]), pad(e.timer?["sortOrder"]), fold(e.timer?["name"]), e.id]
-    }
-}
+    /// Grouped before ungrouped; then group order, group name, timer order, timer name (names
+    /// with ASCII letters folded to lower case), uuid.
+    private struct SortKey: Comparable {
+        var ungrouped: Int, groupOrder: Int64, groupName: String, order: Int64, name: String, id: String
 
-extension String {
-    fileprivate func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+        init(_ e: TimerListEntry) {
+            func fold(_ v: AttributeValue?) -> String {
+                let text = v?.stringValue ?? ""
+                guard text.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5a }) else { return text }
+                return String(decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }, as: UTF8.self)
+            }
+            ungrouped = e.group == nil ? 1 : 0
+            groupOrder = e.group?["sortOrder"]?.integerValue ?? 0
+            groupName = fold(e.group?["name"])
+            order = e.timer?["sortOrder"]?.integerValue ?? 0
+            name = fold(e.timer?["name"])
+            id = e.id
+        }
+
+        /// Names by their UTF-8 bytes, which is code point order: as Swift's `<` orders text in
+        /// normalization form C, without its cost on 100,000 rows.
+        static func < (a: SortKey, b: SortKey) -> Bool {
+            if a.ungrouped != b.ungrouped { return a.ungrouped < b.ungrouped }
+            if a.groupOrder != b.groupOrder { return a.groupOrder < b.groupOrder }
+            if a.groupName != b.groupName { return a.groupName.utf8.lexicographicallyPrecedes(b.groupName.utf8) }
+            if a.order != b.order { return a.order < b.order }
+            if a.name != b.name { return a.name.utf8.lexicographicallyPrecedes(b.name.utf8) }
+            return a.id.utf8.lexicographicallyPrecedes(b.id.utf8)
+        }
+    }
 }

@@ -3,7 +3,7 @@ import Foundation
 // seam-bench: the benchmarks behind `scripts/bench`. Each group prints a table.
 //
 //   seam-bench [--quick] [--check BOUNDS] [GROUP …]
-//       groups: query, store, context, json, broker, channels, ticker, isolation, service, migration, sync, convergence (default: all)
+//       groups: query, store, context, json, broker, channels, ticker, isolation, service, writes, migration, sync, convergence (default: all)
 //       --quick         every group in a short form (fewer rows and rounds, the same comparisons)
 //       --check BOUNDS  at the end, compare each recorded figure with its bound in BOUNDS; exit 1 beyond one
 
@@ -17,6 +17,7 @@ let groups: [(name: String, run: () throws -> Void)] = [
     ("ticker", TickerBenchmarks.run),
     ("isolation", IsolationBenchmarks.run),
     ("service", ServiceBenchmarks.run),
+    ("writes", WriteBenchmarks.run),
     ("migration", MigrationBenchmarks.run),
     ("sync", SyncBenchmarks.run),
     ("convergence", ConvergenceBenchmarks.run),

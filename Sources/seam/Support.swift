@@ -21,12 +21,52 @@ func connect(_ args: Arguments, hello: Bool = true) throws -> SeamConnection {
 
 func output(_ json: JSON) { print(String(decoding: json.encoded(), as: UTF8.self)) }
 
+/// Rows with their keys in sorted order. The rows of one fetch have the same keys in the same
+/// order, so the order is worked out once and reused while the next row's keys are the same.
+struct KeyOrder {
+    private var keys: [String] = []
+    private var permutation: [Int] = []
+
+    mutating func sorted(_ row: JSONObject) -> JSONObject {
+        if !row.keys.elementsEqual(keys) {
+            keys = Array(row.keys)
+            permutation = keys.indices.sorted { keys[$0] < keys[$1] }
+        }
+        return row.reordered(permutation)
+    }
+}
+
+/// `items` as one JSON array on one line, the same bytes as `output(.array(…))`, written in
+/// pieces as they are made: a listing of 100,000 rows never holds its whole text.
+func outputArray<T>(_ items: [T], _ json: (T) -> JSON) {
+    Descriptors.flushStandardOutput()
+    var bytes: [UInt8] = [UInt8(ascii: "[")]
+    for (i, item) in items.enumerated() {
+        if i > 0 { bytes.append(UInt8(ascii: ",")) }
+        json(item).encode(into: &bytes)
+        if bytes.count >= 1 << 16 {
+            Descriptors.write(1, bytes)
+            bytes.removeAll(keepingCapacity: true)
+        }
+    }
+    bytes.append(contentsOf: "]\n".utf8)
+    Descriptors.write(1, bytes)
+}
+
+/// Each timer-app entity's attribute types by name, looked up once per cell of a listing.
+private let attributeTypes: [String: [String: AttributeType]] = Dictionary(
+    uniqueKeysWithValues: TimerApp.schema.models.flatMap(\.current.entities).map { e in
+        (e.name, Dictionary(e.attributes.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a }))
+    })
+
 /// A row from the wire as attribute values, typed by the timer model (for the domain code).
-func values(_ row: JSONObject, entity: String) -> [String: AttributeValue] {
-    guard let e = TimerApp.schema.entity(entity)?.entity else { return [:] }
+/// With `only`, just those attributes (what a listing sorts and joins by).
+func values(_ row: JSONObject, entity: String, only: Set<String>? = nil) -> [String: AttributeValue] {
+    guard let types = attributeTypes[entity] else { return [:] }
     var out: [String: AttributeValue] = [:]
-    for (k, v) in row {
-        guard let a = e.attribute(k), case .success(let value) = WireValues.decode(v, as: a.type) else { continue }
+    out.reserveCapacity(only?.count ?? row.count)
+    for (k, v) in row where only?.contains(k) ?? true {
+        guard let type = types[k], case .success(let value) = WireValues.decode(v, as: type) else { continue }
         out[k] = value
     }
     return out
@@ -87,7 +127,10 @@ func ambiguous(_ text: String, _ rows: [JSONObject]) -> CLIError {
     return CLIError("'\(Terminal.printable(text))' could be any of: \(names.joined(separator: ", ")); give more of a uuid")
 }
 
-func timers(_ c: SeamConnection) throws -> [JSONObject] { try c.fetch("Timer", sort: "sortOrder, name[c]") }
+let timerOrder = "sortOrder, name[c]"
+/// What `TimerList` sorts and joins a timer by.
+let timerListKeys: Set = ["uuid", "name", "groupUUID", "sortOrder"]
+func timers(_ c: SeamConnection) throws -> [JSONObject] { try c.fetch("Timer", sort: timerOrder) }
 func groups(_ c: SeamConnection) throws -> [JSONObject] { try c.fetch("UserGroup", sort: "sortOrder, name[c]") }
 
 func resolveTimer(_ c: SeamConnection, _ text: String) throws -> JSONObject {

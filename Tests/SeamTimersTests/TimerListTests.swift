@@ -36,16 +36,16 @@ final class TimerListTests: XCTestCase {
     }
 
     /// What sync can deliver, shown honestly: a group that never arrived, and two groups of one
-    /// name made offline on two machines, each told apart by its uuid prefix.
+    /// name made offline on two machines, each told apart by its short id (the end of its uuid).
     func testGroupLabelsSayWhatIsMissingAndTellTwinsApart() {
-        let a = row(["uuid": .uuid("aaaaaaaa-0000-4000-8000-000000000001"), "name": .string("Kitchen")])
-        let b = row(["uuid": .uuid("bbbbbbbb-0000-4000-8000-000000000002"), "name": .string("Kitchen")])
-        let c = row(["uuid": .uuid("cccccccc-0000-4000-8000-000000000003"), "name": .string("Gym")])
+        let a = row(["uuid": .uuid("aaaaaaaa-0000-4000-8000-0000aaaaaaaa"), "name": .string("Kitchen")])
+        let b = row(["uuid": .uuid("bbbbbbbb-0000-4000-8000-0000bbbbbbbb"), "name": .string("Kitchen")])
+        let c = row(["uuid": .uuid("cccccccc-0000-4000-8000-0000cccccccc"), "name": .string("Gym")])
         let timers = [row(["uuid": .uuid("00000000-0000-4000-8000-000000000001"), "name": .string("one"), "groupUUID": a["uuid"]!]),
                       row(["uuid": .uuid("00000000-0000-4000-8000-000000000002"), "name": .string("two"), "groupUUID": b["uuid"]!]),
                       row(["uuid": .uuid("00000000-0000-4000-8000-000000000003"), "name": .string("three"), "groupUUID": c["uuid"]!]),
                       row(["uuid": .uuid("00000000-0000-4000-8000-000000000004"), "name": .string("four"),
-                           "groupUUID": .uuid("dddddddd-0000-4000-8000-000000000004")]),
+                           "groupUUID": .uuid("dddddddd-0000-4000-8000-0000dddddddd")]),
                       row(["uuid": .uuid("00000000-0000-4000-8000-000000000005"), "name": .string("five")])]
         let groups = [a, b, c]
         let twins = TimerList.duplicateNames(groups)

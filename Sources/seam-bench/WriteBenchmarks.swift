@@ -1,0 +1,103 @@
+import CSQLite
+import Foundation
+import SeamClient
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import SeamTimers
+
+/// The write path (issue: the write path at SQLite's speed): bulk saves through seamd beside
+/// SQLite inserting the same rows in this process, and `seam ls` over a large store.
+enum WriteBenchmarks {
+    static let batch = 1_000
+
+    static func run() throws {
+        let rows = Bench.size(100_000, quick: 10_000)
+        let work = try Harness.scratchDirectory("writes")
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let socket = work + "/seamd.sock"
+        let seamd = try BrokerBenchmarks.start(Executables.sibling("seamd"), ["--data-dir", work + "/data", "--socket", socket, "--no-roles"])
+        defer { BrokerBenchmarks.stop(seamd) }
+        try BrokerBenchmarks.waitForSocket(socket)
+        let client = try SeamConnection.connect(path: socket)
+        try client.hello()
+        let direct = try DirectSQLite(path: work + "/direct", schema: TimerApp.schema)
+
+        var table = BenchTable("Bulk saves through seamd, \(batch.formatted()) rows a call, beside SQLite in-process inserting the same rows "
+                               + "(time-ordered keys, synchronous=NORMAL; taking turns, same run)",
+                               columns: ["rows", "seamd", "SQLite alone", "seamd / SQLite", "target", "met"])
+        // Timers first: `seam ls` is then measured over them alone.
+        for (entity, label, target, figure) in [("Timer", "Timer (Cloud, with history)", 0.33, "writes.bulk_timer_vs_sqlite"),
+                                                 ("Session", "Session (Local)", 0.5, "writes.bulk_session_vs_sqlite")] {
+            let (seam, alone) = try bulk(entity, rows: rows, client: client, direct: direct)
+            let ratio = seam / alone
+            Figures.record(figure, ratio)
+            table.add(["\(rows.formatted()) \(label)", rate(seam), rate(alone), String(format: "%.2f×", ratio),
+                       String(format: "≥ %.2f×", target), ratio >= target ? "yes" : "no"])
+            if entity == "Timer" { try listings(rows: rows, socket: socket, into: &table) }
+        }
+        table.print()
+    }
+
+    private static func rate(_ rowsPerSecond: Double) -> String { String(format: "%.0f rows/s", rowsPerSecond) }
+
+    /// Rows per second of seamd and of SQLite alone, each inserting `rows` rows of `entity` in
+    /// transactions of `batch`, one batch each in turn.
+    static func bulk(_ entity: String, rows: Int, client: SeamConnection, direct: DirectSQLite) throws -> (Double, Double) {
+        let e = TimerApp.schema.entity(entity)!.entity
+        let insert = try direct.prepare("INSERT INTO \"\(entity)\" (\(e.attributes.map { "\"\($0.name)\"" }.joined(separator: ", "))) VALUES ("
+                                        + e.attributes.indices.map { _ in "?" }.joined(separator: ", ") + ")")
+        defer { sqlite3_finalize(insert) }
+        var keys = TimeOrderedUUIDs()
+        var random = SystemRandomNumberGenerator()
+        var seamSeconds = 0.0, aloneSeconds = 0.0
+        for b in 0..<(rows / batch) {
+            let values = (0..<batch).map { i in entity == "Timer" ? timerValues(b * batch + i) : sessionValues(b * batch + i) }
+            let inserts = JSON.array(values.map { v in ["entity": .string(entity), "values": .object(JSONObject(uniqueKeysWithValues: v.map { ($0.key, WireValues.encode($0.value)) }))] })
+            var t = Harness.now()
+            _ = try client.call("org.seam.Store.Save", ["inserts": inserts])
+            seamSeconds += Double(Harness.now() - t) / 1e9
+
+            t = Harness.now()
+            try direct.exec("BEGIN IMMEDIATE")
+            for v in values {
+                let key = AttributeValue.uuid(keys.next(now: UInt64(Date().timeIntervalSince1970 * 1000), using: &random))
+                for (k, a) in e.attributes.enumerated() {
+                    direct.bind(insert, Int32(k + 1), a.name == Entity.identity ? key : v[a.name] ?? a.defaultValue ?? .null)
+                }
+                guard sqlite3_step(insert) == SQLITE_DONE else { throw BenchError(String(cString: sqlite3_errmsg(direct.db))) }
+                sqlite3_reset(insert)
+            }
+            try direct.exec("COMMIT")
+            aloneSeconds += Double(Harness.now() - t) / 1e9
+        }
+        return (Double(rows) / seamSeconds, Double(rows) / aloneSeconds)
+    }
+
+    /// `seam ls --json` and `seam timer ls` over `rows` timers: the median of three runs each.
+    static func listings(rows: Int, socket: String, into table: inout BenchTable) throws {
+        for (arguments, figure) in [(["ls", "--json"], "writes.seam_ls_json_seconds"), (["timer", "ls"], "writes.seam_timer_ls_seconds")] {
+            let times = try (0..<3).map { _ in
+                let t = Harness.now()
+                let p = try BrokerBenchmarks.start(Executables.sibling("seam"), arguments, environment: ["SEAM_SOCKET": socket])
+                p.waitUntilExit()
+                guard p.terminationStatus == 0 else { throw BenchError("seam \(arguments.joined(separator: " ")) exited \(p.terminationStatus)") }
+                return Double(Harness.now() - t) / 1e9
+            }
+            let median = Harness.median(times)
+            Figures.record(figure, median)
+            table.add(["seam \(arguments.joined(separator: " ")), \(rows.formatted()) timers", Harness.duration(median), "-", "-", "≤ 1 s",
+                       median <= 1 ? "yes" : "no"])
+        }
+    }
+
+    static func sessionValues(_ i: Int) -> [String: AttributeValue] {
+        ["name": .string("Session \(i)"), "state": .string(i % 3 == 0 ? "paused" : "running"),
+         "startedAt": .date(1_700_000_000 + Double(i)), "stepEndsAt": .date(1_700_001_500),
+         "steps": .json(#"[{"label":"work","seconds":1500},{"label":"rest","seconds":300}]"#)]
+    }
+
+    static func timerValues(_ i: Int) -> [String: AttributeValue] {
+        ["name": .string("Timer \(i)"), "steps": .json(#"[{"label":"work","seconds":1500}]"#), "sortOrder": .integer(Int64(i))]
+    }
+}
