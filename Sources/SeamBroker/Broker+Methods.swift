@@ -9,6 +9,8 @@ extension Broker {
     /// Answers one call with its reply frame. Every error becomes a varlink error reply; nothing
     /// here throws. Fetch writes its rows straight into the frame; the rest build parameters.
     func dispatch(_ call: Call, from c: Connection) -> [UInt8] {
+        // Only saves and reads join a group commit; anything else finds the group's saves committed.
+        if !Self.joinsGroup(call) { commitGroupNow() }
         let result: Result<JSONObject, VarlinkError>
         switch call.interface {
         case "org.varlink.service":
@@ -552,12 +554,20 @@ extension Broker {
     /// have committed one file before failing).
     @discardableResult
     func commit(_ request: SaveRequest, author: String) throws(ContextError) -> ChangeSet? {
-        do {
+        do throws(ContextError) {
             // A save that committed in part is finished first; the results it changes are then
             // fetched afresh, before this save's change set is applied to them.
             try context.finishUnfinished()
             refetchIfInvalidated()
             guard let set = try context.save(request, author: author) else { return nil }
+            // The round's last save commits at once, so that the disk takes it while its diffs
+            // are worked out (a lone save waits no longer than it did before groups).
+            if isLastSaveOfRound {
+                do throws(ContextError) { try context.commitGroup() } catch {
+                    groupFailed(error)
+                    throw error
+                }
+            }
             publish(set)
             noteCommitForSync(set)
             return set

@@ -93,7 +93,8 @@ extension Broker {
     /// every subscriber of the channel (`SubscriptionFlow` decides: sent, held while a result is
     /// built, or dropped for a resync); then each connection is flushed once. Never waits.
     /// With full durability the diffs are worked out while the commit is on its way to the disk,
-    /// and nothing is written to any socket before it is there.
+    /// and nothing is written to any socket before it is there: the flushes hold the
+    /// connections until the round's one sync (`Broker+GroupCommit`).
     func publish(_ set: ChangeSet) {
         rowCache.evict(set)
         var touched: [ObjectIdentifier: Connection] = [:]
@@ -114,7 +115,6 @@ extension Broker {
                 if perform(actions, for: s) { touched[ObjectIdentifier(c)] = c }
             }
         }
-        context.syncCommits()
         for c in touched.values { flush(c) }
     }
 

@@ -10,6 +10,7 @@ extension Broker {
     /// Starts taking turns on the loop.
     func takeTurns() {
         loop.inTurns(pending: { [unowned self] in !runnable.isEmpty }, run: { [unowned self] in runTurns() })
+        loop.atEndOfRound { [unowned self] in releaseHeld() }
     }
 
     /// Queues `c` for a turn when it has calls read and nothing holds them (a read it waits
@@ -31,11 +32,16 @@ extension Broker {
 
     /// One round: every connection queued now has a turn, in order.
     func runTurns() {
+        // The saves of the round are committed together (`Broker+GroupCommit`).
+        beginGroup()
+        defer { endGroup() }
         var left = runnable.count
         while left > 0, let fd = runnable.next() {
             left -= 1
             guard let c = connections[Int32(fd)] else { continue }
             let began = WallClock.monotonic()
+            turn = (c, left == 0)
+            defer { turn = nil }
             processFrames(c, budget: configuration.limits.callsPerTurn, until: began + Self.turnSeconds)
             runnable.charge(fd, seconds: WallClock.monotonic() - began)
             schedule(c)  // more left: behind the others

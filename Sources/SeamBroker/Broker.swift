@@ -74,6 +74,11 @@ public final class Broker {
     var parkedForChecks: [Connection] = []
     /// Wakes the loop when a store's check at open has finished.
     var checksWaker: EventLoop.Waker?
+    /// Connections with replies or diffs held until the saves of this round are on the disk
+    /// (full durability's group commit, `Broker+GroupCommit`).
+    var heldForSync: [ObjectIdentifier: Connection] = [:]
+    /// The connection whose turn it is, and whether it is the round's last (`runTurns`).
+    var turn: (connection: Connection, last: Bool)?
     /// Where every read lands before its bytes join a connection's frame decoder (one thread: one buffer).
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
     public private(set) var exitStatus: Int32 = 0
@@ -103,7 +108,8 @@ public final class Broker {
         // History is kept until the sync worker has exported it, however old.
         options.syncConfigured = configuration.supervision.roles.contains { $0.role == "sync" }
         options.historyIgnoresAuthors = ["sync"]
-        // Synced, a save's diffs are worked out while the disk takes its commit (`publish`).
+        // Synced, a save's diffs are worked out while the disk takes its commit (`publish`), and
+        // the saves of one round of the loop are synced together (`Broker+GroupCommit`).
         options.defersSync = true
         // Each store is checked as it opens, off this thread; writes wait for the check.
         options.checksAtOpen = true
@@ -382,6 +388,10 @@ public final class Broker {
     /// Sends a reply frame; an empty one means the call is answered later (see `Finished`).
     func send(frame: [UInt8], to c: Connection) {
         guard !frame.isEmpty, !c.discardsOutput else { return }
+        if mustHoldOutput {  // group commit: nothing leaves before the saves are committed and on the disk
+            if queue(frame: frame, to: c) { holdForSync(c) }
+            return
+        }
         // The common case — nothing queued before it — writes the reply straight from its own
         // bytes; what the socket does not take is queued as it is.
         if c.pendingOutput == 0, !c.closed {
@@ -421,6 +431,7 @@ public final class Broker {
     /// sent meanwhile (paused, `Limits.pauseCallsBytes`) are handled, and then the resyncs its
     /// connection is owed follow, a batch at a time (`queueResyncs`), from this loop.
     func flush(_ c: Connection) {
+        if mustHoldOutput { return holdForSync(c) }
         while !c.closed, !c.discardsOutput {
             let drained: Bool
             do { drained = try c.flush() } catch {
@@ -563,6 +574,8 @@ public final class Broker {
         // Half a second, all told, for clients to take what is queued: one that does not read
         // must not hold the shutdown up.
         let deadline = WallClock.monotonic() + 0.5
+        context.syncCommits()  // what is held for it goes too
+        heldForSync.removeAll()
         var waiting = Array(connections.values)
         while true {
             waiting = waiting.filter { c in !c.closed && ((try? c.flush()) ?? true) == false }

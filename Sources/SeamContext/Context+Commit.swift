@@ -19,7 +19,6 @@ extension Context {
 
     /// Writes a worked-out save into its stores (see the type's documentation for the promise).
     func commit(_ set: ChangeSet, work: WorkingSet) throws(ContextError) {
-        syncCommits()  // an owner that has not synced the last save yet: before anything else
         // Most saves touch one store: no grouping pass for them.
         let oneStore = set.changes.allSatisfy { $0.store == set.changes[0].store }
         let byStore = oneStore ? [set.changes[0].store: set.changes] : Dictionary(grouping: set.changes, by: \.store)
@@ -29,10 +28,20 @@ extension Context {
         let names = oneStore ? [set.changes[0].store] : byStore.keys.sorted { a, b in (a == history) != (b == history) ? a == history : a < b }
         // Never written into a file that is no longer at its path, nor into one that can only be
         // read or is still being checked.
+        var replaced: [String] = []
         for name in names {
             try requireWritable(name, entity: byStore[name]?.first?.entity ?? "")
-            if options.verifiesFilesBeforeWrites, fileChanged(name) { notices.append(Notice(isError: false, text: try putBack(name))) }
+            if options.verifiesFilesBeforeWrites, fileChanged(name) { replaced.append(name) }
         }
+        // In a group (`Context+Group`): a save of one file, into a file in place, joins it;
+        // any other commits what the group holds first.
+        if group != nil {
+            if names.count == 1, replaced.isEmpty, unfinished.isEmpty {
+                return try commitInGroup(set, store: names[0], changes: byStore[names[0]]!)
+            }
+            closeGroupForOwnTransaction()
+        }
+        for name in replaced { notices.append(Notice(isError: false, text: try putBack(name))) }
         var begun: [StoreHandle] = []
         var applying: RowChange?  // the change SQLite is given, so that an error names its row
         do {
@@ -129,6 +138,7 @@ extension Context {
     /// alone, so a resume from that number must not be answered "nothing since" or with the
     /// diffs after it; it gets a fresh result.
     public func finishUnfinished() throws(ContextError) {
+        if !unfinished.isEmpty { closeGroupForOwnTransaction() }
         while let u = unfinished.first {
             guard let h = stores[u.target] else {
                 throw ContextError(.storeUnavailable(store: u.target, entity: u.operations.first?.table ?? "?",
@@ -167,7 +177,7 @@ extension Context {
     }
 
     /// The error of a save, naming the row of `failing` (the change SQLite refused) when known.
-    private static func mapped(_ error: any Error, set: ChangeSet, failing: RowChange?) -> ContextError {
+    static func mapped(_ error: any Error, set: ChangeSet, failing: RowChange?) -> ContextError {
         if let e = error as? ContextError { return e }
         if let e = error as? DatabaseError {
             if e.primaryCode == DatabaseError.constraint, let change = failing, change.kind == .insert,
@@ -182,7 +192,7 @@ extension Context {
         return ContextError(.invalidValue(entity: "?", attribute: "?", reason: "\(error)"))
     }
 
-    private func apply(_ change: RowChange, in handle: StoreHandle) throws(DatabaseError) {
+    func apply(_ change: RowChange, in handle: StoreHandle) throws(DatabaseError) {
         let q = SchemaSQL.quote
         switch change.kind {
         case .insert:

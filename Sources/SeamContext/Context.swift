@@ -52,7 +52,8 @@ public final class Context {
         /// For an owner that works out what to tell of a save while the disk takes it (the
         /// broker's diffs): with full durability, a save that touches one store returns with its
         /// commit on its way to the disk, and the owner calls `syncCommits()` before it tells
-        /// anyone of it. Off: every save is on the disk when it returns.
+        /// anyone of it — after more saves, if it likes: one sync then covers them all (the
+        /// broker's group commit). Off: every save is on the disk when it returns.
         public var defersSync = false
         /// Checks each store file as it opens (`PRAGMA quick_check`, on a thread of its own): it
         /// serves reads meanwhile and takes writes once the check has passed; one that fails is
@@ -104,6 +105,8 @@ public final class Context {
     /// Set when the stores changed in a way no change set told (a save committed in part, or such
     /// a part finished later): whoever keeps results of queries must fetch them again.
     public internal(set) var resultsInvalidated = false
+    /// The group of saves committed together, while one is open (`Context+Group`).
+    var group: Group?
 
     /// Whether `resultsInvalidated` was set, clearing it: for the one owner that refetches.
     public func takeResultsInvalidated() -> Bool {

@@ -156,7 +156,9 @@ public final class Database {
     private func committed(frames: Int) {
         if let walFlusher {
             if defersSync {
-                walFlusher.startWriteback()
+                // The first commit since the last sync starts the disk on it; the ones after it
+                // (a group commit) are left for the sync, not submitted one by one.
+                if !syncPending { walFlusher.startWriteback() }
                 syncPending = true
             } else {
                 flush(walFlusher)

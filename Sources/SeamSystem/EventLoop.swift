@@ -27,6 +27,7 @@ public final class EventLoop {
     private var running = false
     private var idle: (due: () -> Bool, work: () -> Void)?
     private var turns: (pending: () -> Bool, run: () -> Void)?
+    private var endOfRound: (() -> Void)?
     /// After a turn that handled events, the loop polls for this long (yielding the CPU between
     /// polls) before it sleeps: a request that follows the last closely (a client in a
     /// conversation) is read at once, not after this thread's CPU has woken from idle, which
@@ -120,6 +121,11 @@ public final class EventLoop {
     /// pending work take turns.
     public func inTurns(pending: @escaping () -> Bool, run: @escaping () -> Void) { turns = (pending, run) }
 
+    /// Runs `work` at the end of every round of the loop — after its events, turns and
+    /// deadlines, before it waits again: for what the round's work left to finish together (the
+    /// broker's group commit syncs the round's saves once there, then sends their replies).
+    public func atEndOfRound(_ work: @escaping () -> Void) { endOfRound = work }
+
     /// Runs until `stop()`.
     public func run() {
         running = true
@@ -165,6 +171,7 @@ public final class EventLoop {
                 deadlines.removeAll { $0.at <= after }
                 for d in due { d.action() }
             }
+            endOfRound?()
         }
     }
 

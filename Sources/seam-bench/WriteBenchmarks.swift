@@ -37,6 +37,113 @@ enum WriteBenchmarks {
             if entity == "Timer" { try listings(rows: rows, socket: socket, into: &table) }
         }
         table.print()
+        try groupCommit(work: work)
+    }
+
+    // MARK: - Group commit
+
+    /// Clients each saving one row at a time, as fast as their replies come, at full durability:
+    /// seamd with one client and with 50, beside PostgreSQL (fsync on) with one connection and
+    /// with 50 doing the same inserts, taking turns in the same run.
+    static func groupCommit(work: String) throws {
+        let seconds = Bench.size(3.0, quick: 1.0)
+        let socket = work + "/full.sock"
+        let seamd = try BrokerBenchmarks.start(Executables.sibling("seamd"), ["--data-dir", work + "/full", "--socket", socket,
+                                                                               "--no-roles", "--durability", "full"])
+        defer { BrokerBenchmarks.stop(seamd) }
+        try BrokerBenchmarks.waitForSocket(socket)
+        let postgres = try PostgresServer(work: work, fsync: true)
+        defer { postgres.stop() }
+        let setup = try PostgresConnection(postgres.connectionString)
+        try setup.execute("CREATE TABLE session (uuid uuid PRIMARY KEY DEFAULT gen_random_uuid(), name text NOT NULL, "
+                          + "started_at double precision NOT NULL, state text NOT NULL DEFAULT 'running')")
+
+        func seamdRate(_ clients: Int) throws -> Double {
+            try rate(clients: clients, seconds: seconds) { client in
+                let c = try SeamConnection.connect(path: socket)
+                try c.hello()
+                var i = 0
+                return {
+                    i += 1
+                    _ = try c.call("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
+                        "name": .string("c\(client)-\(i)"), "startedAt": .integer(1_700_000_000)]]]])
+                }
+            }
+        }
+        let conninfo = postgres.connectionString
+        func postgresRate(_ clients: Int) throws -> Double {
+            try rate(clients: clients, seconds: seconds) { client in
+                let c = try PostgresConnection(conninfo)
+                try c.prepare("insert", "INSERT INTO session (name, started_at) VALUES ($1, $2)")
+                var i = 0
+                return {
+                    i += 1
+                    try c.sendPrepared("insert", ["c\(client)-\(i)", "1700000000"])
+                    try c.finishQuery()
+                }
+            }
+        }
+        var seamd1: [Double] = [], seamd50: [Double] = [], postgres1: [Double] = [], postgres50: [Double] = []
+        for _ in 0..<Bench.size(3, quick: 1) {
+            seamd1.append(try seamdRate(1))
+            postgres1.append(try postgresRate(1))
+            seamd50.append(try seamdRate(50))
+            postgres50.append(try postgresRate(50))
+        }
+        let (s1, s50, p1, p50) = (Harness.median(seamd1), Harness.median(seamd50), Harness.median(postgres1), Harness.median(postgres50))
+        Figures.record("writes.group_commit_50_vs_1", s50 / s1)
+        Figures.record("writes.group_commit_50_vs_postgres", s50 / p50)
+        var table = BenchTable("Single-row saves at full durability (every save on the disk before its reply), one client and 50 "
+                               + "(median of \(seamd1.count) runs of \(seconds) s, taking turns with PostgreSQL, fsync on)",
+                               columns: ["clients", "seamd", "PostgreSQL", "seamd / PostgreSQL", "target", "met"])
+        func r(_ x: Double) -> String { String(format: "%.0f rows/s", x) }
+        table.add(["1", r(s1), r(p1), String(format: "%.2f×", s1 / p1), "-", "-"])
+        table.add(["50", r(s50), r(p50), String(format: "%.2f×", s50 / p50), "≥ 1.0× PostgreSQL", s50 >= p50 ? "yes" : "no"])
+        table.add(["50 / 1", String(format: "%.1f×", s50 / s1), String(format: "%.1f×", p50 / p1), "-", "≥ 5× one client", s50 >= 5 * s1 ? "yes" : "no"])
+        table.print()
+    }
+
+    /// Rows per second of `clients` threads, each running the body `make` returns (one insert
+    /// per call) for `seconds`.
+    static func rate(clients: Int, seconds: Double, _ make: @escaping @Sendable (Int) throws -> () throws -> Void) throws -> Double {
+        let counts = Counts(clients)
+        let group = DispatchGroup()
+        let start = Harness.now() + 100_000_000  // every client connected first
+        for client in 0..<clients {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                do {
+                    let insert = try make(client)
+                    while Harness.now() < start { usleep(1_000) }
+                    let end = start + UInt64(seconds * 1e9)
+                    var n = 0
+                    while Harness.now() < end {
+                        try insert()
+                        n += 1
+                    }
+                    counts.set(client, n)
+                } catch {
+                    counts.fail("\(error)")
+                }
+            }
+        }
+        group.wait()
+        if let failure = counts.failure { throw BenchError("a client failed: \(failure)") }
+        return Double(counts.total) / seconds
+    }
+
+    /// What the clients of `rate` counted.
+    final class Counts: @unchecked Sendable {
+        private let lock = NSLock()
+        private var counts: [Int]
+        private(set) var failure: String?
+
+        init(_ clients: Int) { counts = Array(repeating: 0, count: clients) }
+
+        func set(_ client: Int, _ n: Int) { lock.withLock { counts[client] = n } }
+        func fail(_ why: String) { lock.withLock { failure = failure ?? why } }
+        var total: Int { lock.withLock { counts.reduce(0, +) } }
     }
 
     private static func rate(_ rowsPerSecond: Double) -> String { String(format: "%.0f rows/s", rowsPerSecond) }
