@@ -445,11 +445,13 @@ extension Broker {
                     var values: [String: AttributeValue] = [:]
                     if kind < 2 {
                         guard case .object(let v)? = o["values"] else { return .failure(.invalidParameter("\(key)[\(i)].values")) }
+                        let types = attributeTypes(e)
+                        values.reserveCapacity(v.count)
                         for (name, json) in v {
-                            guard let a = e.attribute(name) else {
+                            guard let type = types[name] else {
                                 return .failure(.invalidRequest("\(e.name) has no attribute '\(name)'", field: "\(key)[\(i)].values.\(name)"))
                             }
-                            switch WireValues.decode(json, as: a.type) {
+                            switch WireValues.decode(json, as: type) {
                             case .success(let value): values[name] = value
                             case .failure(let why):
                                 return .failure(.invalidRequest("\(e.name).\(name): \(why)", field: "\(key)[\(i)].values.\(name)"))
@@ -466,6 +468,7 @@ extension Broker {
                 return .failure(.invalidParameter(key))
             }
         }
+        request.valuesChecked = true
         switch p["unchangedSince"] {
         case nil, .null?: break
         case let value?:
@@ -486,8 +489,9 @@ extension Broker {
                 guard let e = context.schema.entity(item.entity)?.entity else { return nil }
                 var values: [String: AttributeValue] = [:]
                 values.reserveCapacity(item.values.count)
+                let types = attributeTypes(e)
                 for v in item.values {
-                    guard let a = e.attribute(v.name), case .success(let value) = WireValues.decode(v.value, as: a.type) else { return nil }
+                    guard let type = types[v.name], case .success(let value) = WireValues.decode(v.value, as: type) else { return nil }
                     values[v.name] = value
                 }
                 switch kind {
@@ -497,7 +501,16 @@ extension Broker {
                 }
             }
         }
+        request.valuesChecked = true
         return save(request, author: hello.author, c, id: q.id)
+    }
+
+    /// `e`'s attribute types by name, made once per entity: a save looks up every value's.
+    func attributeTypes(_ e: Entity) -> [String: AttributeType] {
+        if let known = attributeTypesByEntity[e.name] { return known }
+        let made = Dictionary(e.attributes.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
+        attributeTypesByEntity[e.name] = made
+        return made
     }
 
     /// What both paths do with a save read from its call: limits, capabilities, the commit, the

@@ -77,6 +77,8 @@ public final class Broker {
     /// Connections with replies or diffs held until the saves of this round are on the disk
     /// (full durability's group commit, `Broker+GroupCommit`).
     var heldForSync: [ObjectIdentifier: Connection] = [:]
+    /// Each entity's attribute types by name (`attributeTypes`).
+    var attributeTypesByEntity: [String: [String: AttributeType]] = [:]
     /// The connection whose turn it is, and whether it is the round's last (`runTurns`).
     var turn: (connection: Connection, last: Bool)?
     /// Where every read lands before its bytes join a connection's frame decoder (one thread: one buffer).

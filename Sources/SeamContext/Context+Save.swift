@@ -73,7 +73,7 @@ extension Context {
         for (i, op) in request.operations.enumerated() {
             do {
                 switch op {
-                case .insert(let entity, let values): try stageInsert(entity, values, into: &work)
+                case .insert(let entity, let values): try stageInsert(entity, values, checked: request.valuesChecked, into: &work)
                 case .update(let entity, let uuid, let values): try stageUpdate(entity, uuid, values, into: &work)
                 case .delete(let entity, let uuid): try stageDelete(entity, uuid, author: author, into: &work)
                 }
@@ -158,12 +158,16 @@ extension Context {
         uuids.next(now: UInt64(max(0, WallClock.now() * 1000)), using: &random)
     }
 
-    private func stageInsert(_ entity: String, _ values: [String: AttributeValue], into work: inout WorkingSet) throws(ContextError) {
+    private func stageInsert(
+        _ entity: String, _ values: [String: AttributeValue], checked: Bool = false, into work: inout WorkingSet
+    ) throws(ContextError) {
         let r = try route(entity)
         var row: [String: AttributeValue] = [:]
         row.reserveCapacity(r.entity.attributes.count)  // filled once, never rehashed on the way
-        for key in values.keys where r.entity.attribute(key) == nil {
-            throw ContextError(.unknownAttribute(entity: entity, attribute: key))
+        if !checked {
+            for key in values.keys where r.entity.attribute(key) == nil {
+                throw ContextError(.unknownAttribute(entity: entity, attribute: key))
+            }
         }
         for a in r.entity.attributes {
             if a.name == Entity.identity {
@@ -172,7 +176,7 @@ extension Context {
                 continue
             }
             if let v = values[a.name] {
-                row[a.name] = try Values.normalize(v, for: a, in: entity)
+                row[a.name] = try Values.normalize(v, for: a, in: entity, jsonChecked: checked)
             } else if let d = a.defaultValue {
                 row[a.name] = d
             } else if a.isOptional {

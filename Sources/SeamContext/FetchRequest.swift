@@ -41,6 +41,11 @@ public struct SaveRequest: Sendable {
     /// it has not seen. The history holds the history configuration's changes by authors it
     /// does not ignore, so only those are checked; it must still reach back that far.
     public var unchangedSince: Int64?
+    /// Set by a caller that made every value with `WireValues.decode` from a parsed message and
+    /// checked every name against its entity (the broker): `json` values are then text its JSON
+    /// encoder wrote — valid by construction — and are not parsed again, and names are not
+    /// looked up again. Everything else about a value is checked as always.
+    public var valuesChecked = false
     public init(_ operations: [Operation] = []) { self.operations = operations }
 
     public mutating func insert(_ entity: String, _ values: [String: AttributeValue]) {

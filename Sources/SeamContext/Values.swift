@@ -6,7 +6,9 @@ enum Values {
     static let maxBytes = 1 << 20
 
     /// `value` as attribute `a` of `entity` stores it, or an error naming what is wrong.
-    static func normalize(_ value: AttributeValue, for a: Attribute, in entity: String) throws(ContextError) -> AttributeValue {
+    /// `jsonChecked`: a `json` value is text a JSON encoder wrote from a parsed tree
+    /// (`SaveRequest.valuesChecked`), so its syntax is not checked again.
+    static func normalize(_ value: AttributeValue, for a: Attribute, in entity: String, jsonChecked: Bool = false) throws(ContextError) -> AttributeValue {
         func wrong() -> ContextError {
             ContextError(.wrongType(entity: entity, attribute: a.name, expected: a.type, got: value.type?.rawValue ?? "nil"))
         }
@@ -40,8 +42,10 @@ enum Values {
             return .uuid(s)
         case (.json, .json(let s)), (.json, .string(let s)):
             try checkSize(s.utf8.count)
-            do { try JSONText.validate(s) } catch {
-                throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: error.description))
+            if !(jsonChecked && value.isJSON) {
+                do { try JSONText.validate(s) } catch {
+                    throw ContextError(.invalidValue(entity: entity, attribute: a.name, reason: error.description))
+                }
             }
             // JSON null is no value, as `null` is on the wire; the history could not tell the two apart.
             if s.utf8.lazy.filter({ !Self.jsonSpace.contains($0) }).elementsEqual("null".utf8) {

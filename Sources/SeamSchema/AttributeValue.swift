@@ -29,6 +29,7 @@ public enum AttributeValue: Sendable, Hashable {
     }
 
     public var isNull: Bool { if case .null = self { return true } else { return false } }
+    public var isJSON: Bool { if case .json = self { return true } else { return false } }
 
     public var stringValue: String? {
         switch self {
