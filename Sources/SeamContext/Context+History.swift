@@ -18,7 +18,7 @@ extension Context {
         while try create.step() {}
         let s = try h.statement("INSERT INTO seam_history (sequence, author, time, changes) VALUES (?1, ?2, ?3, ?4)")
         try s.bind([.integer(set.sequence), .string(set.author), .double(set.time),
-                    .string(JSONValue.array(changes.map(RowCoding.encode)).minified)])
+                    .string(RowCoding.writeChanges(changes, sortedKeys: &historyKeyOrder))])
         while try s.step() {}
     }
 

@@ -105,6 +105,8 @@ public final class Context {
     /// Set when the stores changed in a way no change set told (a save committed in part, or such
     /// a part finished later): whoever keeps results of queries must fetch them again.
     public internal(set) var resultsInvalidated = false
+    /// Each entity's attribute names in the order the history writes them (`RowCoding.writeChanges`).
+    var historyKeyOrder: [String: [String]] = [:]
     /// The group of saves committed together, while one is open (`Context+Group`).
     var group: Group?
 

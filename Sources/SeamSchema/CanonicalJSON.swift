@@ -53,8 +53,14 @@ public indirect enum CanonicalJSON: Sendable, Hashable {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    static func writeString(_ s: String, into out: inout [UInt8]) {
+    public static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most text needs no escape: its bytes go in at once.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: s.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
@@ -122,7 +128,7 @@ public indirect enum JSONValue: Sendable, Hashable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    func write(into out: inout [UInt8]) {
+    public func write(into out: inout [UInt8]) {
         switch self {
         case .null: out += Array("null".utf8)
         case .bool(let b): out += Array((b ? "true" : "false").utf8)
