@@ -105,6 +105,8 @@ public final class Context {
     /// Set when the stores changed in a way no change set told (a save committed in part, or such
     /// a part finished later): whoever keeps results of queries must fetch them again.
     public internal(set) var resultsInvalidated = false
+    /// What an insert of each routed entity starts from (`InsertTemplate`).
+    var insertTemplates: [String: InsertTemplate] = [:]
     /// Each entity's attribute names in the order the history writes them (`RowCoding.writeChanges`).
     var historyKeyOrder: [String: [String]] = [:]
     /// The group of saves committed together, while one is open (`Context+Group`).
@@ -414,6 +416,7 @@ public final class Context {
         }
         self.routes = routes
         attributeNames = routes.mapValues { $0.0.attributes.map(\.name) }
+        insertTemplates = routes.mapValues { InsertTemplate($0.0) }
         var incoming: [String: [(entity: Entity, link: Link)]] = [:]
         for model in schema.models {
             for e in model.current.entities {
@@ -487,6 +490,7 @@ public final class Context {
         for model in schema.models { for e in model.current.entities { routes[e.name] = (e, name) } }
         self.routes = routes
         attributeNames = routes.mapValues { $0.0.attributes.map(\.name) }
+        insertTemplates = routes.mapValues { InsertTemplate($0.0) }
         servedVersions[name] = Dictionary(uniqueKeysWithValues: schema.models.map { ($0.name, $0.current) })
         incoming = Self.incomingLinks(schema)
         ring = ChangeRing(capacity: options.ringCapacity)
