@@ -2,10 +2,10 @@ import SeamContext
 import SeamProtocol
 import SeamSystem
 
-/// Group commit: the saves of one round of turns — from as many connections as had one queued —
-/// are applied in one transaction per store file and committed together at the round's end
-/// (`Context+Group`), each with its own sequence number, change set and reply; at full
-/// durability the loop then syncs them once, at the end of its round, before it waits again.
+/// Group commit (full durability): the saves of one round of turns — from as many connections as
+/// had one queued — are applied in one transaction per store file and committed together at the
+/// round's end (`Context+Group`), each with its own sequence number, change set and reply; the
+/// loop then syncs them once, at the end of its round, before it waits again.
 ///
 /// Nothing leaves seamd about a save before it is committed and, at full durability, on the
 /// disk: a reply or a diff sent meanwhile (to the saver, a subscriber, or a reader who could see
@@ -29,7 +29,13 @@ extension Broker {
         }
     }
 
-    func beginGroup() { context.beginGroup() }
+    /// Opens the round's group — with full durability only. There a save's reply waits for a
+    /// sync anyway, and the round's saves share it; with normal durability a reply goes as soon
+    /// as its save commits, and holding it for the rest of the round cost the ticker's alarms
+    /// (lateness p99 0.6 → 1.2–2.2 ms with no other writer) more than the shared pages saved.
+    func beginGroup() {
+        if context.options.durability == .full { context.beginGroup() }
+    }
 
     /// Commits the round's group (at its end).
     func endGroup() {

@@ -50,16 +50,7 @@ extension Context {
                 try handle.runOnce(handle.saveStatements().begin)
                 begun.append(handle)
             }
-            for handle in begun {
-                for change in Self.deletesFirst(byStore[handle.name]!) {
-                    applying = change
-                    try apply(change, in: handle)
-                }
-                applying = nil
-                let s = try handle.saveStatements().setSequence
-                try s.bind(SaveJournal.setSequenceArguments(set.sequence))
-                try handle.runOnce(s)
-            }
+            for handle in begun { try write(byStore[handle.name]!, sequence: set.sequence, in: handle, applying: &applying) }
             try writeHistory(set)
             if names.count > 1 {
                 for target in names.dropFirst() {
@@ -106,6 +97,19 @@ extension Context {
             try? SaveJournal.clear(set.sequence, in: begun[0].db)
         }
         if set.sequence % 64 == 0, !syncConfigured { try? purgeHistory(olderThan: set.time - options.historyRetention) }
+    }
+
+    /// Writes one store's `changes` (deletes first) and the save's sequence number into the
+    /// transaction open on `handle`; `applying` names the change SQLite is given meanwhile.
+    func write(_ changes: [RowChange], sequence: Int64, in handle: StoreHandle, applying: inout RowChange?) throws(DatabaseError) {
+        for change in Self.deletesFirst(changes) {
+            applying = change
+            try apply(change, in: handle)
+        }
+        applying = nil
+        let s = try handle.saveStatements().setSequence
+        try s.bind(SaveJournal.setSequenceArguments(sequence))
+        try handle.runOnce(s)
     }
 
     private func finishLater(

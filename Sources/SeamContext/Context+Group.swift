@@ -92,14 +92,7 @@ extension Context {
             }
             try handle.runOnce(handle.statement("SAVEPOINT seam_save"))
             do {
-                for change in Self.deletesFirst(changes) {
-                    applying = change
-                    try apply(change, in: handle)
-                }
-                applying = nil
-                let s = try handle.saveStatements().setSequence
-                try s.bind(SaveJournal.setSequenceArguments(set.sequence))
-                try handle.runOnce(s)
+                try write(changes, sequence: set.sequence, in: handle, applying: &applying)
                 try writeHistory(set)
                 try handle.runOnce(handle.statement("RELEASE seam_save"))
             } catch {
