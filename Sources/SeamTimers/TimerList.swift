@@ -39,9 +39,7 @@ public struct TimerListEntry: Sendable, Hashable {
     /// its name and short id when another group has the same name (made offline on two
     /// machines); "(missing 1a2b3c4d)" when the group it names is not there; "" for none.
     public func groupLabel(duplicateNames: Set<String>) -> String {
-        if groupMissing { return "(missing \(ShortID.of(timer?["groupUUID"]?.stringValue ?? "")))" }
-        guard let g = group, let name = g["name"]?.stringValue else { return "" }
-        return duplicateNames.contains(name) ? "\(name) (\(ShortID.of(g["uuid"]?.stringValue ?? "")))" : name
+        TimerList.groupLabel(groupUUID: timer?["groupUUID"]?.stringValue, group: group, duplicateNames: duplicateNames)
     }
 }
 
@@ -52,6 +50,15 @@ public enum TimerList {
         var seen: [String: Int] = [:]
         for g in groups { if let n = g["name"]?.stringValue { seen[n, default: 0] += 1 } }
         return Set(seen.filter { $0.value > 1 }.keys)
+    }
+
+    /// The label of a timer's group (`TimerListEntry.groupLabel`): "" for none, "(missing …)"
+    /// when `groupUUID` names no group, the name with the short id when another group has it.
+    public static func groupLabel(groupUUID: String?, group: [String: AttributeValue]?, duplicateNames: Set<String>) -> String {
+        guard let groupUUID else { return "" }
+        guard let g = group else { return "(missing \(ShortID.of(groupUUID)))" }
+        guard let name = g["name"]?.stringValue else { return "" }
+        return duplicateNames.contains(name) ? "\(name) (\(ShortID.of(g["uuid"]?.stringValue ?? "")))" : name
     }
 
     /// Merges `timers`, `sessions` and `groups` (rows as attribute dictionaries) into the list a

@@ -53,6 +53,13 @@ func outputArray<T>(_ items: [T], _ json: (T) -> JSON) {
     Descriptors.write(1, bytes)
 }
 
+/// Ends `seam` once a listing is written: the kernel takes back the memory of 100,000 rows at
+/// once, rather than Swift freeing it row by row (a tenth of `seam ls --json`'s time).
+func exitAfterListing() -> Never {
+    Terminal.flushOutput()
+    Terminal.exit(0)
+}
+
 /// Each timer-app entity's attribute types by name, looked up once per cell of a listing.
 private let attributeTypes: [String: [String: AttributeType]] = Dictionary(
     uniqueKeysWithValues: TimerApp.schema.models.flatMap(\.current.entities).map { e in

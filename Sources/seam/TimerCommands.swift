@@ -33,16 +33,21 @@ enum TimerCommands {
         Command("timer ls", "[--json]", "the timers", flags: ["json"]) { _, args in
             let c = try connect(args, hello: false)
             let rows = try timers(c)
-            if args.flag("json") { return output(.array(rows.map(JSON.object))) }
+            if args.flag("json") {
+                outputArray(rows, JSON.object)
+                exitAfterListing()
+            }
             // The same honest group labels as `seam ls`: twins told apart, missing groups said.
             let groupRows = try groups(c).map { values($0, entity: "UserGroup") }
             let twins = TimerList.duplicateNames(groupRows)
-            let labels = Dictionary(TimerList.build(timers: rows.map { values($0, entity: "Timer", only: timerListKeys) }, sessions: [], groups: groupRows)
-                .map { ($0.id, $0.groupLabel(duplicateNames: twins)) }, uniquingKeysWith: { a, _ in a })
+            let groupByUUID = Dictionary(groupRows.map { ($0["uuid"]?.stringValue ?? "", $0) }, uniquingKeysWith: { a, _ in a })
             table([["NAME", "STEPS", "REPEAT", "GROUP", "UUID"]] + rows.map { t in
-                [t["name"]?.stringValue ?? "", describeSteps(t["steps"]), "\(t["repeatCount"]?.int64Value ?? 1)×",
-                 labels[t["uuid"]?.stringValue ?? ""] ?? "", ShortID.of(t["uuid"]?.stringValue ?? "")]
+                let group = t["groupUUID"]?.stringValue
+                return [t["name"]?.stringValue ?? "", describeSteps(t["steps"]), "\(t["repeatCount"]?.int64Value ?? 1)×",
+                        TimerList.groupLabel(groupUUID: group, group: group.flatMap { groupByUUID[$0] }, duplicateNames: twins),
+                        ShortID.of(t["uuid"]?.stringValue ?? "")]
             })
+            exitAfterListing()
         },
         Command("timer show", "TIMER [--json]", "one timer, by name or short id", operands: 1...1, flags: ["json"]) { operands, args in
             let c = try connect(args, hello: false)
@@ -90,7 +95,10 @@ enum TimerCommands {
         },
         Command("group ls", "[--json]", "the groups", flags: ["json"]) { _, args in
             let rows = try groups(try connect(args, hello: false))
-            if args.flag("json") { return output(.array(rows.map(JSON.object))) }
+            if args.flag("json") {
+                outputArray(rows, JSON.object)
+                exitAfterListing()
+            }
             table([["NAME", "UUID"]] + rows.map { [$0["name"]?.stringValue ?? "", ShortID.of($0["uuid"]?.stringValue ?? "")] })
         },
         Command("group rename", "GROUP NEW-NAME", "rename a group", operands: 2...2) { operands, args in
@@ -144,7 +152,8 @@ enum TimerCommands {
         let twins = TimerList.duplicateNames(groupRows)
         // The table shows no timer's steps (a session has its own copy): its rows are fetched
         // without them, a fifth of the bytes of 100,000 timers.
-        let timerRows = args.flag("json") ? try timers(c) : try c.fetch("Timer", sort: timerOrder, fields: Array(timerListKeys))
+        // TimerList puts them in order (a total one, the uuid last): seamd need not sort them first.
+        let timerRows = args.flag("json") ? try c.fetch("Timer") : try c.fetch("Timer", fields: Array(timerListKeys))
         let sessionRows = try c.fetch("Session")
         let entries = TimerList.build(timers: timerRows.map { values($0, entity: "Timer", only: timerListKeys) },
                                       sessions: sessionRows.map { values($0, entity: "Session") }, groups: groupRows)
@@ -169,7 +178,7 @@ enum TimerCommands {
                 o["remaining"] = clock(e)?.remaining(at: now).map(JSON.double) ?? .null
                 return .object(o)
             }
-            return
+            exitAfterListing()
         }
         // The notes get a column when there is one to show.
         let notes = entries.contains { $0.note != nil }
@@ -187,5 +196,6 @@ enum TimerCommands {
                     c?.remaining(at: now).map(DurationText.clock) ?? "", step, e.groupLabel(duplicateNames: twins)]
                 + (notes ? [e.note ?? ""] : [])
         })
+        exitAfterListing()
     }
 }

@@ -7,7 +7,8 @@ var seam = CommandSet(
     about: """
         Talks to seamd over its socket: --socket, else the one seamd handed over ($SEAM_FD), else
         $SEAM_SOCKET, else $XDG_RUNTIME_DIR/seam/seamd.sock, else /tmp/seam-$UID/seamd.sock.
-        Timers are referred to by name or by the start of their uuid (4 characters or more).
+        Timers are referred to by name or by a short id: 4 or more characters from the start or
+        the end of their uuid (listings show its last 8).
         Listings take --json.
         """,
     commonOptions: ["socket"],
