@@ -159,6 +159,42 @@ final class DiskFailureTests: XCTestCase {
         XCTAssertFalse(first.contains(session), first, file: file, line: line)
     }
 
+    /// Saves committed together (`--durability full`) whose shared commit cannot be written: no
+    /// saver is told its save happened — each is told it failed, or its connection is closed
+    /// unanswered — none of the rows is there, a subscriber is sent what the stores hold, and
+    /// seamd goes on saving once the disk takes writes again.
+    func testSavesCommittedTogetherThatCannotBeWrittenAreNotToldAsDone() throws {
+        let scratch = TemporaryDirectory("group-failure")
+        let (broker, armed) = try brokerWithFaults(["--durability", "full"], ["SEAM_FAIL_PWRITE_SUFFIX": "/Local.sqlite-wal"], in: scratch)
+        defer { broker.stop() }
+        let subscriber = try RawClient(broker.socketPath)
+        subscriber.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"startedAt"},"more":true}"#)
+        XCTAssertTrue(subscriber.readFrame()?.contains(#""kind":"result""#) == true)
+        let savers = try (0..<4).map { _ in try RawClient(broker.socketPath) }
+        for saver in savers {
+            saver.send(#"{"method":"org.seam.Store.Hello","parameters":{"version":1}}"#)
+            XCTAssertNotNil(saver.readFrame())
+        }
+        XCTAssertTrue(FileManager.default.createFile(atPath: armed, contents: nil))
+        for (i, saver) in savers.enumerated() { saver.send(Self.save("lost \(i)", at: 1_700_000_000 + i)) }
+        for (i, saver) in savers.enumerated() {
+            if let reply = saver.readFrame(timeout: 10) {
+                XCTAssertTrue(reply.contains(#""error""#), "saver \(i) was told: \(reply)")
+            }  // else: closed unanswered, as a crash would leave it
+        }
+        try FileManager.default.removeItem(atPath: armed)
+        XCTAssertTrue(broker.log.contains("saves committed together failed"), broker.log)
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        XCTAssertEqual(try c.count("Session"), 0, "none of the saves is there")
+        XCTAssertNotNil(try c.save([.insert(entity: "Session", values: ["name": "after", "startedAt": 1_700_000_100])]).sequence)
+        XCTAssertEqual(try c.fetch("Session").compactMap { $0["name"]?.stringValue }, ["after"])
+        // The subscriber (unless it was closed with the group's held output) never hears of them.
+        var frames: [String] = []
+        while !(frames.last?.contains(#""name":"after""#) ?? false), let frame = subscriber.readFrame(timeout: 2) { frames.append(frame) }
+        XCTAssertFalse(frames.contains { $0.contains("lost") }, "\(frames)")
+    }
+
     private static func save(_ name: String, at startedAt: Int) -> String {
         #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Session","values":{"name":"\#(name)","startedAt":\#(startedAt)}}]}}"#
     }
