@@ -508,7 +508,7 @@ extension Broker {
     /// `e`'s attribute types by name, made once per entity: a save looks up every value's.
     func attributeTypes(_ e: Entity) -> [String: AttributeType] {
         if let known = attributeTypesByEntity[e.name] { return known }
-        let made = Dictionary(e.attributes.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
+        let made = e.attributeTypes
         attributeTypesByEntity[e.name] = made
         return made
     }

@@ -37,6 +37,11 @@ public struct Entity: Sendable, Hashable {
         attributes.first { $0.name == name }
     }
 
+    /// Each attribute's type by its name: built once by a caller that looks up many values'.
+    public var attributeTypes: [String: AttributeType] {
+        Dictionary(attributes.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
+    }
+
     /// The link declared on attribute `name`, if any.
     public func link(on attribute: String) -> Link? {
         links.first { $0.attribute == attribute }

@@ -16,9 +16,6 @@ public enum Descriptors {
         }
     }
 
-    /// Writes out what the C library holds for its streams (standard output among them), before bytes go to its descriptor directly.
-    public static func flushStandardOutput() { fflush(nil) }
-
     public static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
     /// This process's resident set size now, in bytes (from /proc/self/statm).

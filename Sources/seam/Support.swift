@@ -39,7 +39,7 @@ struct KeyOrder {
 /// `items` as one JSON array on one line, the same bytes as `output(.array(…))`, written in
 /// pieces as they are made: a listing of 100,000 rows never holds its whole text.
 func outputArray<T>(_ items: [T], _ json: (T) -> JSON) {
-    Descriptors.flushStandardOutput()
+    Terminal.flushOutput()  // what `print` holds goes first
     var bytes: [UInt8] = [UInt8(ascii: "[")]
     for (i, item) in items.enumerated() {
         if i > 0 { bytes.append(UInt8(ascii: ",")) }
@@ -63,7 +63,7 @@ func exitAfterListing() -> Never {
 /// Each timer-app entity's attribute types by name, looked up once per cell of a listing.
 private let attributeTypes: [String: [String: AttributeType]] = Dictionary(
     uniqueKeysWithValues: TimerApp.schema.models.flatMap(\.current.entities).map { e in
-        (e.name, Dictionary(e.attributes.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a }))
+        (e.name, e.attributeTypes)
     })
 
 /// A row from the wire as attribute values, typed by the timer model (for the domain code).

@@ -9,15 +9,8 @@ import XCTest
 /// Group commit (full durability): saves from many connections in one round of the loop share
 /// one sync, each keeping its own sequence number and reply; a subscriber hears them in commit
 /// order; a saver that vanishes mid-round takes nothing from the others.
-final class GroupCommitTests: XCTestCase {
-    var broker: BrokerProcess!
-
+final class GroupCommitTests: BrokerTestCase {
     override func setUpWithError() throws { broker = try BrokerProcess(arguments: ["--durability", "full"]) }
-
-    override func tearDown() {
-        broker?.stop()
-        broker = nil
-    }
 
     private func localSyncs(_ c: SeamConnection) throws -> Int64 {
         let stores = try c.status()["stores"]?.arrayValue ?? []
@@ -31,8 +24,7 @@ final class GroupCommitTests: XCTestCase {
         guard let first = watcher.readFrame(timeout: 5) else { return XCTFail("no first result") }
         XCTAssertEqual(try Reply(try JSON.decode(Array(first.utf8))).parameters["kind"]?.stringValue, "result")
 
-        let c = try SeamConnection.connect(path: broker.socketPath)
-        try c.hello()
+        let c = try client()
         let syncsBefore = try localSyncs(c)
         let savers = 16, saves = 25
         let sequences = Locked<[Int64]>([])
