@@ -123,6 +123,10 @@ public final class Broker {
         // And while a store that synced before may sync again (see `reloadSync`).
         if !options.syncConfigured, Self.hasSyncedBefore(opened) { opened.syncConfigured = true }
         context = opened
+        // Said before the socket listens: a client that connects finds them in the log.
+        for done in opened.recovered { log.info("recovered: \(done)") }
+        for (name, note) in opened.olderThanTold.sorted(by: { $0.key < $1.key }) { log.warning("\(name) store: \(note)") }
+        for (name, why) in opened.readOnly.sorted(by: { $0.key < $1.key }) { log.warning("\(name) store can only be read (\(why)); saves into it are refused") }
         do { loop = try EventLoop() } catch { throw BrokerError("cannot start the event loop: \(error)") }
         do { readers = try ReaderPool(threads: configuration.limits.readers, heavyThreads: max(1, configuration.limits.readers / 2),
                                      budget: configuration.limits.querySeconds) } catch {
@@ -160,9 +164,6 @@ public final class Broker {
         } catch {
             throw BrokerError("cannot watch the socket: \(error)")
         }
-        for done in context.recovered { log.info("recovered: \(done)") }
-        for (name, note) in context.olderThanTold.sorted(by: { $0.key < $1.key }) { log.warning("\(name) store: \(note)") }
-        for (name, why) in context.readOnly.sorted(by: { $0.key < $1.key }) { log.warning("\(name) store can only be read (\(why)); saves into it are refused") }
         log.info("serving \(configuration.dataDirectory) on \(ownsSocketFile ? configuration.socketPath : "fd \(listener)") "
                  + "(stores \(context.storeNames.joined(separator: ", ")), sequence \(context.sequence))")
         // A store half swapped by a migration waits for a person to fix what stops the swap.

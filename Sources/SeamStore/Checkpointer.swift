@@ -46,9 +46,11 @@ public final class Checkpointer: Sendable {
     private let caughtUpOn = Atomic<Int>(-1)
     /// Set with `busy` when the writer asks for a catch-up rather than a round: one checkpoint.
     private let catchUpAsked = Atomic<Bool>(false)
-    /// When the writer last committed, and the earliest time for the next catch-up, in
-    /// microseconds of the monotonic clock.
-    private let lastCommit = Atomic<Int>(0)
+    /// Where the last catch-up stands (a `CatchUp` state), and how long its checkpoint took: the writer's
+    /// next commit tells whether a commit overtook it.
+    private let catchUpState = Atomic<Int>(CatchUp.none)
+    private let catchUpTook = Atomic<Int>(0)
+    /// The earliest time for the next catch-up, in microseconds of the monotonic clock.
     private let nextCatchUp = Atomic<Int>(0)
     /// The thread sleeps on it between checkpoints: an idle store costs no wakeups.
     private let wakeup = Semaphore()
@@ -86,15 +88,46 @@ public final class Checkpointer: Sendable {
         // Fewer frames than after the last commit: this commit started the WAL over. (A single
         // commit bigger than the whole WAL was would go unnoticed: its frames would count as
         // copied, and the next catch-up would copy them, which only costs that one a longer wait.)
-        if frames < framesInWAL.load(ordering: .relaxed) { generation.add(1, ordering: .releasing) }
+        let restarted = frames < framesInWAL.load(ordering: .relaxed)
+        if restarted { generation.add(1, ordering: .releasing) }
         framesInWAL.store(frames, ordering: .relaxed)
-        lastCommit.store(Self.microseconds(), ordering: .relaxed)
+        judgeCatchUp(restarted: restarted)
         // A writer that outpaces the thread (or never pauses to catch up) never lets the WAL
         // start over, and it could only grow. Past the limit it checkpoints itself, as SQLite
         // would, and the thread starts no more rounds (its checkpoint would keep the writer's
         // from running): the first of the writer's that copies everything lets its next commit
         // start the WAL over.
         if frames >= limit { checkpoint(connection) } else { askForRound(frames) }
+    }
+
+    /// The states of a catch-up, in `catchUpState`.
+    private enum CatchUp {
+        static let none = 0
+        /// Asked for; the thread's checkpoint has not ended, and no commit has come since.
+        static let running = 1
+        /// A commit came while it ran: it was overtaken (the thread sets the wait when it ends).
+        static let overtaken = 2
+        /// It ended before any commit: the writer's next commit judges it.
+        static let ended = 3
+    }
+
+    /// On the writer's thread, at each commit: a catch-up that ended before this commit was
+    /// overtaken if the commit did not start the WAL over (the writer's transaction began before
+    /// the copy ended); one still running is, whatever happens. An overtaken one spaces the next.
+    /// (Judged by the clock at the end of the copy instead, a transaction begun during the copy
+    /// and committed after it passed for not overtaking: a checkpoint per commit.)
+    private func judgeCatchUp(restarted: Bool) {
+        switch catchUpState.load(ordering: .acquiring) {
+        case CatchUp.running:
+            if catchUpState.compareExchange(expected: CatchUp.running, desired: CatchUp.overtaken, ordering: .acquiringAndReleasing).exchanged { return }
+            judgeCatchUp(restarted: restarted)  // it ended meanwhile
+        case CatchUp.ended:
+            catchUpState.store(CatchUp.none, ordering: .releasing)
+            let wait = restarted ? 0 : Self.microseconds() + Self.spacing(took: catchUpTook.load(ordering: .relaxed))
+            nextCatchUp.store(wait, ordering: .relaxed)
+        default:
+            break
+        }
     }
 
     /// Wakes the thread for a round if `frames` (below `limit`) leave a threshold's backlog and
@@ -145,6 +178,7 @@ public final class Checkpointer: Sendable {
     public func catchUp() {
         guard catchUpDue, !busy.exchange(true, ordering: .acquiringAndReleasing) else { return }
         caughtUpOn.store(stamp, ordering: .relaxed)
+        catchUpState.store(CatchUp.running, ordering: .releasing)
         catchUpAsked.store(true, ordering: .releasing)
         wakeup.post()
     }
@@ -202,8 +236,11 @@ public final class Checkpointer: Sendable {
                 let started = Self.microseconds()
                 checkpoint(db.handle, generation: generation.load(ordering: .acquiring))
                 let ended = Self.microseconds()
-                let overtaken = lastCommit.load(ordering: .relaxed) >= started
-                nextCatchUp.store(overtaken ? ended + Self.spacing(took: ended - started) : 0, ordering: .relaxed)
+                catchUpTook.store(ended - started, ordering: .relaxed)
+                if !catchUpState.compareExchange(expected: CatchUp.running, desired: CatchUp.ended, ordering: .acquiringAndReleasing).exchanged {
+                    nextCatchUp.store(ended + Self.spacing(took: ended - started), ordering: .relaxed)
+                    catchUpState.store(CatchUp.none, ordering: .releasing)
+                }
                 busy.store(false, ordering: .releasing)
                 continue
             }
