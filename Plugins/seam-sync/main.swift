@@ -39,12 +39,15 @@ func initServer(_ url: String, passwordFromStdin: Bool) throws -> Never {
         Terminal.fail(tool, "\(role) syncs a zone of its own (\(n) records): the schema's owner must be no one's zone, or it could "
                       + "read and change every other zone; make a role for it (scripts/pg-server's seam_owner, say)")
     }
-    let before = try ServerSchema.ensure(pg)
-    if before == ServerSchema.version {
-        print("the server's sync schema is at version \(before) already; nothing to do")
+    let schema = try ServerSchema.ensure(pg)
+    if schema.now < ServerSchema.version {
+        Terminal.fail(tool, "the server's sync schema is version \(schema.now), and \(role) may not upgrade it to version "
+                      + "\(ServerSchema.version): run this as the role that owns schema seam")
+    } else if schema.found == ServerSchema.version {
+        print("the server's sync schema is at version \(schema.found) already; nothing to do")
     } else {
-        print("made the server's sync schema version \(ServerSchema.version)\(before == 0 ? "" : " (was \(before))"), owned by \(role); "
-              + "zone roles need only CONNECT on the database (Protocol/sync.md, \"The server layout\")")
+        print("made the server's sync schema version \(ServerSchema.version)\(schema.found == 0 ? "" : " (was \(schema.found))"), "
+              + "owned by \(role); zone roles need only CONNECT on the database (Protocol/sync.md, \"The server layout\")")
     }
     Terminal.exit(0)
 }

@@ -279,6 +279,23 @@ extension SeamConnection {
         _ entity: String, where predicate: String? = nil, parameters: JSONObject = [:], sort: String? = nil,
         limit: Int? = nil, offset: Int? = nil, fields: [String]? = nil
     ) throws(ClientError) -> [JSONObject] {
+        try rows(call("org.seam.Store.Fetch", Self.fetchParameters(entity, predicate, parameters, sort, limit, offset, fields)))
+    }
+
+    /// `fetch` without waiting: its id, for `finishFetch`. Calls made meanwhile are answered as
+    /// usual (a worker reads the next page while it sends the last one on).
+    public func beginFetch(
+        _ entity: String, where predicate: String? = nil, parameters: JSONObject = [:], sort: String? = nil,
+        limit: Int? = nil, offset: Int? = nil, fields: [String]? = nil
+    ) throws(ClientError) -> JSON {
+        try begin("org.seam.Store.Fetch", Self.fetchParameters(entity, predicate, parameters, sort, limit, offset, fields))
+    }
+
+    /// The rows of a fetch begun with `beginFetch`.
+    public func finishFetch(_ id: JSON) throws(ClientError) -> [JSONObject] { try rows(finish(id)) }
+
+    private static func fetchParameters(_ entity: String, _ predicate: String?, _ parameters: JSONObject, _ sort: String?,
+                                        _ limit: Int?, _ offset: Int?, _ fields: [String]?) -> JSONObject {
         var p: JSONObject = ["entity": .string(entity)]
         if let predicate { p["predicate"] = .string(predicate) }
         if !parameters.isEmpty { p["parameters"] = .object(parameters) }
@@ -286,7 +303,7 @@ extension SeamConnection {
         if let limit { p["limit"] = .integer(Int64(limit)) }
         if let offset { p["offset"] = .integer(Int64(offset)) }
         if let fields { p["fields"] = .array(fields.map(JSON.string)) }
-        return try rows(call("org.seam.Store.Fetch", p))
+        return p
     }
 
     /// `org.seam.Store.Fetch` by uuid: the row, or nil.

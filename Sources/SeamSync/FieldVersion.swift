@@ -49,8 +49,19 @@ extension FieldVersion {
 
     /// The time of `version`, in microseconds since 1970; nil when it is no version.
     public static func micros(of version: String) -> Int64? {
-        guard let dot = version.firstIndex(of: "."), dot > version.startIndex else { return nil }
-        return Int64(version[..<dot])
+        // Read as bytes: an import checks every field's version of every record.
+        var micros: Int64 = 0, digits = 0, negative = false
+        for byte in version.utf8 {
+            if byte == UInt8(ascii: ".") { return digits > 0 ? (negative ? -micros : micros) : nil }
+            if digits == 0 && !negative && byte == UInt8(ascii: "-") { negative = true; continue }
+            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
+            let (times10, over1) = micros.multipliedReportingOverflow(by: 10)
+            let (sum, over2) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
+            guard !over1 && !over2 else { return nil }
+            micros = sum
+            digits += 1
+        }
+        return nil
     }
 
     /// The versions of edits made after this machine had `seen` (a record's field versions, as

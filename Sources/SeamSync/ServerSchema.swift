@@ -10,7 +10,11 @@ public enum ServerSchema {
     /// cannot touch each other: writes only through functions (`seam.insert_records`,
     /// `seam.update_record`), change tags counted per zone in `seam.zones` (whose row lock
     /// orders a zone's commits), a notification channel per zone known only to it.
-    public static let version = 3
+    public static let version = 4
+
+    /// The oldest server schema this worker syncs with as it is, when its role may not upgrade
+    /// it: version 4 changed only how `seam.insert_records` does its work, not what it does.
+    public static let oldestUsable = 3
 
     /// The most a record's fields may take on the server, as JSON text: a record must fit the
     /// frames it syncs in (4 MiB) with room to spare. Seam's stores hold synced rows to this
@@ -48,7 +52,7 @@ public enum ServerSchema {
         // Per field: the version of its value, "MICROSECONDS.DEVICE" (fixed width, so that text
         // order is version order). A field without one predates version 2 and loses to any.
         "ALTER TABLE seam.records ADD COLUMN IF NOT EXISTS versions jsonb NOT NULL DEFAULT '{}'",
-    ], version3]
+    ], version3, version4]
 
     /// Zones that cannot touch each other (see `Protocol/sync.md`, "The server layout"). A zone
     /// role reads its own records (row-level security by `session_user`, forced) and writes only
@@ -170,6 +174,44 @@ public enum ServerSchema {
             + "seam.update_record(text, uuid, jsonb, jsonb, bigint, boolean), seam.channel(), seam.notify() TO PUBLIC",
     ]
 
+    /// Version 4: `seam.insert_records` inserts the whole batch in one statement (a loop of one
+    /// INSERT per record spent most of the server's time in a first export on starting each
+    /// one). Same arguments, same answer: each record new to the zone gets its next tag, in the
+    /// order given; one the zone holds already (or a repeat within the batch) is left out.
+    /// Nothing else writes a zone's records meanwhile: each write function holds the zone's row
+    /// lock until the transaction ends, so the records found new here are new at the insert.
+    static let version4: [String] = [
+        """
+        CREATE OR REPLACE FUNCTION seam.insert_records(kinds text[], ids uuid[], new_fields jsonb[], new_versions jsonb[])
+        RETURNS TABLE (kind text, id text, tag bigint)
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+        DECLARE z seam.zones; n bigint;
+        BEGIN
+            z := seam.zone();
+            PERFORM seam.check_record(u.f, u.v) FROM unnest(new_fields, new_versions) AS u(f, v);
+            RETURN QUERY
+                WITH given AS (
+                    SELECT DISTINCT ON (u.k, u.i) u.k, u.i, u.f, u.v, u.n
+                    FROM unnest(kinds, ids, new_fields, new_versions) WITH ORDINALITY AS u(k, i, f, v, n)
+                    ORDER BY u.k, u.i, u.n
+                ), fresh AS (
+                    SELECT g.k, g.i, g.f, g.v, row_number() OVER (ORDER BY g.n) AS o FROM given AS g
+                    WHERE NOT EXISTS (SELECT 1 FROM seam.records AS r
+                                      WHERE r.zone = session_user AND r.record_type = g.k AND r.uuid = g.i)
+                )
+                INSERT INTO seam.records AS r (zone, record_type, uuid, fields, versions, change_tag)
+                    SELECT session_user, fresh.k, fresh.i, fresh.f, fresh.v, z.last_tag + fresh.o FROM fresh ORDER BY fresh.o
+                    ON CONFLICT DO NOTHING
+                    RETURNING r.record_type, r.uuid::text, r.change_tag;
+            GET DIAGNOSTICS n = ROW_COUNT;
+            IF n > 0 THEN
+                UPDATE seam.zones SET last_tag = (SELECT max(change_tag) FROM seam.records WHERE zone = session_user)
+                    WHERE zone = session_user;
+            END IF;
+        END $$
+        """,
+    ]
+
     /// Why a worker stops on a server whose schema is `found`, newer than it knows.
     public static func newer(_ found: Int) -> SyncFailure {
         SyncFailure("the server's sync schema is version \(found); this seam-sync knows up to version \(version): "
@@ -184,37 +226,50 @@ public enum ServerSchema {
     }
 
     /// Brings the server to `version` (creating it on first use), under a lock so that two
-    /// workers starting at once do not race. Returns the version found before. A server at a
-    /// newer version than this build knows stops sync with a message rather than a guess.
+    /// workers starting at once do not race. Returns the version found before and the one the
+    /// server is at now: below `version` only where this role may not upgrade a server at
+    /// `oldestUsable` or later, which it syncs with as it is. A server at a newer version than
+    /// this build knows stops sync with a message rather than a guess.
     @discardableResult
-    public static func ensure(_ pg: PostgresConnection) throws -> Int {
+    public static func ensure(_ pg: PostgresConnection) throws -> (found: Int, now: Int) {
         // Current: nothing to take a lock for (its key is public; a zone holding it must not
         // keep other zones' workers from connecting).
         let seen = try current(pg)
         if seen > version { throw newer(seen) }
-        if seen == version { return seen }
-        return try pg.transaction {
-            try pg.query("SELECT pg_advisory_xact_lock(7283450912)")
-            let found = try current(pg)
-            if found > version { throw newer(found) }
-            guard found < version else { return found }
-            do {
-                for statements in steps[found..<version] {
-                    for sql in statements { try pg.query(sql) }
+        if seen == version { return (seen, seen) }
+        do {
+            return try pg.transaction {
+                try pg.query("SELECT pg_advisory_xact_lock(7283450912)")
+                let found = try current(pg)
+                if found > version { throw newer(found) }
+                guard found < version else { return (found, found) }
+                do {
+                    for statements in steps[found..<version] {
+                        for sql in statements { try pg.query(sql) }
+                    }
+                } catch let e as PostgresError where e.sqlState == "42501" {
+                    throw NotOwned(found: found, message: e.message)
                 }
-            } catch let e as PostgresError where e.sqlState == "42501" {
-                // The schema belongs to its owner (the server's administrator, or the first role
-                // to set up sync on an older server); only it may make or change it.
-                throw SyncFailure(found == 0
-                    ? "the server has no sync schema, and this role may not create one: its administrator makes it with "
-                        + "`seam-sync --init-server URL` as the role that owns it (scripts/pg-server does this): \(e.message)"
-                    : "the server's sync schema is version \(found) and needs upgrading to version \(version) by the role that owns "
-                        + "it: its administrator runs `seam-sync --init-server URL` as that role: \(e.message)", permanent: true)
+                try pg.query("INSERT INTO seam.meta (key, value) VALUES ('schemaVersion', $1) ON CONFLICT (key) DO UPDATE SET value = $1",
+                             [String(version)])
+                return (found, version)
             }
-            try pg.query("INSERT INTO seam.meta (key, value) VALUES ('schemaVersion', $1) ON CONFLICT (key) DO UPDATE SET value = $1",
-                         [String(version)])
-            return found
+        } catch let e as NotOwned {
+            if e.found >= oldestUsable { return (e.found, e.found) }
+            // The schema belongs to its owner (the server's administrator, or the first role
+            // to set up sync on an older server); only it may make or change it.
+            throw SyncFailure(e.found == 0
+                ? "the server has no sync schema, and this role may not create one: its administrator makes it with "
+                    + "`seam-sync --init-server URL` as the role that owns it (scripts/pg-server does this): \(e.message)"
+                : "the server's sync schema is version \(e.found) and needs upgrading to version \(version) by the role that owns "
+                    + "it: its administrator runs `seam-sync --init-server URL` as that role: \(e.message)", permanent: true)
         }
+    }
+
+    /// What stops a role that does not own the schema from upgrading it.
+    private struct NotOwned: Error {
+        var found: Int
+        var message: String
     }
 }
 

@@ -291,8 +291,13 @@ public final class SyncWorker {
         // ever: a cycle that waits too long fails, and is tried again.
         try connection.pinSearchPath()
         try connection.setTimeouts(statement: 120, lock: 15)
-        let before = try ServerSchema.ensure(connection)
-        if before < ServerSchema.version { log("set up the server's sync schema (version \(ServerSchema.version), was \(before))") }
+        let schema = try ServerSchema.ensure(connection)
+        if schema.now > schema.found { log("set up the server's sync schema (version \(schema.now), was \(schema.found))") }
+        if schema.now < ServerSchema.version {
+            log("the server's sync schema is version \(schema.now), and this role may not upgrade it to version \(ServerSchema.version) "
+                + "(faster first exports); syncing with it as it is. Its administrator upgrades it with `seam-sync --init-server URL` "
+                + "as the role that owns it")
+        }
         zone = try connection.query("SELECT session_user::text").first?[0] ?? ""
         channel = try connection.query("SELECT seam.channel()").first?[0] ?? ""
         // Made by the server (`seam_` and 32 hex digits): nothing to quote.
@@ -597,10 +602,42 @@ public final class SyncWorker {
     }
 
     /// Sends every row of `entities` as it stands, in batches; returns the records written.
+    ///
+    /// A pipeline of three: while the server takes a page, seamd reads the next one and saves
+    /// the last one's `SyncRecord`s. A store without a `SyncRecord` (one that never synced)
+    /// has no tags to look up.
     private func exportRows(of entities: [String], on pg: PostgresConnection) throws -> Int {
         var written = 0
+        let looksUp = try broker.count("SyncRecord") > 0
+        var saving: JSON?  // the last page's save, answered before the next one is sent
+        var sent: Page?  // the last page, its insert answered once the next page is ready
+        defer {
+            if sent != nil {
+                _ = try? pg.finishSent()
+                _ = try? pg.query("ROLLBACK")
+            }
+            if let saving { _ = try? broker.finish(saving) }
+        }
+        // The last page's answer: its records' tags recorded here (saved while the server takes
+        // the next page). A record whose server version is not the local row is left to the
+        // import that follows (its tag is new to this machine, which has not imported yet).
+        func finish(_ page: Page) throws {
+            sent = nil
+            let results = try finishPage(page, on: pg)
+            var save = SaveBuilder()
+            let known = looksUp ? try syncRecords(results.map(\.key)) : [:]
+            for p in results where !p.adopt { stamp(p, known: known, into: &save) }
+            if let id = saving {
+                saving = nil
+                try broker.finish(id)
+            }
+            let parts = save.parts()
+            for part in parts.dropLast() { try part.send(broker) }
+            saving = try parts.last?.begin(broker)
+            written += results.count
+        }
         for entity in entities {
-            try forEachPage(of: entity) { rows in
+            try forEachPage(of: entity, ahead: true) { rows in
                 // Rows as they stand, of unknown age: their fields lose to any versioned edit.
                 let oldest = FieldVersion.stamp(time: 0, device: device)
                 let outgoing = rows.filter { Self.tooLargeToSend($0) == nil }.compactMap { row in
@@ -609,16 +646,18 @@ public final class SyncWorker {
                                  stamps: Dictionary(uniqueKeysWithValues: (synced[entity] ?? []).map { ($0, oldest) }))
                     }
                 }
-                // (A row the server holds deleted is left to the import that follows.)
-                let results = try push(outgoing, on: pg).written
-                var save = SaveBuilder()
-                let known = try syncRecords(outgoing.map(\.key))
-                // A record whose server version is not the local row is left to the import that
-                // follows (its tag is new to this machine, which has not imported yet).
-                for p in results where !p.adopt { stamp(p, known: known, into: &save) }
-                try save.sendInParts(broker)
-                written += results.count
+                // (A row the server holds deleted is left to the import that follows.) Prepared
+                // while the server inserts the last page.
+                let next = page(outgoing)
+                if let last = sent { try finish(last) }
+                try send(next, on: pg)
+                sent = next
             }
+        }
+        if let page = sent { try finish(page) }
+        if let id = saving {
+            saving = nil
+            try broker.finish(id)
         }
         return written
     }
@@ -800,15 +839,66 @@ public final class SyncWorker {
     /// Inserts new records in one statement; the tag of each one inserted. One absent from the
     /// answer was inserted by another machine since it was read: a conflict, merged again.
     private func insert(_ records: [NewRecord], on pg: PostgresConnection) throws -> [RecordKey: Int64] {
-        let rows = try pg.query("SELECT kind, id, tag FROM seam.insert_records($1::text[], $2::uuid[], $3::jsonb[], $4::jsonb[])",
-                                [PostgresArray.literal(records.map(\.record.key.type)), PostgresArray.literal(records.map(\.record.key.uuid)),
-                                 PostgresArray.literal(records.map(\.fields)), PostgresArray.literal(records.map(\.versions))])
+        Self.tags(try pg.query(Self.insertSQL, Self.insertParameters(records)))
+    }
+
+    static let insertSQL = "SELECT kind, id, tag FROM seam.insert_records($1::text[], $2::uuid[], $3::jsonb[], $4::jsonb[])"
+
+    static func insertParameters(_ records: [NewRecord]) -> [String?] {
+        [PostgresArray.literal(records.map(\.record.key.type)), PostgresArray.literal(records.map(\.record.key.uuid)),
+         PostgresArray.literal(records.map(\.fields)), PostgresArray.literal(records.map(\.versions))]
+    }
+
+    /// `seam.insert_records`'s answer: each record inserted, with its tag.
+    static func tags(_ rows: [[String?]]) -> [RecordKey: Int64] {
         var tags: [RecordKey: Int64] = [:]
         for row in rows {
             guard let type = row[0], let uuid = row[1], let tag = row[2].flatMap({ Int64($0) }) else { continue }
             tags[RecordKey(type: type, uuid: uuid)] = tag
         }
         return tags
+    }
+
+    /// A page of a first export: its records, and its insert's parameters, ready to send.
+    struct Page {
+        var records: [NewRecord]
+        var parameters: [String?]
+    }
+
+    /// A first export's page: every record to be inserted without a look first (one the
+    /// server holds already is refused by the insert, then read and merged).
+    private func page(_ records: [Outgoing]) -> Page {
+        let new = records.compactMap { r in r.row.map { newRecord(r, $0) } }
+        return Page(records: new, parameters: Self.insertParameters(new))
+    }
+
+    /// Starts `page`'s insert in a transaction of its own; `finishPage` reads the answer, once
+    /// the worker has prepared the next page meanwhile.
+    private func send(_ page: Page, on pg: PostgresConnection) throws {
+        try pg.query("BEGIN")
+        do { try pg.send(Self.insertSQL, page.parameters) } catch {
+            _ = try? pg.query("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Ends a page `sendPage` started: committed, with a notification when it wrote anything;
+    /// the records the server held already are read and merged as `push` does.
+    private func finishPage(_ page: Page, on pg: PostgresConnection) throws -> [Pushed] {
+        var out: [Pushed] = [], conflicted: [Outgoing] = []
+        do {
+            let tags = Self.tags(try pg.finishSent())
+            for n in page.records {
+                if let tag = tags[n.record.key] { out.append((n.record.key, tag, n.merged, n.adopt)) } else { conflicted.append(n.record) }
+            }
+            if !out.isEmpty { try pg.query("SELECT seam.notify()") }
+            try pg.query("COMMIT")
+        } catch {
+            _ = try? pg.query("ROLLBACK")
+            throw error
+        }
+        if !conflicted.isEmpty { out += try push(conflicted, on: pg).written }
+        return out
     }
 
     /// One record's write over the server's version `current`, conditional on that version
@@ -843,16 +933,25 @@ public final class SyncWorker {
     /// Every row of `entity`, a page of `batch` at a time in uuid order. Paged by key, not by
     /// offset: a row deleted from a page already read would shift the rest back, and the row
     /// moved onto that page would be skipped (and offsets cost SQLite the rows they skip).
-    func forEachPage(of entity: String, fields: [String]? = nil, _ body: ([JSONObject]) throws -> Void) throws {
-        var after: String?
-        while true {
-            let rows = try broker.fetch(entity, where: after == nil ? nil : "uuid > $after",
-                                        parameters: after.map { ["after": .string($0)] } ?? [:], sort: "uuid", limit: Self.batch,
-                                        fields: fields)
+    ///
+    /// With `ahead`, the next page is asked for before `body` runs on this one, so that seamd
+    /// reads it while `body` waits on the server: `body` must not change rows past its page.
+    func forEachPage(of entity: String, fields: [String]? = nil, ahead: Bool = false, _ body: ([JSONObject]) throws -> Void) throws {
+        func begin(after: String?) throws -> JSON {
+            try broker.beginFetch(entity, where: after == nil ? nil : "uuid > $after", parameters: after.map { ["after": .string($0)] } ?? [:],
+                                  sort: "uuid", limit: Self.batch, fields: fields)
+        }
+        var next: JSON? = try begin(after: nil)
+        // Answered before anything else is asked of seamd when `body` throws.
+        defer { if let next { _ = try? broker.finishFetch(next) } }
+        while let id = next {
+            next = nil
+            let rows = try broker.finishFetch(id)
             guard let last = rows.last?["uuid"]?.stringValue else { return }
+            let more = rows.count == Self.batch
+            if more && ahead { next = try begin(after: last) }
             try body(rows)
-            if rows.count < Self.batch { return }
-            after = last
+            if more && !ahead { next = try begin(after: last) }
         }
     }
 
@@ -993,11 +1092,14 @@ public final class SyncWorker {
                 while true {
                     // The server reads the next batch while seamd saves the last.
                     let rows = try pg.query("FETCH \(Self.importBatch) FROM seam_import")
+                    // Decoded while seamd saves the last batch.
+                    let now = WallClock.now()
+                    let records = rows.map { Self.serverRecord($0, now: now) }
                     try finishBatch(&state)
                     guard !rows.isEmpty else { return read }
                     for part in Self.parts(rows) {
                         try finishBatch(&state)
-                        try apply(Array(part), &state)
+                        try apply(Array(part), &state, decoded: Array(records[part.indices]))
                     }
                     read += rows.count
                 }
@@ -1011,10 +1113,12 @@ public final class SyncWorker {
     /// the store is migrated (the server keeps them meanwhile: exports only ever put changed
     /// fields over the server's).
     func localValues(_ fields: JSONObject, of type: String) -> (values: JSONObject, kept: JSONObject) {
-        let attributes = Set(synced[type] ?? [])
-        let own = fields.filter { $0.key != "uuid" }
-        return (JSONObject(uniqueKeysWithValues: own.filter { attributes.contains($0.key) }.map { ($0.key, $0.value) }),
-                JSONObject(uniqueKeysWithValues: own.filter { !attributes.contains($0.key) }.map { ($0.key, $0.value) }))
+        let attributes = synced[type] ?? []  // a dozen names: a scan beats hashing each key
+        var values = JSONObject(), kept = JSONObject()
+        for (key, value) in fields where key != "uuid" {
+            if attributes.contains(key) { values[key] = value } else { kept[key] = value }
+        }
+        return (values, kept)
     }
 
     /// A record as the import's cursor read it (type, uuid, fields or null past the bound, tag,
@@ -1191,16 +1295,19 @@ public final class SyncWorker {
 
     /// Applies one batch of server records (in change-tag order) as one save, with the token;
     /// the save is sent, not waited for (`finishBatch`).
-    private func apply(_ rows: [[String?]], _ state: inout ImportState) throws {
+    ///
+    /// `decoded`: `serverRecord` of each row, when the caller has it already.
+    private func apply(_ rows: [[String?]], _ state: inout ImportState, decoded: [Result<JSONObject, SetAsideReason>]? = nil) throws {
         let token = state.token, fresh = state.fresh, tokenRow = tokens["server"], setAsideBefore = setAside
         var applied = 0
         let last = rows.last?[3].flatMap { Int64($0) } ?? token
         var incoming: [(key: RecordKey, fields: JSONObject, tag: Int64, deleted: Bool)] = []
         var listChanged = false
-        for row in rows {
+        let now = WallClock.now()
+        for (i, row) in rows.enumerated() {
             guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }), synced[type] != nil else { continue }
             let key = RecordKey(type: type, uuid: uuid)
-            switch Self.serverRecord(row, now: WallClock.now()) {
+            switch decoded?[i] ?? Self.serverRecord(row, now: now) {
             case .success(let fields):
                 incoming.append((key, fields, tag, row[4] == "t"))
             case .failure(let why):

@@ -103,7 +103,7 @@ enum SyncCommands {
             try pg.setTimeouts(statement: 120, lock: 15)
             let version = try ServerSchema.ensure(pg)
             print("connected to " + (url.service.map { "service \($0)" } ?? "\(url.host):\(url.port)/\(url.database) as \(url.user)")
-                  + (version == 0 ? "; created the sync tables" : ""))
+                  + (version.found == 0 ? "; created the sync tables" : ""))
         } catch {
             try? FileSystem.remove(trying)
             throw SyncSetupError("cannot sync with \(text): \(error); nothing was changed")

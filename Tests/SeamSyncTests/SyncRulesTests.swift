@@ -87,6 +87,10 @@ final class SyncRulesTests: XCTestCase {
         XCTAssertEqual(FieldVersion.micros(of: FieldVersion.stamp(time: 1.5, device: "d")), 1_500_000)
         XCTAssertNil(FieldVersion.micros(of: "nodot"))
         XCTAssertNil(FieldVersion.micros(of: ".d"))
+        XCTAssertNil(FieldVersion.micros(of: "12a4.d"))
+        XCTAssertNil(FieldVersion.micros(of: "99999999999999999999.d"), "past 64 bits")
+        XCTAssertEqual(FieldVersion.micros(of: "00000000000000000042.dev.ice"), 42)
+        XCTAssertEqual(FieldVersion.micros(of: "-7.d"), -7)
         XCTAssertEqual(FieldVersion.stamp(time: -3, device: "d"), FieldVersion.stamp(micros: 0, device: "d"))
         XCTAssertEqual(FieldVersion.stamp(time: .infinity, device: "d"), FieldVersion.stamp(micros: 0, device: "d"))
 

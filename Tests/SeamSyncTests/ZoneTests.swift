@@ -17,7 +17,7 @@ final class ZoneTests: XCTestCase {
         super.setUp()
         do {
             let s = try PostgresTestServer(user: "zoe")
-            for user in ["yann", "xena", "walt"] { try s.addUser(user) }
+            for user in ["yann", "xena", "walt", "vera"] { try s.addUser(user) }
             server = s
         } catch {
             print("ZoneTests: no PostgreSQL: \(error)")
@@ -182,6 +182,52 @@ final class ZoneTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 5, "not held for the 15 s lock timeout")
         try yann.query("COMMIT")
         XCTAssertTrue(try yann.notifications().isEmpty, "no notification of another zone's writes")
+    }
+
+    /// `seam.insert_records` (one statement since server schema 4, a loop before): each record
+    /// new to the zone gets the zone's next tag, in the order given; one the zone holds, or a
+    /// repeat within the call, is left out of the answer and takes no tag.
+    func testInsertRecordsTagsWhatIsNewInOrderAndLeavesOutTheRest() throws {
+        let walt = try PostgresConnection(try pg().connection("walt"))
+        let ids = (0..<5).map { _ in UUID().uuidString.lowercased() }
+        func insert(_ picks: [Int]) throws -> [[String?]] {
+            try walt.query("SELECT kind, id, tag FROM seam.insert_records($1::text[], $2::uuid[], $3::jsonb[], $4::jsonb[])",
+                           [PostgresArray.literal(picks.map { _ in "Timer" }), PostgresArray.literal(picks.map { ids[$0] }),
+                            PostgresArray.literal(picks.map { #"{"name": "t\#($0)"}"# }), PostgresArray.literal(picks.map { _ in "{}" })])
+        }
+        let first = try insert([1, 0, 1])
+        XCTAssertEqual(first.map { $0[1] }, [ids[1], ids[0]], "in the order given, the repeat left out")
+        let base = try XCTUnwrap(first.first?[2].flatMap { Int64($0) })
+        XCTAssertEqual(first.map { $0[2].flatMap { Int64($0) } }, [base, base + 1])
+        let second = try insert([2, 0, 3, 1, 4])
+        XCTAssertEqual(second.map { $0[1] }, [ids[2], ids[3], ids[4]], "those held already left out")
+        XCTAssertEqual(second.map { $0[2].flatMap { Int64($0) } }, [base + 2, base + 3, base + 4], "no tag taken by those left out")
+        XCTAssertEqual(try insert([]).count, 0)
+        XCTAssertEqual(try walt.query("SELECT fields->>'name' FROM seam.records WHERE uuid = $1::uuid", [ids[1]]).first?[0], "t1",
+                       "the first of a repeat is the one kept")
+        XCTAssertThrowsError(try walt.query("SELECT seam.insert_records(ARRAY['Timer'], ARRAY[gen_random_uuid()], ARRAY['[1]'::jsonb], "
+                                            + "ARRAY['{}'::jsonb])")) { error in
+            XCTAssertEqual((error as? PostgresError)?.sqlState, "22023", "\(error)")
+        }
+    }
+
+    /// A server at schema 3, which a zone's role may not upgrade: its workers sync with it as it
+    /// is (version 4 changed only how a function works), and say what its administrator can run.
+    func testAServerAtVersionThreeStillSyncsUntilItsOwnerUpgradesIt() throws {
+        let server = try pg()
+        let admin = try PostgresConnection(server.adminConnection)
+        try admin.query("UPDATE seam.meta SET value = '3' WHERE key = 'schemaVersion'")
+        defer { _ = try? admin.query("UPDATE seam.meta SET value = '\(ServerSchema.version)' WHERE key = 'schemaVersion'") }
+        let a = try SyncMachine("a", server: server, user: "vera")
+        let timer = try a.addTimer("Synced with a version 3 server")
+        try eventually(15, "the timer is on the server") {
+            try admin.query("SELECT 1 FROM seam.records WHERE uuid = $1::uuid", [timer]).count == 1
+        }
+        XCTAssertTrue(a.broker.log.contains("may not upgrade it to version \(ServerSchema.version)"), a.broker.log)
+        XCTAssertEqual(try admin.query("SELECT value FROM seam.meta WHERE key = 'schemaVersion'").first?[0], "3", "left as it was")
+        let upgraded = try ServerSchema.ensure(admin)
+        XCTAssertEqual(upgraded.found, 3)
+        XCTAssertEqual(upgraded.now, ServerSchema.version)
     }
 
     // MARK: - (b), (f) the server script
