@@ -322,6 +322,65 @@ final class SyncTests: XCTestCase {
         XCTAssertEqual(try m.connection.count("Timer"), 1100)
     }
 
+    /// A first export cut short, twice — the worker killed while pages are on their way to the
+    /// server, then the server restarted — still ends with every row on the server once, every
+    /// record's tag recorded here, and a new machine holding them all. (The export is a pipeline:
+    /// a page's insert is in flight while the next is read and the last one's tags are saved.)
+    func testAFirstExportCutShortLosesAndDuplicatesNothing() throws {
+        let server = try pg()
+        let home = TemporaryDirectory("seam-sync-cut")
+        let data = home.file("data"), config = home.file("config")
+        try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
+        try Data(#"{"roles": {"ticker": {"enabled": false}}}"#.utf8).write(to: URL(fileURLWithPath: config + "/seamd.json"))
+        let tag = "cut-\(UUID().uuidString.prefix(6))-"
+        let rows = 3_000
+        do {
+            let before = try BrokerProcess(arguments: ["--no-roles"], dataDirectory: data)
+            let c = try SeamConnection.connect(path: before.socketPath)
+            try c.hello()
+            for page in 0..<(rows / 1_000) {
+                try c.save((0..<1_000).map { i in .insert(entity: "Timer", values: ["name": .string(tag + "\(page * 1_000 + i)")]) })
+            }
+            before.stop()
+        }
+        let a = try SyncMachine("cut", server: server, user: "alice", reusing: (home, data, config), setUp: true)
+        var admin = try PostgresConnection(server.adminConnection)
+        func onServer() throws -> Int {
+            if !admin.isConnected { admin = try PostgresConnection(server.adminConnection) }  // after the restart
+            return Int(try admin.query("SELECT count(*) FROM seam.records WHERE fields->>'name' LIKE $1", [tag + "%"]).first?[0] ?? "0") ?? 0
+        }
+        // Cut where the server holds some of them and not all: the worker first, the server next.
+        var cuts: [String] = []
+        let deadline = Date().addingTimeInterval(60)
+        while cuts.count < 2 && Date() < deadline {
+            let n = try onServer()
+            if n >= rows { break }
+            if cuts.isEmpty, n > 0, let pid = try a.syncWorkerPID() {
+                kill(pid, SIGKILL)
+                cuts.append("worker killed at \(n)")
+            } else if cuts.count == 1, n > 0, n > Int(cuts[0].split(separator: " ").last ?? "0") ?? 0 {
+                try server.restart()
+                admin = try PostgresConnection(server.adminConnection)
+                cuts.append("server restarted at \(n)")
+            }
+            usleep(10_000)
+        }
+        print("FirstExportCut: \(cuts.isEmpty ? "the export ended before a cut" : cuts.joined(separator: ", "))")
+        try eventually(60, "the server has every row") { try onServer() == rows }
+        try eventually(30, "every record's tag is recorded here") {
+            try a.connection.count("SyncRecord") >= rows && a.syncStatus()["state"]?.stringValue == "idle"
+        }
+        XCTAssertEqual(try onServer(), rows, "once each")
+        let b = try SyncMachine("cut-b", server: server, user: "alice")
+        try eventually(60, "a new machine has them all") {
+            try b.connection.count("Timer", where: "name BEGINSWITH $t", parameters: ["t": .string(tag)]) == rows
+        }
+        try eventually(10, "the first machine's worker is idle without an error") {
+            let s = try a.syncStatus()
+            return s["state"]?.stringValue == "idle" && s["lastError"] == .null
+        }
+    }
+
     /// `seam sync setup` again with another role (another zone): the worker starts over there,
     /// so the new zone gets the records this machine already had.
     func testSettingUpAnotherZoneStartsOverThere() throws {
