@@ -1,6 +1,7 @@
 // System calls that Swift cannot reach through `import Glibc`: the ones that need _GNU_SOURCE,
 // and the ones whose structs (packed epoll_event, signalfd_siginfo) import badly.
 #define _GNU_SOURCE
+#include <malloc.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -301,4 +302,8 @@ int seam_watch_read(int fd, const char *const *names, int count, uint64_t *hits)
             p += sizeof(struct inotify_event) + e->len;
         }
     }
+}
+
+int seam_one_growing_heap(int bytes) {
+    return mallopt(M_ARENA_MAX, 1) && mallopt(M_TOP_PAD, bytes) && mallopt(M_MMAP_THRESHOLD, bytes);
 }

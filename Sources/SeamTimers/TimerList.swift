@@ -22,6 +22,10 @@ public struct TimerListEntry: Sendable, Hashable {
     public var timerMissing: Bool
     /// The timer names a group that does not exist (it never arrived through sync, say).
     public var groupMissing: Bool
+    /// Where the timer and the session are in the arrays `TimerList.build` was given: a caller
+    /// that holds those rows in another form too finds them without a lookup by uuid.
+    public var timerIndex: Int?
+    public var sessionIndex: Int?
 
     public var id: String {
         switch backing {
@@ -71,22 +75,23 @@ public enum TimerList {
         func uuid(_ r: [String: AttributeValue]) -> String { r["uuid"]?.stringValue ?? "" }
         let groupByUUID = Dictionary(groups.map { (uuid($0), $0) }, uniquingKeysWith: { a, _ in a })
         let timerUUIDs = Set(timers.map(uuid))
-        var sessionByTimer: [String: [String: AttributeValue]] = [:]
+        var sessionByTimer: [String: Int] = [:]
         var orphans: [TimerListEntry] = []
-        for s in sessions {
+        for (i, s) in sessions.enumerated() {
             if let t = s["timerUUID"]?.stringValue, timerUUIDs.contains(t), sessionByTimer[t] == nil {
-                sessionByTimer[t] = s
+                sessionByTimer[t] = i
             } else {
                 let dangling = s["timerUUID"]?.stringValue != nil
                 orphans.append(TimerListEntry(backing: .session(uuid: uuid(s)), timer: nil, session: s, group: nil,
-                                              timerMissing: dangling, groupMissing: false))
+                                              timerMissing: dangling, groupMissing: false, timerIndex: nil, sessionIndex: i))
             }
         }
-        var entries: [TimerListEntry] = timers.map { t in
+        var entries: [TimerListEntry] = timers.enumerated().map { i, t in
             let groupUUID = t["groupUUID"]?.stringValue
             let group = groupUUID.flatMap { groupByUUID[$0] }
-            return TimerListEntry(backing: .timer(uuid: uuid(t)), timer: t, session: sessionByTimer[uuid(t)], group: group,
-                                  timerMissing: false, groupMissing: groupUUID != nil && group == nil)
+            let session = sessionByTimer[uuid(t)]
+            return TimerListEntry(backing: .timer(uuid: uuid(t)), timer: t, session: session.map { sessions[$0] }, group: group,
+                                  timerMissing: false, groupMissing: groupUUID != nil && group == nil, timerIndex: i, sessionIndex: session)
         }
         // Each key made once, not once per comparison: 100,000 timers are sorted in linear-ish time.
         entries = entries.map { (SortKey($0), $0) }.sorted { $0.0 < $1.0 }.map(\.1)

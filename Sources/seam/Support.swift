@@ -53,6 +53,12 @@ func outputArray<T>(_ items: [T], _ json: (T) -> JSON) {
     Descriptors.write(1, bytes)
 }
 
+/// Starts a listing, which holds every row at once and then ends `seam`: one heap that grows in
+/// large steps serves it (see `Memory.preferOneGrowingHeap`; not for `seam watch`, which runs on).
+func prepareForListing() {
+    Memory.preferOneGrowingHeap()
+}
+
 /// Ends `seam` once a listing is written: the kernel takes back the memory of 100,000 rows at
 /// once, rather than Swift freeing it row by row (a tenth of `seam ls --json`'s time).
 func exitAfterListing() -> Never {

@@ -31,6 +31,7 @@ enum TimerCommands {
             if args.flag("json") { output(.object(try c.row("Timer", uuid: uuid) ?? [:])) } else { print(uuid) }
         },
         Command("timer ls", "[--json]", "the timers", flags: ["json"]) { _, args in
+            prepareForListing()
             let c = try connect(args, hello: false)
             let rows = try timers(c)
             if args.flag("json") {
@@ -94,6 +95,7 @@ enum TimerCommands {
             if args.flag("json") { output(.object(try c.row("UserGroup", uuid: uuid) ?? [:])) } else { print(uuid) }
         },
         Command("group ls", "[--json]", "the groups", flags: ["json"]) { _, args in
+            prepareForListing()
             let rows = try groups(try connect(args, hello: false))
             if args.flag("json") {
                 outputArray(rows, JSON.object)
@@ -147,6 +149,7 @@ enum TimerCommands {
     ]
 
     static let list = Command("ls", "[--json]", "timers with their sessions, and sessions without a timer", flags: ["json"]) { _, args in
+        prepareForListing()
         let c = try connect(args, hello: false)
         let groupRows = try groups(c).map { values($0, entity: "UserGroup") }
         let twins = TimerList.duplicateNames(groupRows)
@@ -162,15 +165,11 @@ enum TimerCommands {
         if args.flag("json") {
             // Each row as it came from seamd (its wire form), keys sorted; the list written an
             // entry at a time rather than built whole first.
-            func byUUID(_ rows: [JSONObject]) -> [String: JSONObject] {
-                Dictionary(rows.map { ($0["uuid"]?.stringValue ?? "", $0) }, uniquingKeysWith: { a, _ in a })
-            }
-            let timerWire = byUUID(timerRows), sessionWire = byUUID(sessionRows)
             var timerKeys = KeyOrder(), sessionKeys = KeyOrder()
             outputArray(entries) { e in
                 var o: JSONObject = ["kind": .string(e.timer == nil ? "session" : "timer"), "name": .string(e.name)]
-                if let t = e.timer, let row = timerWire[t["uuid"]?.stringValue ?? ""] { o["timer"] = .object(timerKeys.sorted(row)) }
-                if let s = e.session, let row = sessionWire[s["uuid"]?.stringValue ?? ""] { o["session"] = .object(sessionKeys.sorted(row)) }
+                if let i = e.timerIndex { o["timer"] = .object(timerKeys.sorted(timerRows[i])) }
+                if let i = e.sessionIndex { o["session"] = .object(sessionKeys.sorted(sessionRows[i])) }
                 if let g = e.group?["name"]?.stringValue { o["group"] = .string(g) }
                 if e.groupMissing { o["groupMissing"] = .bool(true) }
                 if e.timerMissing { o["timerMissing"] = .bool(true) }

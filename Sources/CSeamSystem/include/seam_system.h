@@ -11,6 +11,10 @@ ssize_t seam_copy_file_range(int fd_in, int fd_out, size_t length);
 /// pages without waiting for them (needs _GNU_SOURCE). 0 or -1 with errno.
 int seam_start_writeback(int fd);
 
+/// mallopt(3) with M_ARENA_MAX 1, M_TOP_PAD and M_MMAP_THRESHOLD `bytes` (malloc.h is not part of
+/// Swift's Glibc module). 1 when every option was taken.
+int seam_one_growing_heap(int bytes);
+
 /// getrandom(2) with no flags (sys/random.h is not part of Swift's Glibc module).
 ssize_t seam_getrandom(void *buffer, size_t length);
 
