@@ -429,7 +429,8 @@ extension Broker {
             return .failure(.permissionDenied("this connection is read-only: call org.seam.Store.Hello before saving"))
         }
         var request = SaveRequest()
-        for (key, kind) in [("inserts", 0), ("updates", 1), ("deletes", 2)] {
+        for kind in SaveRequest.Kind.allCases {
+            let key = kind.listName
             switch p[key] {
             case nil, .null?: continue
             case .array(let items)?:
@@ -441,9 +442,9 @@ extension Broker {
                         return .failure(.invalidRequest("no entity named '\(entityName)'", field: "\(key)[\(i)].entity"))
                     }
                     let uuid = o["uuid"]?.stringValue
-                    if kind > 0 && uuid == nil { return .failure(.invalidParameter("\(key)[\(i)].uuid")) }
+                    if kind.namesRow && uuid == nil { return .failure(.invalidParameter("\(key)[\(i)].uuid")) }
                     var values: [String: AttributeValue] = [:]
-                    if kind < 2 {
+                    if kind.carriesValues {
                         guard case .object(let v)? = o["values"] else { return .failure(.invalidParameter("\(key)[\(i)].values")) }
                         let types = attributeTypes(e)
                         values.reserveCapacity(v.count)
@@ -458,11 +459,7 @@ extension Broker {
                             }
                         }
                     }
-                    switch kind {
-                    case 0: request.insert(e.name, values)
-                    case 1: request.update(e.name, uuid!, values)
-                    default: request.delete(e.name, uuid!)
-                    }
+                    request.add(kind, e.name, uuid: uuid, values)
                 }
             default:
                 return .failure(.invalidParameter(key))
@@ -484,7 +481,7 @@ extension Broker {
     func quickSave(_ q: QuickSave, from c: Connection) -> [UInt8]? {
         guard let hello = c.hello else { return nil }
         var request = SaveRequest()
-        for (kind, items) in [(0, q.inserts), (1, q.updates), (2, q.deletes)] {
+        for (kind, items) in [(SaveRequest.Kind.insert, q.inserts), (.update, q.updates), (.delete, q.deletes)] {
             for item in items {
                 guard let e = context.schema.entity(item.entity)?.entity else { return nil }
                 var values: [String: AttributeValue] = [:]
@@ -494,11 +491,7 @@ extension Broker {
                     guard let type = types[v.name], case .success(let value) = WireValues.decode(v.value, as: type) else { return nil }
                     values[v.name] = value
                 }
-                switch kind {
-                case 0: request.insert(e.name, values)
-                case 1: request.update(e.name, item.uuid!, values)
-                default: request.delete(e.name, item.uuid!)
-                }
+                guard request.add(kind, e.name, uuid: item.uuid, values) else { return nil }
             }
         }
         request.valuesChecked = true

@@ -57,4 +57,38 @@ public struct SaveRequest: Sendable {
     public mutating func delete(_ entity: String, _ uuid: String) {
         operations.append(.delete(entity: entity, uuid: uuid))
     }
+
+    /// The three kinds of operation, in the order a save applies them, as a message lists them.
+    public enum Kind: CaseIterable, Sendable {
+        case insert, update, delete
+
+        /// The key of the message's list of them (`inserts`, `updates`, `deletes`).
+        public var listName: String {
+            switch self {
+            case .insert: "inserts"
+            case .update: "updates"
+            case .delete: "deletes"
+            }
+        }
+
+        /// Whether an operation of this kind names its row (`uuid`) and carries `values`.
+        public var namesRow: Bool { self != .insert }
+        public var carriesValues: Bool { self != .delete }
+    }
+
+    /// Adds an operation of `kind`; false when it lacks the uuid its kind needs (nothing added).
+    @discardableResult
+    public mutating func add(_ kind: Kind, _ entity: String, uuid: String?, _ values: [String: AttributeValue]) -> Bool {
+        switch kind {
+        case .insert:
+            insert(entity, values)
+        case .update:
+            guard let uuid else { return false }
+            update(entity, uuid, values)
+        case .delete:
+            guard let uuid else { return false }
+            delete(entity, uuid)
+        }
+        return true
+    }
 }

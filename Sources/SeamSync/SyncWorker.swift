@@ -1422,19 +1422,15 @@ struct SaveBuilder {
         var parts: [SaveBuilder] = []
         var part = SaveBuilder(unchangedSince: unchangedSince)
         var bytes = 0
-        for (kind, items) in [(0, inserts), (1, updates), (2, deletes)] {
-            for item in items {
+        for list in [\SaveBuilder.inserts, \.updates, \.deletes] {
+            for item in self[keyPath: list] {
                 let size = item.encoded().count
                 if !part.isEmpty && (part.operations + last.operations >= Self.partOperations || bytes + size > Self.partBytes) {
                     parts.append(part)
                     part = SaveBuilder(unchangedSince: unchangedSince)
                     bytes = 0
                 }
-                switch kind {
-                case 0: part.inserts.append(item)
-                case 1: part.updates.append(item)
-                default: part.deletes.append(item)
-                }
+                part[keyPath: list].append(item)
                 bytes += size
             }
         }
