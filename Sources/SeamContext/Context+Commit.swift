@@ -46,7 +46,7 @@ extension Context {
         var applying: RowChange?  // the change SQLite is given, so that an error names its row
         do {
             for name in names {
-                let handle = stores[name]!
+                let handle = try handle(name, for: byStore[name]?.first?.entity ?? "")
                 try handle.runOnce(handle.saveStatements().begin)
                 begun.append(handle)
             }

@@ -148,7 +148,8 @@ extension Context {
     /// The row as the save sees it so far: staged state first, then the store.
     private func current(_ e: Entity, _ uuid: String, store: String, in work: WorkingSet) throws(ContextError) -> Pending {
         if let p = work.rows[WorkingSet.key(e.name, uuid)] { return p }
-        let values = try readRow(e, uuid: uuid, from: stores[store]!.db, handle: stores[store])?.values
+        let handle = try handle(store, for: e.name)
+        let values = try readRow(e, uuid: uuid, from: handle.db, handle: handle)?.values
         return Pending(entity: e, store: store, old: values, new: values)
     }
 
@@ -238,7 +239,8 @@ extension Context {
         guard p.new != nil else { throw ContextError(.notFound(entity: entity, uuid: uuid)) }
         // Inserted by this save: an insert is not checked against the store before its INSERT,
         // which a delete now takes away; a row of that uuid in the store makes it a duplicate.
-        if p.old == nil, try readRow(r.entity, uuid: uuid, from: stores[r.store]!.db, handle: stores[r.store]) != nil {
+        let handle = try handle(r.store, for: entity)
+        if p.old == nil, try readRow(r.entity, uuid: uuid, from: handle.db, handle: handle) != nil {
             throw ContextError(.duplicate(entity: entity, uuid: uuid))
         }
         p.new = nil
@@ -273,11 +275,11 @@ extension Context {
 
     /// The uuids of `source` rows whose `link` attribute holds `uuid`, as the save sees them.
     private func linkingRows(_ source: Entity, _ link: Link, to uuid: String, in work: WorkingSet) throws(ContextError) -> [String] {
-        let store = try route(source.name).store
+        let handle = try handle(try route(source.name).store, for: source.name)
         var found: [String] = []
         let sql = "SELECT \"uuid\" FROM \(SchemaSQL.quote(source.name)) WHERE \(SchemaSQL.quote(link.attribute)) = ?"
         do {
-            let s = try stores[store]!.statement(sql)
+            let s = try handle.statement(sql)
             try s.bind(.string(uuid), at: 1)
             defer { s.reset() }
             while try s.step() { found.append(s.column(0, as: .string).stringValue ?? "") }

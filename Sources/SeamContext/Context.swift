@@ -529,6 +529,15 @@ public final class Context {
         throw ContextError(.unknownEntity(entity))
     }
 
+    /// The open store `route` named for `entity`. (A route names only open stores; one closed
+    /// since is said so, not trusted.)
+    func handle(_ store: String, for entity: String) throws(ContextError) -> StoreHandle {
+        guard let handle = stores[store] else {
+            throw ContextError(.storeUnavailable(store: store, entity: entity, reason: closedStores[store] ?? "it is not open"))
+        }
+        return handle
+    }
+
     /// The definition of `entity` as its store holds it now: the route's, when open.
     public func servedEntity(_ entity: String) throws(ContextError) -> Entity { try route(entity).entity }
 
@@ -546,7 +555,8 @@ public final class Context {
     public func row(_ entity: String, _ uuid: String) throws(ContextError) -> Row? {
         try guarding(entity: entity) { () throws(ContextError) -> Row? in
             let r = try route(entity)
-            return try readRow(r.entity, uuid: uuid, from: stores[r.store]!.db, handle: stores[r.store])
+            let handle = try handle(r.store, for: entity)
+            return try readRow(r.entity, uuid: uuid, from: handle.db, handle: handle)
         }
     }
 
@@ -560,7 +570,7 @@ public final class Context {
 
     private func rowValuesUnguarded(_ entity: String, _ uuid: String) throws(ContextError) -> (attributes: [Attribute], values: [AttributeValue])? {
         let r = try route(entity)
-        let handle = stores[r.store]!
+        let handle = try handle(r.store, for: entity)
         let columns = r.entity.attributes
         do {
             let s = try rowStatement(r.entity, handle: handle, db: handle.db)
@@ -604,7 +614,8 @@ public final class Context {
     public func fetch(_ request: FetchRequest) throws(ContextError) -> [Row] {
         try guarding(entity: request.entity) { () throws(ContextError) -> [Row] in
             let r = try route(request.entity)
-            return try fetch(request, entity: r.entity, db: stores[r.store]!.db, handle: stores[r.store])
+            let handle = try handle(r.store, for: request.entity)
+            return try fetch(request, entity: r.entity, db: handle.db, handle: handle)
         }
     }
 
@@ -612,7 +623,8 @@ public final class Context {
     public func count(_ request: FetchRequest) throws(ContextError) -> Int {
         try guarding(entity: request.entity) { () throws(ContextError) -> Int in
             let r = try route(request.entity)
-            return try count(request, entity: r.entity, db: stores[r.store]!.db, handle: stores[r.store])
+            let handle = try handle(r.store, for: request.entity)
+            return try count(request, entity: r.entity, db: handle.db, handle: handle)
         }
     }
 
