@@ -79,6 +79,7 @@ do {
         Terminal.flushOutput()
     }
     try worker.run()
+    Terminal.exit(0)  // seamd is gone
 } catch let e as Arguments.UsageError {
     Terminal.fail(tool, e.message, status: Terminal.usageError)
 } catch {

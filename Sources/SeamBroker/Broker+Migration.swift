@@ -5,7 +5,6 @@ import SeamSchema
 import SeamStore
 import SeamSystem
 import Synchronization
-import Glibc
 
 /// A migration in progress: the plan, the stores it closed, the worker building the copies,
 /// and the calls watching it.
@@ -237,8 +236,7 @@ extension Broker {
                 let result: StoreError?
                 do throws(StoreError) { try directory.verifyCopies(plan); result = nil } catch { result = error }
                 outcome.set(result)
-                var byte: UInt8 = 1
-                _ = Glibc.write(pipe.write, &byte, 1)
+                Descriptors.write(pipe.write, [1])
                 Descriptors.close(pipe.write)
             }
         } catch {

@@ -1,4 +1,3 @@
-import Glibc
 import SeamStore
 import SeamSystem
 
@@ -55,7 +54,7 @@ extension Context {
             if !sequenceJumpUnrecorded { removeOpenMarker() }
             return
         }
-        let text = "The stores in this directory are open (pid \(getpid())). Found while nothing has them open, "
+        let text = "The stores in this directory are open (pid \(Processes.currentID)). Found while nothing has them open, "
             + "it means they were not closed cleanly: Seam then numbers saves from further on (see Context+Sequence).\n"
         do throws(SystemError) { try FileSystem.writeAtomically(Array(text.utf8), to: marker) } catch {
             throw ContextError(.store(StoreError(.system(error), path: marker)))

@@ -1,5 +1,4 @@
 import CLibPQ
-import Glibc
 
 /// Why a PostgreSQL call failed: the SQLSTATE when the server gave one, and its message.
 public struct PostgresError: Error, Sendable, CustomStringConvertible {
@@ -174,9 +173,17 @@ public final class PostgresConnection {
     }
 
     private func withParameters<R>(_ parameters: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
-        let copies: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }
-        defer { copies.forEach { free($0) } }
-        return body(copies.map { $0.map { UnsafePointer($0) } })
+        // Each a NUL-terminated copy that lives until `body` returns.
+        let copies: [UnsafeMutableBufferPointer<CChar>?] = parameters.map { text in
+            text.map { text in
+                let c = text.utf8CString
+                let copy = UnsafeMutableBufferPointer<CChar>.allocate(capacity: c.count)
+                _ = copy.initialize(from: c)
+                return copy
+            }
+        }
+        defer { copies.forEach { $0?.deallocate() } }
+        return body(copies.map { $0.map { UnsafePointer($0.baseAddress!) } })
     }
 }
 

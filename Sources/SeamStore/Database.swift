@@ -1,5 +1,4 @@
 import CSQLite
-import Glibc
 import SeamSchema
 import SeamSystem
 
@@ -207,8 +206,7 @@ public final class Database {
     private static func syncFailed(_ error: SystemError) -> Never {
         let message = "fatal: \(error): a commit may not be on the disk, and nobody has been told of it. Stopping; "
             + "on the next start the store recovers what reached the disk. Check the disk (dmesg) first.\n"
-        _ = Array(message.utf8).withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-        exit(74)
+        Processes.stop(message, status: 74)
     }
 
     // MARK: - Checking

@@ -4,7 +4,6 @@ import SeamPostgres
 import SeamProtocol
 import SeamSchema
 import SeamSystem
-import Glibc
 
 /// The sync worker: mirrors the Cloud store's synced entities to a PostgreSQL server and back.
 ///
@@ -147,12 +146,13 @@ public final class SyncWorker {
 
     /// Syncs until seamd goes away: on every local commit and every server notification, and
     /// every `pollInterval` seconds; reconnects to the server with backoff when it is away.
-    public func run() throws -> Never {
+    /// Returns once seamd has closed the connection (it stopped, or stopped sync).
+    public func run() throws {
         let listen = try broker.start("org.seam.Sync.Listen")
         try prepare(listen)
         var backoff = 0.5
         var wanted = true
-        while true {
+        while !brokerGone {
             if pg == nil {
                 do {
                     try connectServer()
@@ -197,6 +197,9 @@ public final class SyncWorker {
         }
     }
 
+    /// Whether seamd has closed the connection: `run` returns.
+    private var brokerGone = false
+
     /// Waits for a local commit, a server notification, or the poll interval; true when a
     /// cycle is due.
     private func wait(_ listen: JSON) -> Bool {
@@ -230,12 +233,13 @@ public final class SyncWorker {
         if UnixSocket.waitReadable([broker.descriptor], timeoutMilliseconds: Int32(seconds * 1000))[0] { _ = brokerEvents(listen) }
     }
 
-    /// Reads the broker's replies to Listen; exits when seamd is gone.
+    /// Reads the broker's replies to Listen; sets `brokerGone` when seamd is gone.
     private func brokerEvents(_ listen: JSON) -> Bool {
         let replies: [Reply]
         do { replies = try broker.pending() } catch {
-            log("seamd closed the connection; stopping")
-            Glibc.exit(0)
+            if !brokerGone { log("seamd closed the connection; stopping") }
+            brokerGone = true
+            return false
         }
         return replies.contains { $0.id == listen && $0.error == nil && $0.parameters["event"]?.stringValue != "listening" }
     }

@@ -1,5 +1,4 @@
 import SeamSystem
-import Glibc
 
 /// For tests only: a point where the worker can be held, to make a race happen on purpose.
 ///
@@ -20,7 +19,7 @@ struct TestPause {
         guard FileSystem.exists(base + ".armed") else { return }
         try? FileSystem.writeAtomically([], to: base + ".paused")
         let deadline = WallClock.monotonic() + 60
-        while !FileSystem.exists(base + ".go") && WallClock.monotonic() < deadline { usleep(10_000) }
+        while !FileSystem.exists(base + ".go") && WallClock.monotonic() < deadline { Threads.sleep(0.01) }
         // Not paused any more before the go is used up: a test that sees `.paused` may go on.
         try? FileSystem.remove(base + ".paused")
         try? FileSystem.remove(base + ".go")

@@ -108,6 +108,16 @@ public enum Processes {
         return false
     }
 
+    /// Ends this process at once with `status`, `message` on stderr: for what it must not go on
+    /// after (a WAL whose fsync failed), not for ordinary errors, which are thrown.
+    public static func stop(_ message: String, status: Int32) -> Never {
+        Descriptors.write(2, message)
+        exit(status)
+    }
+
+    /// This process's id.
+    public static var currentID: Int32 { getpid() }
+
     /// Sends `signo` to `pid`; false when there is no such process (or it is not ours).
     @discardableResult
     public static func signal(_ pid: Int32, _ signo: Int32) -> Bool { kill(pid, signo) == 0 }
