@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Glibc
 #endif
 
 /// Numbers: the grammar of RFC 8259 §6, integers into `Int64`, the rest into `Double`.
@@ -80,10 +81,14 @@ extension JSONParser {
             }
             return negative ? -value : value
         }
-        // The slow path, correctly rounded by the standard library (the literal's grammar is
-        // JSON's, checked above: nothing it reads differently, such as hex or "nan").
+        // The slow path, correctly rounded by the C library: the literal is copied, with the NUL
+        // strtod needs, into a buffer on the stack (no String made for the common 17-digit case).
         let length = position - start
-        let value = Double(String(decoding: UnsafeBufferPointer(start: base + start, count: length), as: UTF8.self)) ?? .infinity
+        let value = withUnsafeTemporaryAllocation(of: CChar.self, capacity: length + 1) { buffer -> Double in
+            for k in 0..<length { buffer[k] = CChar(bitPattern: base[start + k]) }
+            buffer[length] = 0
+            return strtod(buffer.baseAddress!, nil)
+        }
         guard value.isFinite else {
             // At most 40 bytes of it: a 4 MB number must not make a 4 MB error reply.
             let shown = String(decoding: UnsafeBufferPointer(start: base + start, count: min(length, 40)), as: UTF8.self)
