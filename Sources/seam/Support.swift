@@ -195,6 +195,15 @@ func nonEmptyName(_ text: String, of what: String) throws(Arguments.UsageError) 
     return text
 }
 
+/// Refuses a new timer's or group's name that one of `rows` has already: `--group G1` and
+/// `seam start G1` would then be ambiguous. (Sync can still bring two of a name, made offline on
+/// two machines; listings tell those apart by their short ids.)
+func requireNewName(_ name: String, among rows: [JSONObject], kind: String) throws {
+    guard let twin = rows.first(where: { $0["name"]?.stringValue == name }) else { return }
+    let id = ShortID.of(twin["uuid"]?.stringValue ?? "")
+    throw CLIError("a \(kind) named '\(Terminal.printable(name))' exists already (\(id)); give this one another name")
+}
+
 /// `--step LABEL=DURATION …` as the JSON the store keeps; a step of the wrong form, or too
 /// many, is a usage error (exit 64), said before anything is saved.
 func stepsJSON(_ arguments: [String]) throws -> JSON {

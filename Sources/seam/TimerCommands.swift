@@ -16,6 +16,7 @@ enum TimerCommands {
                 options: ["step", "repeat", "icon", "colour", "sound", "group"], flags: ["json"]) { operands, args in
             var values: JSONObject = ["name": .string(try nonEmptyName(operands[0], of: "a timer"))]
             let c = try connect(args)
+            try requireNewName(operands[0], among: try c.fetch("Timer", fields: ["uuid", "name"]), kind: "timer")
             let steps = args.values("step")
             guard !steps.isEmpty else { throw Arguments.UsageError("a timer needs at least one --step LABEL=DURATION") }
             values["steps"] = try stepsJSON(steps)
@@ -89,6 +90,7 @@ enum TimerCommands {
         Command("group add", "NAME [--json]", "a group for timers", operands: 1...1, flags: ["json"]) { operands, args in
             let name = try nonEmptyName(operands[0], of: "a group")
             let c = try connect(args)
+            try requireNewName(name, among: try groups(c), kind: "group")
             let now = WallClock.now()
             let uuid = try c.save([.insert(entity: "UserGroup", values: ["name": .string(name), "createdAt": .double(now),
                                                                          "modifiedAt": .double(now)])]).inserted[0]

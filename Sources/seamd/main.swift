@@ -8,6 +8,7 @@ import SeamTimers
 
 let usage = """
     usage: seamd [--data-dir DIR] [--socket PATH] [--config FILE] [--no-roles] [--durability normal|full] [--log-level LEVEL]
+                 [--handshake-timeout SECONDS] [--spin MICROSECONDS]
 
     Serves the timer app's stores over the varlink protocol (org.seam.Store, org.seam.Timers), in the foreground,
     logging to stderr. Stops cleanly on SIGTERM or SIGINT.

@@ -88,6 +88,21 @@ final class CLITests: BrokerTestCase {
 
     /// `--note` on start and flash; `seam ls` shows a note only where there is one (a NOTE column
     /// once any session has one; `note` in --json).
+    /// `group add` and `timer add` refuse a name one has already (naming it by short id), so
+    /// that the person does not make the ambiguity `--group G1` or `seam start G1` would meet;
+    /// nothing is saved.
+    func testAddingANameThatExistsIsRefused() throws {
+        let kitchen = try seam("group", "add", "Kitchen").trimmingCharacters(in: .whitespacesAndNewlines)
+        let said = try seam("group", "add", "Kitchen", status: 1)
+        XCTAssertTrue(said.contains("a group named 'Kitchen' exists already (\(kitchen.suffix(8)))"), said)
+        let tea = try seam("timer", "add", "Tea", "--step", "a=1m").trimmingCharacters(in: .whitespacesAndNewlines)
+        let again = try seam("timer", "add", "Tea", "--step", "b=2m", status: 1)
+        XCTAssertTrue(again.contains("a timer named 'Tea' exists already (\(tea.suffix(8)))"), again)
+        XCTAssertEqual(try client().count("UserGroup"), 1)
+        XCTAssertEqual(try client().count("Timer"), 1)
+        try seam("timer", "add", "tea", "--step", "a=1m")  // another name: case counts
+    }
+
     /// What sync can deliver, shown honestly by `seam ls` and `seam timer ls`: a timer whose
     /// group is not there, and two groups of one name, each with its short id (the end of its uuid).
     func testMissingAndTwinGroupsAreShownHonestly() throws {
