@@ -195,11 +195,11 @@ func nonEmptyName(_ text: String, of what: String) throws(Arguments.UsageError) 
     return text
 }
 
-/// Refuses a new timer's or group's name that one of `rows` has already: `--group G1` and
-/// `seam start G1` would then be ambiguous. (Sync can still bring two of a name, made offline on
-/// two machines; listings tell those apart by their short ids.)
-func requireNewName(_ name: String, among rows: [JSONObject], kind: String) throws {
-    guard let twin = rows.first(where: { $0["name"]?.stringValue == name }) else { return }
+/// Refuses a timer's or group's new name that another of `rows` (not the row `renaming`) has
+/// already: `--group G1` and `seam start G1` would then be ambiguous. (Sync can still bring two
+/// of a name, made offline on two machines; listings tell those apart by their short ids.)
+func requireNewName(_ name: String, among rows: [JSONObject], kind: String, renaming: String? = nil) throws {
+    guard let twin = rows.first(where: { $0["name"]?.stringValue == name && $0["uuid"]?.stringValue != renaming }) else { return }
     let id = ShortID.of(twin["uuid"]?.stringValue ?? "")
     throw CLIError("a \(kind) named '\(Terminal.printable(name))' exists already (\(id)); give this one another name")
 }

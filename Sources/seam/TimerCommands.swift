@@ -64,6 +64,9 @@ enum TimerCommands {
             if let n = args.value("name") { values["name"] = .string(try nonEmptyName(n, of: "a timer")) }
             let c = try connect(args)
             let t = try resolveTimer(c, operands[0])
+            if let n = args.value("name") {
+                try requireNewName(n, among: try c.fetch("Timer", fields: ["uuid", "name"]), kind: "timer", renaming: t["uuid"]?.stringValue)
+            }
             if !args.values("step").isEmpty { values["steps"] = try stepsJSON(args.values("step")) }
             if let n = try args.integer("repeat", in: 1...SessionClock.maxRounds) { values["repeatCount"] = .integer(Int64(n)) }
             if let i = args.value("icon") { values["icon"] = .string(i) }
@@ -109,6 +112,7 @@ enum TimerCommands {
             let name = try nonEmptyName(operands[1], of: "a group")
             let c = try connect(args)
             let g = try resolveGroup(c, operands[0])
+            try requireNewName(name, among: try groups(c), kind: "group", renaming: g["uuid"]?.stringValue)
             try c.save([.update(entity: "UserGroup", uuid: g["uuid"]!.stringValue!, values: ["name": .string(name),
                                                                                               "modifiedAt": .double(WallClock.now())])])
         },

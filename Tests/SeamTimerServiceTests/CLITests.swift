@@ -101,6 +101,13 @@ final class CLITests: BrokerTestCase {
         XCTAssertEqual(try client().count("UserGroup"), 1)
         XCTAssertEqual(try client().count("Timer"), 1)
         try seam("timer", "add", "tea", "--step", "a=1m")  // another name: case counts
+        // Renaming onto another's name too; onto its own name is no change, and allowed.
+        XCTAssertTrue(try seam("timer", "edit", "tea", "--name", "Tea", status: 1).contains("exists already"))
+        try seam("timer", "edit", "Tea", "--name", "Tea")
+        try seam("group", "add", "Pantry")
+        XCTAssertTrue(try seam("group", "rename", "Pantry", "Kitchen", status: 1).contains("a group named 'Kitchen' exists already"))
+        try seam("group", "rename", "Pantry", "Larder")
+        XCTAssertEqual(Set(try client().fetch("UserGroup").compactMap { $0["name"]?.stringValue }), ["Kitchen", "Larder"])
     }
 
     /// What sync can deliver, shown honestly by `seam ls` and `seam timer ls`: a timer whose
