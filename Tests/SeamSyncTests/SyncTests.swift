@@ -300,20 +300,8 @@ final class SyncTests: XCTestCase {
     /// after page by uuid (1,100 timers: three pages).
     func testTheFirstExportSendsEveryRowPageByPage() throws {
         let server = try pg()
-        let home = TemporaryDirectory("seam-sync-first")
-        let data = home.file("data"), config = home.file("config")
-        try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
-        try Data(#"{"roles": {"ticker": {"enabled": false}}}"#.utf8).write(to: URL(fileURLWithPath: config + "/seamd.json"))
         let tag = "first-\(UUID().uuidString.prefix(6))-"
-        do {
-            let before = try BrokerProcess(arguments: ["--no-roles"], dataDirectory: data)
-            let c = try SeamConnection.connect(path: before.socketPath)
-            try c.hello()
-            for page in 0..<11 {
-                try c.save((0..<100).map { i in .insert(entity: "Timer", values: ["name": .string(tag + "\(page * 100 + i)")]) })
-            }
-            before.stop()
-        }
+        let (home, data, config) = try storeWithTimers("seam-sync-first", named: tag, saves: 11, of: 100)
         let m = try SyncMachine("first", server: server, user: "alice", reusing: (home, data, config), setUp: true)
         let admin = try PostgresConnection(server.adminConnection)
         try eventually(30, "the server has every timer") {
@@ -328,21 +316,9 @@ final class SyncTests: XCTestCase {
     /// a page's insert is in flight while the next is read and the last one's tags are saved.)
     func testAFirstExportCutShortLosesAndDuplicatesNothing() throws {
         let server = try pg()
-        let home = TemporaryDirectory("seam-sync-cut")
-        let data = home.file("data"), config = home.file("config")
-        try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
-        try Data(#"{"roles": {"ticker": {"enabled": false}}}"#.utf8).write(to: URL(fileURLWithPath: config + "/seamd.json"))
         let tag = "cut-\(UUID().uuidString.prefix(6))-"
         let rows = 3_000
-        do {
-            let before = try BrokerProcess(arguments: ["--no-roles"], dataDirectory: data)
-            let c = try SeamConnection.connect(path: before.socketPath)
-            try c.hello()
-            for page in 0..<(rows / 1_000) {
-                try c.save((0..<1_000).map { i in .insert(entity: "Timer", values: ["name": .string(tag + "\(page * 1_000 + i)")]) })
-            }
-            before.stop()
-        }
+        let (home, data, config) = try storeWithTimers("seam-sync-cut", named: tag, saves: rows / 1_000, of: 1_000)
         let a = try SyncMachine("cut", server: server, user: "alice", reusing: (home, data, config), setUp: true)
         var admin = try PostgresConnection(server.adminConnection)
         func onServer() throws -> Int {
@@ -351,10 +327,9 @@ final class SyncTests: XCTestCase {
         }
         // Cut where the server holds some of them and not all: the worker first, the server next.
         var cuts: [String] = []
-        let deadline = Date().addingTimeInterval(60)
-        while cuts.count < 2 && Date() < deadline {
+        try eventually(60, "both cuts made, or the export over before them") {
             let n = try onServer()
-            if n >= rows { break }
+            if n >= rows { return true }
             if cuts.isEmpty, n > 0, let pid = try a.syncWorkerPID() {
                 kill(pid, SIGKILL)
                 cuts.append("worker killed at \(n)")
@@ -363,7 +338,7 @@ final class SyncTests: XCTestCase {
                 admin = try PostgresConnection(server.adminConnection)
                 cuts.append("server restarted at \(n)")
             }
-            usleep(10_000)
+            return cuts.count == 2
         }
         print("FirstExportCut: \(cuts.isEmpty ? "the export ended before a cut" : cuts.joined(separator: ", "))")
         try eventually(60, "the server has every row") { try onServer() == rows }
@@ -379,6 +354,25 @@ final class SyncTests: XCTestCase {
             let s = try a.syncStatus()
             return s["state"]?.stringValue == "idle" && s["lastError"] == .null
         }
+    }
+
+    /// A data directory whose Cloud store has `saves` × `of` timers named `tag` and a number,
+    /// saved through a seamd without roles before any sync was set up; its seamd.json runs no
+    /// ticker. For `SyncMachine(reusing:)`.
+    func storeWithTimers(_ name: String, named tag: String, saves: Int, of size: Int) throws
+        -> (home: TemporaryDirectory, data: String, config: String) {
+        let home = TemporaryDirectory(name)
+        let data = home.file("data"), config = home.file("config")
+        try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
+        try Data(#"{"roles": {"ticker": {"enabled": false}}}"#.utf8).write(to: URL(fileURLWithPath: config + "/seamd.json"))
+        let before = try BrokerProcess(arguments: ["--no-roles"], dataDirectory: data)
+        defer { before.stop() }
+        let c = try SeamConnection.connect(path: before.socketPath)
+        try c.hello()
+        for page in 0..<saves {
+            try c.save((0..<size).map { i in .insert(entity: "Timer", values: ["name": .string(tag + "\(page * size + i)")]) })
+        }
+        return (home, data, config)
     }
 
     /// `seam sync setup` again with another role (another zone): the worker starts over there,
