@@ -40,6 +40,7 @@ extension Broker {
     private func lookAtStoreFiles() {
         guard !stopping else { return }
         if context.isChecking, checksWaker == nil { collectChecks() }
+        resumeHeldWrites()  // should a checkpointer's word have been missed
         if migration == nil { context.verifyFiles() }
         reportStoreNotices()
         _ = loop.after(Self.storeFileLookInterval) { [weak self] in self?.lookAtStoreFiles() }

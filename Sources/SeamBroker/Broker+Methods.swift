@@ -622,7 +622,8 @@ extension Broker {
                               "running": .integer(Int64(load.heavy.running))]),
             "limits": .object(["predicateCost": .integer(Int64(limits.predicateCost)), "querySeconds": .double(limits.querySeconds),
                                "callsPerTurn": .integer(Int64(limits.callsPerTurn)),
-                               "pluginSaveOperations": .integer(Int64(limits.pluginSaveOperations))]),
+                               "pluginSaveOperations": .integer(Int64(limits.pluginSaveOperations)),
+                               "checkpointFrames": .integer(Int64(limits.checkpointFrames))]),
         ])
     }
 

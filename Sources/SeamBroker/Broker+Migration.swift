@@ -493,6 +493,7 @@ extension Broker {
                 o["checkpoints"] = .integer(Int64(c.checkpoints))
                 o["checkpointError"] = c.lastFailure.map(JSON.string) ?? .null
                 o["walFrames"] = .integer(Int64(c.walFrames))
+                o["writeHolds"] = .integer(Int64(c.writeHolds))
             }
             // With full durability: how often its writer has flushed the WAL (about once per save).
             if let n = context.walSyncs[name] { o["walSyncs"] = .integer(Int64(n)) }

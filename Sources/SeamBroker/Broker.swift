@@ -72,6 +72,8 @@ public final class Broker {
     var runnable = TurnQueue()
     /// Connections whose next call writes, held while a store's check at open runs (`parked`).
     var parkedForChecks: [Connection] = []
+    /// Connections whose next call waits for a store that holds its writes (`Broker+HeldWrites`).
+    var parkedForHeldWrites: [Connection] = []
     /// Wakes the loop when a store's check at open has finished.
     var checksWaker: EventLoop.Waker?
     /// Connections with replies or diffs held until the saves of this round are on the disk
@@ -116,6 +118,7 @@ public final class Broker {
         // Each store is checked as it opens, off this thread; writes wait for the check.
         options.checksAtOpen = true
         options.verifiesFilesBeforeWrites = configuration.verifiesFiles
+        options.checkpointFrames = configuration.limits.checkpointFrames
         let opened: Context
         do { opened = try Context(directory: configuration.dataDirectory, schema: schema, options: options) } catch {
             throw BrokerError("cannot open the stores: \(error)")
@@ -177,6 +180,13 @@ public final class Broker {
         takeTurns()
         do { readWaker = try loop.waker { [unowned self] in takeReadOutcomes() } } catch {
             throw BrokerError("cannot watch the reader threads: \(error)")
+        }
+        // A store's checkpointer says, from its thread, when the writes it held may go on.
+        do {
+            let waker = try loop.waker { [unowned self] in resumeHeldWrites() }
+            context.whenWritesResume = { waker.wake() }
+        } catch {
+            throw BrokerError("cannot watch the checkpoint threads: \(error)")
         }
         // A store that closes (a migration, a restore, damage) is let go of by every reader first.
         let readers = self.readers
@@ -349,6 +359,12 @@ public final class Broker {
             if mustWaitForChecks(frame) {
                 c.parked = frame
                 parkedForChecks.append(c)
+                return
+            }
+            // A call that may write into a store holding its writes waits for it, likewise.
+            if mustWaitForHeldWrites(frame) {
+                c.parked = frame
+                parkedForHeldWrites.append(c)
                 return
             }
             handleFrame(frame, from: c)

@@ -265,6 +265,10 @@ public struct BrokerLimits: Sendable, Equatable {
     /// The most operations a plugin's Save may carry (a person's and the roles' may carry
     /// `Limits.maxSaveOperations`): a save holds every other writer of its store while it runs.
     public var pluginSaveOperations = 1_000
+    /// WAL frames (pages) after which a store's checkpoint thread copies them back; past eight
+    /// times as many (at most 8,000 unless this is above 4,000), the store holds its writes while
+    /// its WAL is drained (PROTOCOL.md, "Writes that wait for their store").
+    public var checkpointFrames = 4_000
 
     public init() {}
 
@@ -275,9 +279,10 @@ public struct BrokerLimits: Sendable, Equatable {
             problems.append("\(path): 'limits' is not an object; the defaults apply")
             return limits
         }
-        for key in object.keys where !["predicateCost", "querySeconds", "readers", "callsPerTurn", "pluginSaveOperations"].contains(key) {
-            problems.append("\(path): limits.\(key) is not a limit (they are predicateCost, querySeconds, readers, callsPerTurn and "
-                            + "pluginSaveOperations); ignored")
+        for key in object.keys where !["predicateCost", "querySeconds", "readers", "callsPerTurn", "pluginSaveOperations",
+                                        "checkpointFrames"].contains(key) {
+            problems.append("\(path): limits.\(key) is not a limit (they are predicateCost, querySeconds, readers, callsPerTurn, "
+                            + "pluginSaveOperations and checkpointFrames); ignored")
         }
         func integer(_ key: String, in range: ClosedRange<Int64>) -> Int? {
             guard let v = object[key] else { return nil }
@@ -291,6 +296,7 @@ public struct BrokerLimits: Sendable, Equatable {
         if let n = integer("readers", in: 1...64) { limits.readers = n }
         if let n = integer("callsPerTurn", in: 1...10_000) { limits.callsPerTurn = n }
         if let n = integer("pluginSaveOperations", in: 1...10_000) { limits.pluginSaveOperations = n }
+        if let n = integer("checkpointFrames", in: 10...1_000_000) { limits.checkpointFrames = n }
         if let v = object["querySeconds"] {
             if let d = v.doubleValue ?? v.int64Value.map(Double.init), d >= 0.01, d <= 3600 { limits.querySeconds = d } else {
                 problems.append("\(path): limits.querySeconds is not a number of seconds from 0.01 to 3600; the default applies")

@@ -62,6 +62,8 @@ public final class Context {
         /// Before each write transaction, checks that each store's path still names the file it
         /// opened, and puts it back if not (`Context+Integrity`). Off only to measure what it costs.
         public var verifiesFilesBeforeWrites = true
+        /// WAL frames after which each store's checkpointer copies them back (`Checkpointer.threshold`).
+        public var checkpointFrames = 4_000
         public init() {}
     }
 
@@ -354,6 +356,23 @@ public final class Context {
     /// broker's readers) lets go of them here, so that the file is left whole and alone.
     public var willCloseStore: ((_ name: String, _ path: String, _ attachment: Int) -> Void)?
 
+    /// Whether a store's writes should wait for now: its checkpointer is copying its WAL back
+    /// (`Checkpointer.holdsWrites`) and its next commit will start the WAL over. A save into it
+    /// still works; it only keeps the WAL from starting over. Reads never wait.
+    public var anyStoreHoldsWrites: Bool { checkpointers.values.contains { $0.holdsWrites } }
+
+    /// The stores whose writes should wait for now (see `anyStoreHoldsWrites`).
+    public var storesHoldingWrites: Set<String> {
+        var held: Set<String> = []
+        for (name, c) in checkpointers where c.holdsWrites { held.insert(name) }
+        return held
+    }
+
+    /// Told, on a checkpointer's thread, when a store's writes may go on (`storesHoldingWrites`).
+    public var whenWritesResume: (@Sendable () -> Void)? {
+        didSet { for c in checkpointers.values { c.whenWritesResume(whenWritesResume) } }
+    }
+
     /// Closes an open store (before its migration): its checkpointer stops, its statements
     /// are finalised and its connection closed, so its WAL is folded into the file. Calls
     /// that need it fail with `storeUnavailable` and `reason` until it is reopened.
@@ -378,7 +397,7 @@ public final class Context {
         var checkpointer: Checkpointer?
         if writable {
             do {
-                checkpointer = try Checkpointer(db, durability: options.durability)
+                checkpointer = try Checkpointer(db, durability: options.durability, threshold: options.checkpointFrames)
             } catch {
                 db.close()
                 throw ContextError(.database(error))
@@ -392,6 +411,7 @@ public final class Context {
             throw quarantined(ContextError(.database(error)), store: name)
         }
         stores[name] = StoreHandle(name: name, db: db)
+        checkpointer?.whenWritesResume(whenWritesResume)
         checkpointers[name] = checkpointer
         servedVersions[name] = versions
         closedStores[name] = nil
@@ -512,10 +532,11 @@ public final class Context {
     /// The configuration names of the open stores.
     public var storeNames: [String] { stores.keys.sorted() }
 
-    /// Per store file: checkpoints done off the saving thread, the last failure if any, and the
-    /// frames its WAL holds after the last commit.
-    public func checkpointing(_ store: String) -> (checkpoints: Int, lastFailure: String?, walFrames: Int)? {
-        checkpointers[store].map { ($0.checkpoints, $0.lastFailureMessage, $0.walFrames) }
+    /// Per store file: checkpoints done off the saving thread, the last failure if any, the
+    /// frames its WAL holds after the last commit, and how often its writes were held while its
+    /// WAL was drained (`storesHoldingWrites`).
+    public func checkpointing(_ store: String) -> (checkpoints: Int, lastFailure: String?, walFrames: Int, writeHolds: Int)? {
+        checkpointers[store].map { ($0.checkpoints, $0.lastFailureMessage, $0.walFrames, $0.holds) }
     }
 
     /// The configuration (store) that holds `entity`.

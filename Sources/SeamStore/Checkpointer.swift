@@ -14,8 +14,14 @@ import Synchronization
 ///   which asks the thread for one more checkpoint (it never checkpoints on the caller's thread).
 ///   A commit that overtakes the catch-up leaves frames behind it; the next catch-up is spaced
 ///   out (`catchUpDue`), so a steady writer is not chased with a checkpoint per commit.
-/// - A writer that outpaces the thread checkpoints inline once the WAL passes `limit`, so the WAL
-///   stays bounded.
+/// - A writer that outpaces the thread (or never pauses long enough for a catch-up) checkpoints
+///   inline once the WAL passes `limit`, so the WAL stays bounded — unless its owner holds its
+///   writes when asked (it set `whenWritesResume`): then past `limit`, `holdsWrites` asks it to
+///   start no write into the store while the thread copies back everything (a drain, two
+///   fdatasyncs), `whenWritesResume` tells it when to go on, and the next commit starts the WAL
+///   over. The owner's other stores, and every reader, go on meanwhile. (Inline, that was 7–15 ms
+///   in which the broker's loop answered nobody, the ticker's alarms included, every ~2 s under a
+///   writer that never pauses.) Such an owner's writer checkpoints inline only past `hardLimit`.
 ///
 /// Durability is unchanged: every checkpoint syncs as the writer's connection would (the same
 /// `synchronous`), and a crash at any point leaves a WAL that SQLite recovers. ARCHITECTURE.md
@@ -30,6 +36,9 @@ public final class Checkpointer: Sendable {
     /// but no more than 8,000 frames (32 MiB of WAL) unless `threshold` is above 4,000, and at
     /// least twice `threshold`.
     public var limit: Int { max(threshold * 2, min(threshold * 8, 8_000)) }
+    /// WAL frames after which the writer of an owner that holds its writes (`holdsWrites`)
+    /// checkpoints inline after all (it went on writing): three times `limit`.
+    public var hardLimit: Int { limit * 3 }
     /// Frames in the WAL after the last commit; the writer's thread alone writes it.
     private let framesInWAL = Atomic<Int>(0)
     /// How often the WAL has started over, as the writer's WAL hook sees it (its frames shrank).
@@ -54,9 +63,21 @@ public final class Checkpointer: Sendable {
     private let nextCatchUp = Atomic<Int>(0)
     /// The thread sleeps on it between checkpoints: an idle store costs no wakeups.
     private let wakeup = Semaphore()
+    /// Set from the commit that passed `holdFrom` until the drain that it asked for has ended.
+    private let holding = Atomic<Bool>(false)
+    private let drainAsked = Atomic<Bool>(false)
+    /// The WAL's frames from which a commit starts a hold: `limit`, or, after a drain that a
+    /// reader's snapshot kept from copying everything, a `threshold` past where it stopped (no
+    /// hold per commit while the reader reads); back to `limit` when the WAL starts over.
+    private let holdFrom = Atomic<Int>(0)
+    /// Told, on the checkpointer's thread, when a hold ends.
+    private let resumed = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Whether the owner holds its writes when asked (it set `whenWritesResume`).
+    private let ownerHolds = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
     private let completed = Atomic<Int>(0)
+    private let drains = Atomic<Int>(0)
     private let lastFailure = Atomic<Int32>(0)
     private let writer: OneThreadDatabase
 
@@ -72,6 +93,7 @@ public final class Checkpointer: Sendable {
         options.create = false
         let own = OneThreadDatabase(try Database(path: db.path, options: options))
         writer = OneThreadDatabase(db)
+        holdFrom.store(limit, ordering: .relaxed)
         db.autoCheckpointFrames = 0
         try db.execute("PRAGMA journal_size_limit=-1")
         db.walObserver = { [unowned self] frames, connection in self.committed(frames, connection) }
@@ -89,15 +111,44 @@ public final class Checkpointer: Sendable {
         // commit bigger than the whole WAL was would go unnoticed: its frames would count as
         // copied, and the next catch-up would copy them, which only costs that one a longer wait.)
         let restarted = frames < framesInWAL.load(ordering: .relaxed)
-        if restarted { generation.add(1, ordering: .releasing) }
+        if restarted {
+            generation.add(1, ordering: .releasing)
+            holdFrom.store(limit, ordering: .relaxed)
+        }
         framesInWAL.store(frames, ordering: .relaxed)
         judgeCatchUp(restarted: restarted)
         // A writer that outpaces the thread (or never pauses to catch up) never lets the WAL
-        // start over, and it could only grow. Past the limit it checkpoints itself, as SQLite
-        // would, and the thread starts no more rounds (its checkpoint would keep the writer's
-        // from running): the first of the writer's that copies everything lets its next commit
-        // start the WAL over.
-        if frames >= limit { checkpoint(connection) } else { askForRound(frames) }
+        // start over, and it could only grow. Past `limit` the owner is asked to hold its writes
+        // while the thread drains the WAL; past `hardLimit` (an owner that went on writing) the
+        // writer checkpoints itself, as SQLite would, and the thread starts no more rounds.
+        let holds = ownerHolds.load(ordering: .acquiring)
+        if frames >= (holds ? hardLimit : limit) {
+            checkpoint(connection)
+        } else if holds, frames >= holdFrom.load(ordering: .relaxed), !holding.exchange(true, ordering: .acquiringAndReleasing) {
+            drainAsked.store(true, ordering: .releasing)
+            wakeup.post()
+        } else {
+            askForRound(frames)
+        }
+    }
+
+    /// Whether the owner should start no write into this store for now: the WAL passed `limit`
+    /// and the thread is copying it all back (`whenWritesResume` says when it has). Reads go on.
+    public var holdsWrites: Bool { holding.load(ordering: .acquiring) }
+
+    /// Sets what is told, on the checkpointer's thread, each time a hold ends (or the
+    /// checkpointer stops while holding). An owner that sets it holds its writes when asked
+    /// (`holdsWrites`); nil: it does not, and its writer checkpoints inline past `limit`.
+    public func whenWritesResume(_ tell: (@Sendable () -> Void)?) {
+        resumed.withLock { $0 = tell }
+        ownerHolds.store(tell != nil, ordering: .releasing)
+        if tell == nil { endHold() }
+    }
+
+    /// Ends a hold, and tells the owner.
+    private func endHold() {
+        guard holding.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        resumed.withLock { $0 }?()
     }
 
     /// The states of a catch-up, in `catchUpState`.
@@ -133,10 +184,13 @@ public final class Checkpointer: Sendable {
     /// Wakes the thread for a round if `frames` (below `limit`) leave a threshold's backlog and
     /// no round is running.
     private func askForRound(_ frames: Int) {
-        if frames < limit, frames - copiedFrames >= threshold, !busy.exchange(true, ordering: .acquiringAndReleasing) {
+        if frames < innerLimit, frames - copiedFrames >= threshold, !busy.exchange(true, ordering: .acquiringAndReleasing) {
             wakeup.post()
         }
     }
+
+    /// Where the writer checkpoints inline, and the thread starts no more rounds.
+    private var innerLimit: Int { ownerHolds.load(ordering: .acquiring) ? hardLimit : limit }
 
     private static func microseconds() -> Int { Int(WallClock.monotonic() * 1e6) }
 
@@ -176,7 +230,7 @@ public final class Checkpointer: Sendable {
     /// thread (the broker's loop) calls it when it has nothing else to do; it only wakes the
     /// thread, so no request waits behind the copy or its syncs.
     public func catchUp() {
-        guard catchUpDue, !busy.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard catchUpDue, !holdsWrites, !busy.exchange(true, ordering: .acquiringAndReleasing) else { return }
         caughtUpOn.store(stamp, ordering: .relaxed)
         catchUpState.store(CatchUp.running, ordering: .releasing)
         catchUpAsked.store(true, ordering: .releasing)
@@ -228,6 +282,10 @@ public final class Checkpointer: Sendable {
         while true {
             wakeup.wait()
             if stopping.load(ordering: .acquiring) { break }
+            if drainAsked.exchange(false, ordering: .acquiringAndReleasing) {
+                drain(db)
+                continue
+            }
             var progressed = false
             if catchUpAsked.exchange(false, ordering: .acquiringAndReleasing) {
                 // A catch-up: the last frames, once. Frames committed meanwhile wait for the
@@ -253,16 +311,39 @@ public final class Checkpointer: Sendable {
                 // What the writer committed meanwhile is the thread's too until less than a
                 // catch-up is left, as long as each round gets further (a reader's snapshot can
                 // hold it back) and the writer has not passed `limit` (its checkpoints then).
-            } while progressed && !stopping.load(ordering: .acquiring) && framesInWAL.load(ordering: .relaxed) < limit
-                && framesInWAL.load(ordering: .relaxed) - copiedFrames >= catchUpFrames
+            } while progressed && !stopping.load(ordering: .acquiring) && framesInWAL.load(ordering: .relaxed) < innerLimit
+                && !drainAsked.load(ordering: .acquiring) && framesInWAL.load(ordering: .relaxed) - copiedFrames >= catchUpFrames
             busy.store(false, ordering: .releasing)
             // A commit that found the thread still busy asked for nothing: a round is due now if
             // it would have asked (unless a reader holds the copy back: no spinning on it).
             if progressed { askForRound(framesInWAL.load(ordering: .relaxed)) }
         }
         db.close()
+        endHold()
         stopped.store(true, ordering: .releasing)
     }
+
+    /// A hold's drain: checkpoints until every frame there was when it began is copied back (the
+    /// writes held, the next commit starts the WAL over), or one gets no further (a reader's
+    /// snapshot holds the rest), or the WAL passed `hardLimit` (a writer that did not hold, and
+    /// checkpoints itself: the thread stands aside). Then lets the writes go on; with frames left
+    /// behind, the next hold waits for another `threshold` of them (no hold per commit).
+    private func drain(_ db: Database) {
+        let target = framesInWAL.load(ordering: .relaxed)
+        var progressed = true
+        while progressed, !stopping.load(ordering: .acquiring), copiedFrames < target, framesInWAL.load(ordering: .relaxed) < hardLimit {
+            let before = copiedFrames
+            checkpoint(db.handle, generation: generation.load(ordering: .acquiring))
+            progressed = copiedFrames > before
+        }
+        let frames = framesInWAL.load(ordering: .relaxed)
+        if copiedFrames < frames { holdFrom.store(frames + threshold, ordering: .relaxed) }
+        drains.add(1, ordering: .relaxed)
+        endHold()
+    }
+
+    /// Holds ended so far (each a drain of the WAL while the owner held its writes).
+    public var holds: Int { drains.load(ordering: .relaxed) }
 
     /// Stops the thread (after a checkpoint in progress ends) and gives the writer its own
     /// checkpoints back. The owner must call it: the thread keeps the checkpointer alive.

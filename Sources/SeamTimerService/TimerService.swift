@@ -67,7 +67,8 @@ public enum TimerService {
         """
 
     public static var interface: ServiceInterface {
-        ServiceInterface(name: name, description: description) { member, p, call in
+        // Start reads the timer; every other method reads and writes Sessions alone.
+        ServiceInterface(name: name, description: description, touches: { $0 == "Start" ? ["Timer", "Session"] : ["Session"] }) { member, p, call in
             do throws(VarlinkError) {
                 switch member {
                 case "Start": return .success(try start(p, call))

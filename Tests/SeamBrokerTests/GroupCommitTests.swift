@@ -121,15 +121,3 @@ final class GroupCommitTests: BrokerTestCase {
         XCTAssertGreaterThan(acknowledgedInAll, 0)
     }
 }
-
-/// A value threads share, behind a lock.
-private final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
-
-    init(_ value: Value) { stored = value }
-
-    var value: Value { lock.withLock { stored } }
-
-    func mutate(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
-}

@@ -154,6 +154,78 @@ final class CheckpointerTests: XCTestCase {
         try assertWhole(path, rows: 3_000, checkpointer, db)
     }
 
+    /// A writer that never pauses, and honours the hold as the broker does: past `limit` it
+    /// starts no commit while `holdsWrites` says so, the thread drains the WAL meanwhile, the
+    /// writer is told when to go on, and its next commit starts the WAL over. It never reaches
+    /// `hardLimit`, where it would checkpoint inline.
+    func testAWriterThatHonoursTheHoldHasTheThreadDrainTheWAL() throws {
+        let (path, db, checkpointer, directory) = try store("checkpointer-hold", threshold: 50, durability: .normal)
+        defer { _ = directory }
+        let told = Locked(0)  // how often the checkpointer said the writes may go on
+        checkpointer.whenWritesResume { told.mutate { $0 += 1 } }
+        let body = String(repeating: "h", count: 3000)
+        var largestFrames = 0, held = 0
+        for i in 0..<3_000 {
+            if checkpointer.holdsWrites {
+                held += 1
+                waitWhileHolding(checkpointer)
+                XCTAssertFalse(checkpointer.holdsWrites, "the hold ended")
+            }
+            try db.run("INSERT INTO t (id, body) VALUES (?, ?)", [.integer(Int64(i)), .string(body)])
+            largestFrames = max(largestFrames, checkpointer.walFrames)
+        }
+        waitWhileHolding(checkpointer)
+        XCTAssertGreaterThan(held, 0, "the WAL passed the limit (3,000 rows are some 9,000 frames)")
+        let deadline = Date().addingTimeInterval(10)
+        while told.value < checkpointer.holds && Date() < deadline { usleep(200) }  // told just after the hold ends
+        XCTAssertEqual(told.value, checkpointer.holds, "each hold's end was told")
+        XCTAssertGreaterThanOrEqual(checkpointer.holds, held)
+        XCTAssertGreaterThan(checkpointer.restarts, 0, "the WAL started over after a drain")
+        XCTAssertLessThan(largestFrames, checkpointer.hardLimit, "the writer never had to checkpoint inline")
+        XCTAssertEqual(checkpointer.lastFailureCode, 0)
+        try assertWhole(path, rows: 3_000, checkpointer, db)
+    }
+
+    /// A hold whose drain a reader's snapshot keeps from copying everything still ends (the writes
+    /// do not wait for the reader), and the next hold waits for another `threshold` of frames
+    /// rather than coming at every commit.
+    func testAHoldAReaderKeepsFromFinishingStillEnds() throws {
+        let (path, db, checkpointer, directory) = try store("checkpointer-hold-reader", threshold: 50, durability: .normal)
+        defer { _ = directory }
+        checkpointer.whenWritesResume {}  // an owner that holds its writes when asked
+        let body = String(repeating: "r", count: 3000)
+        func insert(_ id: Int) throws { try db.run("INSERT INTO t (id, body) VALUES (?, ?)", [.integer(Int64(id)), .string(body)]) }
+        try insert(0)
+        var readerOptions = Database.Options()
+        readerOptions.create = false
+        let reader = try Database(path: path, options: readerOptions)
+        try reader.execute("BEGIN")
+        XCTAssertEqual(try reader.scalar("SELECT count(*) FROM t").integerValue, 1)
+        var next = 1, commitsThatFoundAHold = 0
+        while checkpointer.walFrames < checkpointer.limit + 4 * checkpointer.threshold {
+            if checkpointer.holdsWrites {
+                commitsThatFoundAHold += 1
+                waitWhileHolding(checkpointer)
+                XCTAssertFalse(checkpointer.holdsWrites, "the hold ended though the reader still reads")
+            }
+            try insert(next)
+            next += 1
+        }
+        waitWhileHolding(checkpointer)
+        XCTAssertGreaterThan(checkpointer.holds, 0)
+        // About one hold per `threshold` (50 frames, some 16 commits) past the limit, not one a commit.
+        XCTAssertLessThan(commitsThatFoundAHold, 12, "not a hold per commit while the reader holds the WAL")
+        try reader.execute("COMMIT")
+        reader.close()
+        try assertWhole(path, rows: Int64(next), checkpointer, db)
+    }
+
+    /// Waits (up to 10 s) for a hold to end.
+    func waitWhileHolding(_ checkpointer: Checkpointer) {
+        let deadline = Date().addingTimeInterval(10)
+        while checkpointer.holdsWrites && Date() < deadline { usleep(200) }
+    }
+
     /// A reader holding an old snapshot keeps a catch-up from finishing; the writer then does not
     /// try again on every idle turn (two fdatasyncs each), only after its next commit.
     func testACatchUpAReaderHoldsBackIsNotRetriedUntilTheNextCommit() throws {
@@ -184,3 +256,4 @@ final class CheckpointerTests: XCTestCase {
         try assertWhole(path, rows: Int64(next), checkpointer, db)
     }
 }
+

@@ -22,3 +22,15 @@ extension BrokerProcess {
         return try BrokerProcess(arguments: ["--config", path])
     }
 }
+
+/// A value threads share, behind a lock.
+public final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+
+    public init(_ value: Value) { stored = value }
+
+    public var value: Value { lock.withLock { stored } }
+
+    public func mutate(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
+}
