@@ -2,19 +2,48 @@ import SeamContext
 import SeamJSON
 import SeamProtocol
 
-/// Writes that wait for their store. A store holds its writes while its checkpointer copies the
-/// WAL back after a writer that never paused long enough for it (`Context.storesHoldingWrites`):
-/// a call that may write into it waits, with every later call of its connection
-/// (`Connection.parked`), until the checkpointer says the hold is over (`resumeHeldWrites`, on the
-/// loop through `writesWaker`). Calls that write the other store, and every read, go on: a writer
-/// of timers that never pauses makes itself wait a few milliseconds every couple of seconds, and
-/// no longer the ticker's alarms, which write Sessions alone.
+/// Writes that wait for their store. A store holds its writes
+///
+/// - while its checkpointer copies the WAL back after a writer that never paused long enough for
+///   it (`Context.storesHoldingWrites`), a few milliseconds;
+/// - while a big save is written into it in steps (`Broker+Steps`), whose transaction is open.
+///
+/// A call that may write into such a store waits, with every later call of its connection
+/// (`Connection.parked`), until the hold ends (`resumeHeldWrites`: woken by the checkpointer, or
+/// at the save's last step). Calls that write the other store, and every read, go on: a writer
+/// of timers that never pauses makes itself wait now and then, and no longer the ticker's alarms,
+/// which write Sessions alone. (Reads of a store held by a save in steps go to the store's
+/// read-only connection, which sees what is committed: `Context.readConnection`.)
 extension Broker {
-    /// Whether `frame` must wait: it may write into a store that holds its writes now.
-    func mustWaitForHeldWrites(_ frame: ArraySlice<UInt8>) -> Bool {
-        guard context.anyStoreHoldsWrites else { return false }
-        guard let written = storesWritten(by: frame) else { return true }
-        return !written.isDisjoint(with: context.storesHoldingWrites)
+    /// The methods seamd cannot tell the stores of that read them on the loop: they wait while a
+    /// save in steps holds a store (its open transaction is on the loop's connection).
+    static let loopReadingMethods: Set<String> = [
+        "org.seam.Migration.Plan", "org.seam.Sync.Status", "org.seam.Maintenance.Backup", "org.seam.Maintenance.Check",
+    ]
+
+    /// The stores holding their writes now.
+    var storesHoldingWrites: Set<String> {
+        var held = context.storesHoldingWrites
+        if let stepped = context.steppedStore { held.insert(stepped) }
+        return held
+    }
+
+    /// Whether a call of `c` in `frame` must wait — it may write into a store that holds its
+    /// writes now — and if so, parks `c` with it.
+    func parkIfHeld(_ c: Connection, _ frame: ArraySlice<UInt8>) -> Bool {
+        guard context.steppedStore != nil || context.anyStoreHoldsWrites else { return false }
+        let written = storesWritten(by: frame)
+        guard mustWait(writing: written) else { return false }
+        c.parked = frame
+        parkedForHeldWrites.append((c, written))
+        return true
+    }
+
+    /// Whether a call that may write into `written` (nil: any store) must wait now.
+    private func mustWait(writing written: Set<String>?) -> Bool {
+        let held = storesHoldingWrites
+        guard !held.isEmpty else { return false }
+        return written.map { !$0.isDisjoint(with: held) } ?? true
     }
 
     /// The stores a call in `frame` may write into: empty for a call that only reads (or is
@@ -27,6 +56,7 @@ extension Broker {
         guard let json = try? JSON.decode(frame, limits: JSONLimits(maxDepth: Limits.maxJSONDepth)),
               let method = json["method"]?.stringValue
         else { return [] }
+        if context.steppedStore != nil, Self.loopReadingMethods.contains(method) { return nil }
         if Self.readOnlyMethods.contains(method) { return [] }
         let parameters = json["parameters"]?.objectValue ?? [:]
         if method == "org.seam.Store.Save" {
@@ -38,7 +68,7 @@ extension Broker {
         let dot = method.lastIndex(of: ".") ?? method.startIndex
         let interface = String(method[..<dot]), member = String(method[method.index(after: dot)...])
         guard let service = configuration.interfaces.first(where: { $0.name == interface }),
-              let entities = service.touches(member)
+              let entities = service.writes(member)
         else { return nil }
         return stores(of: Array(entities))
     }
@@ -52,15 +82,16 @@ extension Broker {
     }
 
     /// Goes on with the calls that waited for a store whose hold has ended (in the order they
-    /// came); one whose store still holds waits on.
+    /// came); one whose store still holds waits on. (What each may write was worked out when it
+    /// was parked: a 1,000-row save is not read again at every look.)
     func resumeHeldWrites() {
         guard !parkedForHeldWrites.isEmpty else { return }
         let waiting = parkedForHeldWrites
         parkedForHeldWrites = []
-        for c in waiting where !c.closed {
+        for (c, written) in waiting where !c.closed {
             guard let frame = c.parked else { continue }
-            if mustWaitForHeldWrites(frame) {
-                parkedForHeldWrites.append(c)
+            if mustWait(writing: written) {
+                parkedForHeldWrites.append((c, written))
                 continue
             }
             c.parked = nil

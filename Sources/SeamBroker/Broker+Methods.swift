@@ -28,7 +28,7 @@ extension Broker {
                 if let uuid = call.parameters["uuid"], !uuid.isNull { return fetch(call.parameters, id: call.id) }
                 return fetchOnReader(call.parameters, id: call.id, c)
             case "Count": return countOnReader(call.parameters, id: call.id, c)
-            case "Save": return save(call.parameters, c, id: call.id)
+            case "Save": return save(call.parameters, c, id: call.id, answers: !call.oneway)
             case "Status": result = .success(status())
             case "Subscribe": return subscribe(call, c)
             case "Unsubscribe": result = unsubscribe(call.parameters, c)
@@ -416,9 +416,9 @@ extension Broker {
     }
 
     /// A Save read by the general path: its reply frame.
-    func save(_ p: JSONObject, _ c: Connection, id: JSON?) -> [UInt8] {
+    func save(_ p: JSONObject, _ c: Connection, id: JSON?, answers: Bool = true) -> [UInt8] {
         switch saveRequest(p, c) {
-        case .success(let (request, author)): return save(request, author: author, c, id: id)
+        case .success(let (request, author)): return save(request, author: author, c, id: id, answers: answers)
         case .failure(let error): return Reply(error, id: id).frame()
         }
     }
@@ -428,6 +428,12 @@ extension Broker {
         guard let hello = c.hello else {
             return .failure(.permissionDenied("this connection is read-only: call org.seam.Store.Hello before saving"))
         }
+        return Self.saveRequest(p, schema: context.schema, types: attributeTypes).map { ($0, hello.author) }
+    }
+
+    /// Save's parameters read into a request, against `schema`, with `types` giving an entity's
+    /// attribute types: pure, so that a big one can be read off the loop (`Broker+Steps`).
+    static func saveRequest(_ p: JSONObject, schema: Schema, types: (Entity) -> [String: AttributeType]) -> Result<SaveRequest, VarlinkError> {
         var request = SaveRequest()
         for kind in SaveRequest.Kind.allCases {
             let key = kind.listName
@@ -438,7 +444,7 @@ extension Broker {
                     guard case .object(let o) = item, let entityName = o["entity"]?.stringValue else {
                         return .failure(.invalidParameter("\(key)[\(i)]"))
                     }
-                    guard let e = context.schema.entity(entityName)?.entity else {
+                    guard let e = schema.entity(entityName)?.entity else {
                         return .failure(.invalidRequest("no entity named '\(entityName)'", field: "\(key)[\(i)].entity"))
                     }
                     let uuid = o["uuid"]?.stringValue
@@ -446,7 +452,7 @@ extension Broker {
                     var values: [String: AttributeValue] = [:]
                     if kind.carriesValues {
                         guard case .object(let v)? = o["values"] else { return .failure(.invalidParameter("\(key)[\(i)].values")) }
-                        let types = attributeTypes(e)
+                        let types = types(e)
                         values.reserveCapacity(v.count)
                         for (name, json) in v {
                             guard let type = types[name] else {
@@ -472,21 +478,26 @@ extension Broker {
             guard let since = value.int64Value, since >= 0 else { return .failure(.invalidParameter("unchangedSince")) }
             request.unchangedSince = since
         }
-        return .success((request, hello.author))
+        return .success(request)
     }
 
     /// A save recognised from its frame's bytes (see `QuickSave`): the reply `dispatch` would
     /// give the same call, or nil when the general path must read it (no Hello yet, an entity,
     /// attribute or value it refuses: its errors are written in one place).
     func quickSave(_ q: QuickSave, from c: Connection) -> [UInt8]? {
-        guard let hello = c.hello else { return nil }
+        guard let hello = c.hello, let request = Self.request(q, schema: context.schema, types: attributeTypes) else { return nil }
+        return save(request, author: hello.author, c, id: q.id)
+    }
+
+    /// A plain save's request, or nil when the general path must read it (see `quickSave`): pure.
+    static func request(_ q: QuickSave, schema: Schema, types: (Entity) -> [String: AttributeType]) -> SaveRequest? {
         var request = SaveRequest()
         for (kind, items) in [(SaveRequest.Kind.insert, q.inserts), (.update, q.updates), (.delete, q.deletes)] {
             for item in items {
-                guard let e = context.schema.entity(item.entity)?.entity else { return nil }
+                guard let e = schema.entity(item.entity)?.entity else { return nil }
                 var values: [String: AttributeValue] = [:]
                 values.reserveCapacity(item.values.count)
-                let types = attributeTypes(e)
+                let types = types(e)
                 for v in item.values {
                     guard let type = types[v.name], case .success(let value) = WireValues.decode(v.value, as: type) else { return nil }
                     values[v.name] = value
@@ -495,7 +506,7 @@ extension Broker {
             }
         }
         request.valuesChecked = true
-        return save(request, author: hello.author, c, id: q.id)
+        return request
     }
 
     /// `e`'s attribute types by name, made once per entity: a save looks up every value's.
@@ -508,7 +519,7 @@ extension Broker {
 
     /// What both paths do with a save read from its call: limits, capabilities, the commit, the
     /// reply frame.
-    private func save(_ request: SaveRequest, author: String, _ c: Connection, id: JSON?) -> [UInt8] {
+    func save(_ request: SaveRequest, author: String, _ c: Connection, id: JSON?, answers: Bool = true) -> [UInt8] {
         guard request.operations.count <= Limits.maxSaveOperations else {
             return Reply(.invalidRequest("a save holds at most \(Limits.maxSaveOperations) operations"), id: id).frame()
         }
@@ -520,6 +531,8 @@ extension Broker {
                                        + "saves, each of which is atomic"), id: id).frame()
         }
         if let denied = deniedWrite(c, request) { return Reply(denied, id: id).frame() }
+        // A big one is written in steps, between everyone else's calls (`Broker+Steps`).
+        if let begun = saveInSteps(request, author: author, c, id: id, answers: answers) { return begun }
         let set: ChangeSet?
         do { set = try commit(request, author: author) } catch { return Reply(Self.varlink(error, in: request), id: id).frame() }
         // Link rules may change rows of entities the caller may not read (the broker's doing,
@@ -607,7 +620,7 @@ extension Broker {
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
                 "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": rolesStatus(),
                 "plugins": pluginsStatus(), "migration": migrationStatus(), "backups": backupsStatus(),
-                "maintenance": maintenanceStatus(), "readers": readersStatus(),
+                "maintenance": maintenanceStatus(), "readers": readersStatus(), "saveInSteps": stepsStatus(),
                 "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]
     }
 

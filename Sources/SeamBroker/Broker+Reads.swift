@@ -17,6 +17,9 @@ enum ReadOutcome: Sendable {
     case tooManyRows
     /// The read failed; the loop says why (`readError`), and closes a store found damaged.
     case failed(ReaderPool.ReadFailure)
+    /// A big Save's frame, read off the loop (`Broker+Steps`): its request or why it was refused;
+    /// nil when it is not a save the reader could read (the loop reads it as any frame).
+    case readSave(Result<SaveRequest, VarlinkError>?, id: JSON?, answers: Bool)
 }
 
 /// Reads off the loop (issue: one client cannot take the broker): a general Fetch, a Count and a
@@ -73,6 +76,7 @@ extension Broker {
 
     /// The outcomes the readers posted, each to what asked for it.
     func takeReadOutcomes() {
+        othersActiveAt = WallClock.monotonic()
         for (id, outcome, seconds) in readOutcomes.take() {
             readContinuations.removeValue(forKey: id)?(outcome, seconds)
         }
@@ -89,7 +93,7 @@ extension Broker {
             switch outcome {
             case .frame(let bytes): send(frame: bytes, to: c)
             case .failed: send(Reply(error!, id: id), to: c)
-            case .built, .channelLoaded, .tooManyRows: break
+            case .built, .channelLoaded, .tooManyRows, .readSave: break
             }
             resumeAfterRead(c)
         }
@@ -100,7 +104,8 @@ extension Broker {
         if c.readClosed, c.discardsOutput, !c.closed, c.parked == nil {
             // Its client left while the read ran: the calls it sent before are handled, then it closes.
             processFrames(c)
-            if !c.awaitingRead { close(c) }
+            // Unless a call waits again — for a reader, or parked for a store — which ends it then.
+            if !c.awaitingRead, c.parked == nil { close(c) }
             return
         }
         schedule(c)

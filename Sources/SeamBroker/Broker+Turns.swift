@@ -9,7 +9,7 @@ import SeamSystem
 extension Broker {
     /// Starts taking turns on the loop.
     func takeTurns() {
-        loop.inTurns(pending: { [unowned self] in !runnable.isEmpty }, run: { [unowned self] in runTurns() })
+        loop.inTurns(pending: { [unowned self] in !runnable.isEmpty || stepsMayRun }, run: { [unowned self] in runTurns() })
         loop.atEndOfRound { [unowned self] in releaseHeld() }
     }
 
@@ -43,9 +43,13 @@ extension Broker {
             turn = (c, left == 0)
             defer { turn = nil }
             processFrames(c, budget: configuration.limits.callsPerTurn, until: began + Self.turnSeconds)
-            runnable.charge(fd, seconds: WallClock.monotonic() - began)
+            let ended = WallClock.monotonic()
+            runnable.charge(fd, seconds: ended - began)
+            if c !== stepping?.connection { othersActiveAt = ended }
             schedule(c)  // more left: behind the others
             if c.readClosed { closeIfFinished(c) }
         }
+        // A big save in steps has a turn like any connection's (`Broker+Steps`).
+        if stepsMayRun { takeStepTurn(seconds: Self.stepSeconds) }
     }
 }

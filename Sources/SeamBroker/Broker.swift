@@ -73,7 +73,13 @@ public final class Broker {
     /// Connections whose next call writes, held while a store's check at open runs (`parked`).
     var parkedForChecks: [Connection] = []
     /// Connections whose next call waits for a store that holds its writes (`Broker+HeldWrites`).
-    var parkedForHeldWrites: [Connection] = []
+    var parkedForHeldWrites: [(connection: Connection, writes: Set<String>?)] = []
+    /// The big save being written in steps, while one is (`Broker+Steps`).
+    var stepping: Stepping?
+    /// When the save in steps may take its next turn (it rests while others are busy), and when
+    /// a connection other than its caller last had a turn.
+    var stepsResumeAt = 0.0
+    var othersActiveAt = 0.0
     /// Wakes the loop when a store's check at open has finished.
     var checksWaker: EventLoop.Waker?
     /// Connections with replies or diffs held until the saves of this round are on the disk
@@ -362,17 +368,16 @@ public final class Broker {
                 return
             }
             // A call that may write into a store holding its writes waits for it, likewise.
-            if mustWaitForHeldWrites(frame) {
-                c.parked = frame
-                parkedForHeldWrites.append(c)
-                return
-            }
+            if parkIfHeld(c, frame) { return }
             handleFrame(frame, from: c)
         }
     }
 
-    /// Answers one call.
-    func handleFrame(_ frame: ArraySlice<UInt8>, from c: Connection) {
+    /// Answers one call (a big frame that may be a save is read on a reader first, `readOffLoop`).
+    func handleFrame(_ frame: ArraySlice<UInt8>, from c: Connection, readOffLoop: Bool = true) {
+        if readOffLoop, frame.count >= Self.offLoopFrameBytes, c.hello != nil {
+            return readBigSaveOffLoop(frame, from: c)
+        }
         // The hottest calls, read straight from their bytes; anything they do not recognise
         // (errors included) takes the general path below.
         if let q = QuickFetch(frame) {

@@ -14,18 +14,18 @@ public struct ServiceInterface: Sendable {
     public let name: String
     /// The varlink interface definition, as `GetInterfaceDescription` returns it.
     public let description: String
-    /// The entities a method reads or writes, by member (nil: it may touch any). A call waits
-    /// while a store it touches holds its writes (`Broker+HeldWrites`): one that says which it
-    /// touches goes on while the other store's writes wait (the ticker's alarms, which touch
-    /// Sessions alone, while a writer of timers waits for the Cloud store's checkpoint).
-    let touches: @Sendable (_ member: String) -> Set<String>?
+    /// The entities a method may write, by member (nil: any). A call waits while a store it may
+    /// write holds its writes (`Broker+HeldWrites`): one that says which goes on while the other
+    /// store's writes wait (the ticker's alarms, which write Sessions alone, while a writer of
+    /// timers waits for the Cloud store).
+    let writes: @Sendable (_ member: String) -> Set<String>?
     let handler: Handler
 
-    public init(name: String, description: String, touches: @escaping @Sendable (_ member: String) -> Set<String>? = { _ in nil },
+    public init(name: String, description: String, writes: @escaping @Sendable (_ member: String) -> Set<String>? = { _ in nil },
                 handler: @escaping Handler) {
         self.name = name
         self.description = description
-        self.touches = touches
+        self.writes = writes
         self.handler = handler
     }
 }

@@ -196,7 +196,7 @@ extension Context {
         return ContextError(.invalidValue(entity: "?", attribute: "?", reason: "\(error)"))
     }
 
-    private func apply(_ change: RowChange, in handle: StoreHandle) throws(DatabaseError) {
+    func apply(_ change: RowChange, in handle: StoreHandle) throws(DatabaseError) {
         let q = SchemaSQL.quote
         switch change.kind {
         case .insert:

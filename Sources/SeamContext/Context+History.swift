@@ -10,15 +10,23 @@ extension Context {
 
     /// Appends the history configuration's part of `set` to the persistent history.
     func writeHistory(_ set: ChangeSet) throws(DatabaseError) {
-        guard !options.historyIgnoresAuthors.contains(set.author) else { return }
+        guard recordsHistory(by: set.author) else { return }
         let changes = set.changes.filter { configuration(of: $0.entity) == options.historyConfiguration }
-        guard !changes.isEmpty, let h = historyStore else { return }
+        guard !changes.isEmpty else { return }
+        try writeHistory(set, text: RowCoding.writeChanges(changes, sortedKeys: &historyKeyOrder))
+    }
+
+    /// Whether the history records saves by `author`.
+    func recordsHistory(by author: String) -> Bool { !options.historyIgnoresAuthors.contains(author) }
+
+    /// Writes `set`'s history entry with its changes already written as `text` (`RowCoding.writeChanges`).
+    func writeHistory(_ set: ChangeSet, text: String) throws(DatabaseError) {
+        guard let h = historyStore else { return }
         // Prepared once per store, like the insert: parsing it on every save cost more than the insert.
         let create = try h.statement(Self.historySQL)
         while try create.step() {}
         let s = try h.statement("INSERT INTO seam_history (sequence, author, time, changes) VALUES (?1, ?2, ?3, ?4)")
-        try s.bind([.integer(set.sequence), .string(set.author), .double(set.time),
-                    .string(RowCoding.writeChanges(changes, sortedKeys: &historyKeyOrder))])
+        try s.bind([.integer(set.sequence), .string(set.author), .double(set.time), .string(text)])
         while try s.step() {}
     }
 

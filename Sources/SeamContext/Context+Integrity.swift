@@ -172,7 +172,8 @@ extension Context {
     /// The open stores whose path no longer names the file they opened (removed, or something
     /// else moved there).
     public func changedFiles() -> [String] {
-        stores.keys.sorted().filter(fileChanged)
+        // A store a save in steps holds is looked at by that save's last step.
+        stores.keys.sorted().filter { $0 != steppedStore && fileChanged($0) }
     }
 
     /// Whether the path of open store `name` no longer names the file it opened: one `stat`,

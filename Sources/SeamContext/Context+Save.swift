@@ -68,6 +68,7 @@ extension Context {
     }
 
     private func saveUnguarded(_ request: SaveRequest, author: String, time: Double?) throws(ContextError) -> ChangeSet? {
+        try refuseIfStepped(request)
         try finishUnfinished()  // before anything is read: the stores as every earlier save left them
         var work = WorkingSet()
         for (i, op) in request.operations.enumerated() {
@@ -102,7 +103,7 @@ extension Context {
     /// Refuses a save of `changes` when the history after `since` has changed one of their rows
     /// (see `SaveRequest.unchangedSince`). Reads only the history after `since`: what has been
     /// saved since the writer last read it.
-    private func checkUnchanged(_ changes: [RowChange], since: Int64) throws(ContextError) {
+    func checkUnchanged(_ changes: [RowChange], since: Int64) throws(ContextError) {
         guard since <= sequence else { throw ContextError(.sequenceAhead(since: since, sequence: sequence)) }
         // What the history no longer holds cannot be checked: a save it changed would pass.
         let forgotten = try historyPurgedThrough()
@@ -121,7 +122,7 @@ extension Context {
         }
     }
 
-    private static func change(_ p: Pending, names: [String]) -> RowChange? {
+    static func change(_ p: Pending, names: [String]) -> RowChange? {
         let uuid = (p.new ?? p.old)?[Entity.identity]?.stringValue ?? ""
         switch (p.old, p.new) {
         case (nil, nil): return nil
@@ -159,7 +160,7 @@ extension Context {
         uuids.next(now: UInt64(max(0, WallClock.now() * 1000)), using: &random)
     }
 
-    private func stageInsert(
+    func stageInsert(
         _ entity: String, _ values: [String: AttributeValue], checked: Bool = false, into work: inout WorkingSet
     ) throws(ContextError) {
         let r = try route(entity)
@@ -209,7 +210,7 @@ extension Context {
         work.set(p, uuid: uuid)
     }
 
-    private func stageUpdate(
+    func stageUpdate(
         _ entity: String, _ uuid: String, _ values: [String: AttributeValue], into work: inout WorkingSet
     ) throws(ContextError) {
         let r = try route(entity)
@@ -230,7 +231,7 @@ extension Context {
         work.set(p, uuid: uuid)
     }
 
-    private func stageDelete(_ entity: String, _ uuid: String, author: String, into work: inout WorkingSet) throws(ContextError) {
+    func stageDelete(_ entity: String, _ uuid: String, author: String, into work: inout WorkingSet) throws(ContextError) {
         let r = try route(entity)
         var p = try current(r.entity, uuid, store: r.store, in: work)
         // Deleted already by this save (a cascade from a row deleted before it): done, as it

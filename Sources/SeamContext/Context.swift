@@ -113,6 +113,8 @@ public final class Context {
     var historyKeyOrder: [String: [String]] = [:]
     /// The group of saves committed together, while one is open (`Context+Group`).
     var group: Group?
+    /// The save being written in steps, while one is (`Context+Steps`).
+    var stepped: SteppedSave?
 
     /// Whether `resultsInvalidated` was set, clearing it: for the one owner that refetches.
     public func takeResultsInvalidated() -> Bool {
@@ -377,6 +379,7 @@ public final class Context {
     /// are finalised and its connection closed, so its WAL is folded into the file. Calls
     /// that need it fail with `storeUnavailable` and `reason` until it is reopened.
     public func close(_ name: String, reason: String) {
+        endSteps(closing: name, reason: reason)
         closedStores[name] = reason
         checking.remove(name)
         readOnly[name] = nil
@@ -576,8 +579,26 @@ public final class Context {
     public func row(_ entity: String, _ uuid: String) throws(ContextError) -> Row? {
         try guarding(entity: entity) { () throws(ContextError) -> Row? in
             let r = try route(entity)
-            let handle = try handle(r.store, for: entity)
-            return try readRow(r.entity, uuid: uuid, from: handle.db, handle: handle)
+            let (db, handle) = try readConnection(r.store, for: entity)
+            return try readRow(r.entity, uuid: uuid, from: db, handle: handle)
+        }
+    }
+
+    /// Where this context reads store `store` on its owner's thread: its own connection, or —
+    /// while a save in steps holds the store, whose rows that connection would see before they
+    /// are committed — the store's read-only connection (with no cached statements).
+    func readConnection(_ store: String, for entity: String) throws(ContextError) -> (Database, StoreHandle?) {
+        let handle = try handle(store, for: entity)
+        guard stepped?.store == store else { return (handle.db, handle) }
+        if let reader = readers[store] { return (reader, nil) }
+        var o = Database.Options()
+        o.readOnly = true
+        do {
+            let reader = try Database(path: handle.db.path, options: o)
+            readers[store] = reader
+            return (reader, nil)
+        } catch {
+            throw ContextError(.database(error))
         }
     }
 
@@ -591,10 +612,10 @@ public final class Context {
 
     private func rowValuesUnguarded(_ entity: String, _ uuid: String) throws(ContextError) -> (attributes: [Attribute], values: [AttributeValue])? {
         let r = try route(entity)
-        let handle = try handle(r.store, for: entity)
+        let (db, handle) = try readConnection(r.store, for: entity)
         let columns = r.entity.attributes
         do {
-            let s = try rowStatement(r.entity, handle: handle, db: handle.db)
+            let s = try rowStatement(r.entity, handle: handle, db: db)
             try s.bind(.string(uuid), at: 1)
             defer { s.reset() }
             guard try s.step() else { return nil }
@@ -635,8 +656,8 @@ public final class Context {
     public func fetch(_ request: FetchRequest) throws(ContextError) -> [Row] {
         try guarding(entity: request.entity) { () throws(ContextError) -> [Row] in
             let r = try route(request.entity)
-            let handle = try handle(r.store, for: request.entity)
-            return try fetch(request, entity: r.entity, db: handle.db, handle: handle)
+            let (db, handle) = try readConnection(r.store, for: request.entity)
+            return try fetch(request, entity: r.entity, db: db, handle: handle)
         }
     }
 
@@ -644,8 +665,8 @@ public final class Context {
     public func count(_ request: FetchRequest) throws(ContextError) -> Int {
         try guarding(entity: request.entity) { () throws(ContextError) -> Int in
             let r = try route(request.entity)
-            let handle = try handle(r.store, for: request.entity)
-            return try count(request, entity: r.entity, db: handle.db, handle: handle)
+            let (db, handle) = try readConnection(r.store, for: request.entity)
+            return try count(request, entity: r.entity, db: db, handle: handle)
         }
     }
 

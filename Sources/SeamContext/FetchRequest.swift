@@ -32,6 +32,13 @@ public struct SaveRequest: Sendable {
         case insert(entity: String, values: [String: AttributeValue])
         case update(entity: String, uuid: String, values: [String: AttributeValue])
         case delete(entity: String, uuid: String)
+
+        /// The entity it changes.
+        public var entity: String {
+            switch self {
+            case .insert(let e, _), .update(let e, _, _), .delete(let e, _): e
+            }
+        }
     }
 
     public var operations: [Operation]

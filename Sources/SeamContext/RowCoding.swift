@@ -64,32 +64,38 @@ enum RowCoding {
         out.append(UInt8(ascii: "["))
         for (i, change) in changes.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            // The members in the order of their keys' bytes: changedKeys, entity, kind, new, old, store, uuid.
-            out += Array(#"{"changedKeys":["#.utf8)
-            for (k, key) in change.changedKeys.enumerated() {
-                if k > 0 { out.append(UInt8(ascii: ",")) }
-                CanonicalJSON.writeString(key, into: &out)
-            }
-            out += Array(#"],"entity":"#.utf8)
-            CanonicalJSON.writeString(change.entity, into: &out)
-            out += Array(#","kind":"#.utf8)
-            CanonicalJSON.writeString(change.kind.rawValue, into: &out)
-            if let new = change.new {
-                out += Array(#","new":"#.utf8)
-                writeRow(new, entity: change.entity, sortedKeys: &sortedKeys, into: &out)
-            }
-            if let old = change.old {
-                out += Array(#","old":"#.utf8)
-                writeRow(old, entity: change.entity, sortedKeys: &sortedKeys, into: &out)
-            }
-            out += Array(#","store":"#.utf8)
-            CanonicalJSON.writeString(change.store, into: &out)
-            out += Array(#","uuid":"#.utf8)
-            CanonicalJSON.writeString(change.uuid, into: &out)
-            out.append(UInt8(ascii: "}"))
+            writeChange(change, sortedKeys: &sortedKeys, into: &out)
         }
         out.append(UInt8(ascii: "]"))
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// One change as `writeChanges` writes each (a save in steps writes its history a few
+    /// changes at a time, `Context+Steps`).
+    static func writeChange(_ change: RowChange, sortedKeys: inout [String: [String]], into out: inout [UInt8]) {
+        // The members in the order of their keys' bytes: changedKeys, entity, kind, new, old, store, uuid.
+        out += Array(#"{"changedKeys":["#.utf8)
+        for (k, key) in change.changedKeys.enumerated() {
+            if k > 0 { out.append(UInt8(ascii: ",")) }
+            CanonicalJSON.writeString(key, into: &out)
+        }
+        out += Array(#"],"entity":"#.utf8)
+        CanonicalJSON.writeString(change.entity, into: &out)
+        out += Array(#","kind":"#.utf8)
+        CanonicalJSON.writeString(change.kind.rawValue, into: &out)
+        if let new = change.new {
+            out += Array(#","new":"#.utf8)
+            writeRow(new, entity: change.entity, sortedKeys: &sortedKeys, into: &out)
+        }
+        if let old = change.old {
+            out += Array(#","old":"#.utf8)
+            writeRow(old, entity: change.entity, sortedKeys: &sortedKeys, into: &out)
+        }
+        out += Array(#","store":"#.utf8)
+        CanonicalJSON.writeString(change.store, into: &out)
+        out += Array(#","uuid":"#.utf8)
+        CanonicalJSON.writeString(change.uuid, into: &out)
+        out.append(UInt8(ascii: "}"))
     }
 
     /// `encode(values).write(into:)`'s bytes: members by their keys' UTF-8 bytes.

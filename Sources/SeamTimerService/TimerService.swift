@@ -67,8 +67,8 @@ public enum TimerService {
         """
 
     public static var interface: ServiceInterface {
-        // Start reads the timer; every other method reads and writes Sessions alone.
-        ServiceInterface(name: name, description: description, touches: { $0 == "Start" ? ["Timer", "Session"] : ["Session"] }) { member, p, call in
+        // Every method writes Sessions alone (Start reads the timer).
+        ServiceInterface(name: name, description: description, writes: { _ in ["Session"] }) { member, p, call in
             do throws(VarlinkError) {
                 switch member {
                 case "Start": return .success(try start(p, call))

@@ -1,0 +1,157 @@
+import SeamContext
+import SeamJSON
+import SeamProtocol
+import SeamSchema
+import SeamSystem
+
+/// Big saves in steps (issue: one client cannot take the broker). A save of more than
+/// `stepsAbove` operations into one store is staged and written `rowsPerStep` at a time, for
+/// about `stepSeconds` per round of the loop, inside one transaction (`Context+Steps`):
+/// between its turns everyone else is served — reads, and saves into the other store (the
+/// ticker's alarms while a plugin saves 1,000 timers). Calls that would write into its store wait
+/// for it (`Broker+HeldWrites`). It is still one atomic save with one reply; its caller's later
+/// calls wait for that reply, as they wait for a read (`Connection.awaitingRead`).
+extension Broker {
+    /// Saves of more operations than this go in steps: fewer take less than a turn anyway.
+    static let stepsAbove = 64
+    /// Operations staged, or rows written, per step: a step takes tens of microseconds.
+    static let rowsPerStep = 16
+    /// The loop time a save in steps takes per round: short, since whoever waits for the loop —
+    /// a reply from a reader, the ticker's alarm — waits for a round to end.
+    static let stepSeconds = 0.001
+    /// While others have calls (in the last `busySeconds`), the save in steps rests this long
+    /// after each turn: the loop then waits in `epoll` half the time, so that a call that comes
+    /// (the ticker's alarm, a reply from a reader) is taken at once — a loop that never rests is
+    /// preempted by the kernel for milliseconds at a time on a busy machine — and the big save,
+    /// not everyone else, takes the slowdown. Alone, it runs flat out.
+    static let stepRestSeconds = 0.001
+    static let busySeconds = 0.05
+
+    /// Whether the save in steps may take a turn now (not resting).
+    var stepsMayRun: Bool { stepping != nil && WallClock.monotonic() >= stepsResumeAt }
+
+    /// The save in steps and whom it answers.
+    struct Stepping {
+        let save: SteppedSave
+        let connection: Connection
+        let request: SaveRequest
+        let id: JSON?
+        let answers: Bool
+    }
+
+    /// Begins `request` in steps for `c`: nil when it is saved at once instead (small, two
+    /// stores, deletes, or another save runs in steps); else the reply to send now — empty while
+    /// it runs, an error if it could not begin.
+    func saveInSteps(_ request: SaveRequest, author: String, _ c: Connection, id: JSON?, answers: Bool) -> [UInt8]? {
+        guard request.operations.count > Self.stepsAbove, stepping == nil else { return nil }
+        let save: SteppedSave?
+        do { save = try context.beginSteps(request, author: author) } catch { return Reply(Self.varlink(error, in: request), id: id).frame() }
+        guard let save else { return nil }
+        refetchIfInvalidated()  // a save that had committed in part was finished first
+        stepping = Stepping(save: save, connection: c, request: request, id: id, answers: answers)
+        c.awaitingRead = true  // its later calls wait for this one's reply
+        return []
+    }
+
+    /// The save in steps' turn in a round: steps for about `seconds`, charged to its caller's
+    /// turns; at its end, its reply and the calls that waited for its store.
+    func takeStepTurn(seconds: Double) {
+        guard let running = stepping else { return }
+        let began = WallClock.monotonic()
+        var outcome = SteppedSave.Outcome.unfinished
+        do throws(ContextError) {
+            while case .unfinished = outcome, WallClock.monotonic() - began < seconds {
+                outcome = try context.step(running.save, rows: Self.rowsPerStep)
+            }
+        } catch {
+            finishSteps(running, .failure(error))
+            return
+        }
+        let ended = WallClock.monotonic()
+        runnable.charge(Int(running.connection.fd), seconds: ended - began)
+        if case .finished(let set) = outcome {
+            finishSteps(running, .success(set))
+        } else if ended - othersActiveAt < Self.busySeconds {
+            stepsResumeAt = ended + Self.stepRestSeconds
+            _ = loop.after(Self.stepRestSeconds) {}  // the loop's wait ends then
+        }
+    }
+
+    /// Tells the caller, and subscribers, how the save in steps ended.
+    private func finishSteps(_ running: Stepping, _ result: Result<ChangeSet?, ContextError>) {
+        stepping = nil
+        let c = running.connection
+        c.awaitingRead = false
+        let reply: [UInt8]
+        switch result {
+        case .success(let set):
+            if let set {
+                publish(set)
+                noteCommitForSync(set)
+            }
+            let shows = c.hello.flatMap { $0.capabilities.reads == nil ? nil : $0.capabilities.mayRead }
+            reply = Self.saveReply(set, id: running.id, shows: shows)
+        case .failure(let error):
+            reply = Reply(Self.varlink(error, in: running.request), id: running.id).frame()
+        }
+        if context.hasNotices { reportStoreNotices() }
+        if !c.closed {
+            if running.answers { send(frame: reply, to: c) }
+            resumeAfterRead(c)
+        }
+        resumeHeldWrites()
+    }
+
+    /// The save in steps for `Status`: its store, caller and progress, or null.
+    func stepsStatus() -> JSON {
+        guard let running = stepping else { return .null }
+        let progress = running.save.progress
+        return .object(["store": .string(running.save.store), "connection": .integer(Int64(running.connection.id)),
+                        "operations": .integer(Int64(running.request.operations.count)),
+                        "done": .integer(Int64(progress.done)), "of": .integer(Int64(progress.of))])
+    }
+
+    // MARK: - Reading a big save off the loop
+
+    /// Frames from this size are read on a reader when they may be a save: reading a 1,000-row
+    /// save's frame took the loop 1.6–2.7 ms, the longest piece of such a save left on it.
+    static let offLoopFrameBytes = 32 * 1024
+
+    /// Reads `frame` of `c` — big, and perhaps a save — on a reader: its request comes back to
+    /// the loop, which saves it as if it had read it itself (a frame that is not a plain save, or
+    /// is not valid, is read on the loop as any other). The connection's later calls wait.
+    func readBigSaveOffLoop(_ frame: ArraySlice<UInt8>, from c: Connection) {
+        let schema = context.schema
+        c.awaitingRead = true
+        onReader(for: c, { _ in
+            let types: (Entity) -> [String: AttributeType] = { $0.attributeTypes }
+            if let q = QuickSave(frame), let request = Self.request(q, schema: schema, types: types) {
+                return .readSave(.success(request), id: q.id, answers: true)
+            }
+            guard let json = try? JSON.decode(frame, limits: JSONLimits(maxDepth: Limits.maxJSONDepth)), let call = try? Call(json),
+                  call.method == "org.seam.Store.Save"
+            else { return .readSave(nil, id: nil, answers: true) }
+            return .readSave(Self.saveRequest(call.parameters, schema: schema, types: types), id: call.id, answers: !call.oneway)
+        }, then: { [unowned self] outcome in
+            c.awaitingRead = false
+            guard !c.closed else { return }
+            guard case .readSave(let read?, let id, let answers) = outcome, let hello = c.hello else {
+                handleFrame(frame, from: c, readOffLoop: false)
+                flush(c)
+                return resumeAfterRead(c)
+            }
+            // A store it writes may have begun to hold its writes meanwhile: it waits, as read.
+            if parkIfHeld(c, frame) { return }
+            switch read {
+            case .success(let request):
+                let reply = save(request, author: hello.author, c, id: id, answers: answers)
+                if answers { send(frame: reply, to: c) }
+            case .failure(let error):
+                if answers { send(Reply(error, id: id), to: c) }
+            }
+            if context.hasNotices { reportStoreNotices() }
+            flush(c)
+            if !c.awaitingRead { resumeAfterRead(c) }  // else it began a save in steps
+        })
+    }
+}
