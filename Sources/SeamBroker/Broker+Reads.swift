@@ -35,6 +35,7 @@ extension Broker {
         let id = nextReadID
         readContinuations[id] = { [unowned self] outcome, seconds in
             if let c { charge(c, readSeconds: seconds) }
+            noteActivity(of: c)
             then(outcome)
         }
         let outcomes = readOutcomes
@@ -76,7 +77,6 @@ extension Broker {
 
     /// The outcomes the readers posted, each to what asked for it.
     func takeReadOutcomes() {
-        othersActiveAt = WallClock.monotonic()
         for (id, outcome, seconds) in readOutcomes.take() {
             readContinuations.removeValue(forKey: id)?(outcome, seconds)
         }

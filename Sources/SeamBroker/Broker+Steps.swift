@@ -30,6 +30,13 @@ extension Broker {
     /// Whether the save in steps may take a turn now (not resting).
     var stepsMayRun: Bool { stepping != nil && WallClock.monotonic() >= stepsResumeAt }
 
+    /// Notes that `c` (nil: seamd's own work for someone) had a turn or a read answered: unless
+    /// it is the one that saves in steps — whose own next save, read off the loop between two
+    /// big ones, is no one else's call — the save in steps rests between its turns for a while.
+    func noteActivity(of c: Connection?, at now: Double = WallClock.monotonic()) {
+        if c == nil || c !== lastStepper { othersActiveAt = now }
+    }
+
     /// The save in steps and whom it answers.
     struct Stepping {
         let save: SteppedSave
@@ -49,6 +56,7 @@ extension Broker {
         guard let save else { return nil }
         refetchIfInvalidated()  // a save that had committed in part was finished first
         stepping = Stepping(save: save, connection: c, request: request, id: id, answers: answers)
+        lastStepper = c
         c.awaitingRead = true  // its later calls wait for this one's reply
         return []
     }

@@ -45,7 +45,7 @@ extension Broker {
             processFrames(c, budget: configuration.limits.callsPerTurn, until: began + Self.turnSeconds)
             let ended = WallClock.monotonic()
             runnable.charge(fd, seconds: ended - began)
-            if c !== stepping?.connection { othersActiveAt = ended }
+            noteActivity(of: c, at: ended)
             schedule(c)  // more left: behind the others
             if c.readClosed { closeIfFinished(c) }
         }

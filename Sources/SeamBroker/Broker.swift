@@ -76,10 +76,12 @@ public final class Broker {
     var parkedForHeldWrites: [(connection: Connection, writes: Set<String>?)] = []
     /// The big save being written in steps, while one is (`Broker+Steps`).
     var stepping: Stepping?
-    /// When the save in steps may take its next turn (it rests while others are busy), and when
-    /// a connection other than its caller last had a turn.
+    /// When the save in steps may take its next turn (it rests while others are busy); when a
+    /// connection other than the last to save in steps last had a turn or a read answered; and
+    /// that connection.
     var stepsResumeAt = 0.0
     var othersActiveAt = 0.0
+    weak var lastStepper: Connection?
     /// Wakes the loop when a store's check at open has finished.
     var checksWaker: EventLoop.Waker?
     /// Connections with replies or diffs held until the saves of this round are on the disk
