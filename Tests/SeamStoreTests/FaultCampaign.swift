@@ -8,7 +8,8 @@ import SeamTestSupport
 import XCTest
 
 /// A seeded fault campaign over real processes (issue: nothing lost at rest): a client saves
-/// timers and sessions through a real seamd (with its ticker supervised) while the campaign
+/// timers and sessions through a real seamd (with its ticker supervised) — one row at a time, and
+/// now and then 100 in one save, which seamd writes in steps — while the campaign
 /// injects, at random, the faults a machine and its people inflict — SIGKILL of seamd or of the
 /// ticker, SIGSTOP/SIGCONT, a full disk (a small tmpfs, as root), an I/O error on writes (the
 /// LD_PRELOAD injector), a damaged page, a store file deleted or replaced while seamd serves, an
@@ -121,6 +122,11 @@ final class FaultCampaign {
         _ = try? c.hello()
         for _ in 0..<n {
             let entity = chance(2) ? "Timer" : "Session"
+            // Now and then a big save, which seamd writes in steps (Broker+Steps).
+            if chance(6) {
+                guard bigSave(entity, on: c) else { return }
+                continue
+            }
             let existing = model[entity]!.filter { if case .present = $0.value { return true } else { return false } }.keys.sorted()
             let kind = existing.isEmpty ? 0 : random.next() % 4
             let uuid = kind == 0 ? UUIDText.random(using: &random) : pick(existing)
@@ -152,6 +158,27 @@ final class FaultCampaign {
             // No reply: it happened, or it did not.
             model[entity]![uuid] = .either(Self.name(before), Self.name(after))
             return
+        }
+    }
+
+    /// 100 inserts of `entity` in one save; false when no reply came (the connection is done).
+    func bigSave(_ entity: String, on c: SeamConnection) -> Bool {
+        let name = "big\(steps)-\(random.next() % 1000)"
+        let uuids = (0..<100).map { _ in UUIDText.random(using: &random) }
+        let ops: [SeamConnection.Change] = uuids.map { uuid in
+            var values: JSONObject = ["uuid": .string(uuid), "name": .string(name)]
+            if entity == "Session" { values["startedAt"] = .integer(1_700_000_000) }
+            return .insert(entity: entity, values: values)
+        }
+        do {
+            _ = try c.save(ops)
+            for uuid in uuids { model[entity]![uuid] = .present(name) }
+            acknowledged += 1
+            return true
+        } catch {
+            if case .remote = error.kind { return true }  // refused: nothing changed
+            for uuid in uuids { model[entity]![uuid] = .either(nil, name) }
+            return false
         }
     }
 
