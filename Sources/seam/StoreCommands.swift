@@ -18,6 +18,12 @@ enum StoreCommands {
                 if let reason = store["reason"]?.stringValue { print("    \(reason)") }
                 if let note = store["note"]?.stringValue { print("    \(note)") }
             }
+            // A big save written in steps holds its store's writes until it ends.
+            if let steps = s["saveInSteps"]?.objectValue, let of = steps["of"]?.int64Value, of > 0 {
+                let done = steps["done"]?.int64Value ?? 0
+                print("  saving in steps: \(steps["operations"]?.int64Value ?? 0) operations into \(steps["store"]?.stringValue ?? "?") "
+                      + "(connection \(steps["connection"]?.int64Value ?? 0)), \(done * 100 / of)% done; writes into that store wait for it")
+            }
             if let last = s["migration"]?["last"], let error = last["error"]?.stringValue {
                 print("  the last migration failed: \(error); `seam migrate` tries again")
             }

@@ -33,6 +33,12 @@ final class SaveInStepsTests: BrokerTestCase {
 
         let other = try client()
         try eventually(30, "the save runs in steps") { (try? self.running(other)) == true }
+        // A person sees it, and what it holds up (when it still ran after `seam status`, it ran
+        // while status was asked: the saver has only this one).
+        let shown = try Executables.run("seam", ["--socket", broker.socketPath, "status"])
+        if try running(other) {
+            XCTAssertTrue(shown.stdout.contains("saving in steps: 10000 operations into Cloud"), shown.stdout)
+        }
         // Saves into the other store and reads are answered while it runs.
         var localSequences: [Int64] = []
         var answeredWhileRunning = 0
