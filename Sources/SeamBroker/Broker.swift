@@ -267,6 +267,9 @@ public final class Broker {
         var silent: Connection?
         var anonymous: Connection?
         for c in connections.values where c.supervisedAs == nil && c !== spared && !c.closed {
+            // A whole call read and not yet handled (its Hello, say, behind a busy turn) is not
+            // silence: the client spoke (the isolation bench's good client was closed so, once).
+            if c.decoder.hasCompleteFrame() { continue }
             if c.calls == 0 {
                 if silent.map({ c.id < $0.id }) ?? true { silent = c }
             } else if c.hello == nil, !c.awaitingRead {
