@@ -30,9 +30,13 @@ final class CheckpointerTests: XCTestCase {
     }
 
     /// Waits (up to 10 s) for the thread's round or catch-up to end.
-    func waitWhileBusy(_ checkpointer: Checkpointer) {
+    func waitWhileBusy(_ checkpointer: Checkpointer) { waitWhile { checkpointer.isBusy } }
+
+    /// Waits (up to 10 s) while `condition` holds: for the checkpointer's thread, which tells
+    /// nothing else when it is done.
+    func waitWhile(_ condition: () -> Bool) {
         let deadline = Date().addingTimeInterval(10)
-        while checkpointer.isBusy && Date() < deadline { usleep(200) }
+        while condition() && Date() < deadline { usleep(200) }
     }
 
     /// Stops everything and reopens the store: `rows` rows, and SQLite finds it whole.
@@ -176,8 +180,7 @@ final class CheckpointerTests: XCTestCase {
         }
         waitWhileHolding(checkpointer)
         XCTAssertGreaterThan(held, 0, "the WAL passed the limit (3,000 rows are some 9,000 frames)")
-        let deadline = Date().addingTimeInterval(10)
-        while told.value < checkpointer.holds && Date() < deadline { usleep(200) }  // told just after the hold ends
+        waitWhile { told.value < checkpointer.holds }  // told just after the hold ends
         XCTAssertEqual(told.value, checkpointer.holds, "each hold's end was told")
         XCTAssertGreaterThanOrEqual(checkpointer.holds, held)
         XCTAssertGreaterThan(checkpointer.restarts, 0, "the WAL started over after a drain")
@@ -221,10 +224,7 @@ final class CheckpointerTests: XCTestCase {
     }
 
     /// Waits (up to 10 s) for a hold to end.
-    func waitWhileHolding(_ checkpointer: Checkpointer) {
-        let deadline = Date().addingTimeInterval(10)
-        while checkpointer.holdsWrites && Date() < deadline { usleep(200) }
-    }
+    func waitWhileHolding(_ checkpointer: Checkpointer) { waitWhile { checkpointer.holdsWrites } }
 
     /// A reader holding an old snapshot keeps a catch-up from finishing; the writer then does not
     /// try again on every idle turn (two fdatasyncs each), only after its next commit.
