@@ -14,6 +14,8 @@
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -23,6 +25,32 @@
 #include <time.h>
 #include <unistd.h>
 #include "seam_system.h"
+
+// The kernel's struct sched_attr (glibc has no wrapper for sched_setattr before 2.41).
+struct seam_sched_attr {
+    uint32_t size;
+    uint32_t sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime;
+    uint64_t sched_deadline;
+    uint64_t sched_period;
+};
+
+int seam_request_slice(uint64_t nanoseconds) {
+    struct seam_sched_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.sched_policy = SCHED_OTHER;
+    // The thread's nice value, as it is (on Linux, PRIO_PROCESS with 0 is the calling thread).
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    if (nice == -1 && errno != 0) return -1;
+    attr.sched_nice = nice;
+    attr.sched_runtime = nanoseconds;
+    return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
+}
 
 ssize_t seam_copy_file_range(int fd_in, int fd_out, size_t length) {
     return copy_file_range(fd_in, NULL, fd_out, NULL, length, 0);

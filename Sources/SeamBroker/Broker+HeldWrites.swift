@@ -25,6 +25,8 @@ extension Broker {
     var storesHoldingWrites: Set<String> {
         var held = context.storesHoldingWrites
         if let stepped = context.steppedStore { held.insert(stepped) }
+        // A save in steps being committed has taken the next sequence number: every store waits.
+        if context.sequenceClaimed { held.formUnion(context.storeNames) }
         return held
     }
 

@@ -20,6 +20,16 @@ enum ReadOutcome: Sendable {
     /// A big Save's frame, read off the loop (`Broker+Steps`): its request or why it was refused;
     /// nil when it is not a save the reader could read (the loop reads it as any frame).
     case readSave(Result<SaveRequest, VarlinkError>?, id: JSON?, answers: Bool)
+    /// Work off the loop that hands nothing back (a save in steps' commit).
+    case ran
+
+    /// The sequence number a subscriber's result stands at.
+    var resultSequence: Int64? {
+        switch self {
+        case .built(_, let sequence), .channelLoaded(_, _, let sequence): sequence
+        default: nil
+        }
+    }
 }
 
 /// Reads off the loop (issue: one client cannot take the broker): a general Fetch, a Count and a
@@ -29,7 +39,8 @@ enum ReadOutcome: Sendable {
 extension Broker {
     /// Runs `work` on a reader; `then` gets its outcome on the loop. The time it took is charged
     /// to `c` (`readLane`).
-    func onReader(for c: Connection?, _ work: @escaping @Sendable (ReaderPool.Connections) -> ReadOutcome,
+    /// `lane` overrides the one `c`'s reads take (a big save's frame and reply go on the heavy one).
+    func onReader(for c: Connection?, lane: ReaderPool.Lane? = nil, _ work: @escaping @Sendable (ReaderPool.Connections) -> ReadOutcome,
                   then: @escaping (ReadOutcome) -> Void) {
         nextReadID += 1
         let id = nextReadID
@@ -40,7 +51,7 @@ extension Broker {
         }
         let outcomes = readOutcomes
         let waker = readWaker
-        readers.submit(priority: c.map(readPriority) ?? .role, lane: c.map(readLane) ?? .light) { connections in
+        readers.submit(priority: c.map(readPriority) ?? .role, lane: lane ?? c.map(readLane) ?? .light) { connections in
             let start = WallClock.monotonic()
             let outcome = work(connections)
             outcomes.post((id, outcome, WallClock.monotonic() - start))
@@ -78,22 +89,29 @@ extension Broker {
     /// The outcomes the readers posted, each to what asked for it.
     func takeReadOutcomes() {
         for (id, outcome, seconds) in readOutcomes.take() {
+            // A subscriber's result read after a save in steps committed on its thread, and
+            // before the loop has told anyone of it, waits until it has: the save's diff must
+            // come before the result that holds it, and then be dropped (`SubscriptionFlow`).
+            if stepCommitting, let at = outcome.resultSequence, at > context.sequence {
+                outcomesAfterCommit.append((id, outcome, seconds))
+                continue
+            }
             readContinuations.removeValue(forKey: id)?(outcome, seconds)
         }
     }
 
     /// Answers call `id` of `c` with the reply a reader makes: the connection waits for it, then
     /// goes on with the calls it sent after.
-    func answerLater(_ c: Connection, id: JSON?, _ work: @escaping @Sendable (ReaderPool.Connections) -> ReadOutcome) {
+    func answerLater(_ c: Connection, id: JSON?, lane: ReaderPool.Lane? = nil, _ work: @escaping @Sendable (ReaderPool.Connections) -> ReadOutcome) {
         c.awaitingRead = true
-        onReader(for: c, work) { [unowned self] outcome in
+        onReader(for: c, lane: lane, work) { [unowned self] outcome in
             c.awaitingRead = false
             let error: VarlinkError? = if case .failed(let f) = outcome { readError(f) } else { nil }
             guard !c.closed else { return }
             switch outcome {
             case .frame(let bytes): send(frame: bytes, to: c)
             case .failed: send(Reply(error!, id: id), to: c)
-            case .built, .channelLoaded, .tooManyRows, .readSave: break
+            case .built, .channelLoaded, .tooManyRows, .readSave, .ran: break
             }
             resumeAfterRead(c)
         }

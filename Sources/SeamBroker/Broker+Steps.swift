@@ -9,16 +9,18 @@ import SeamSystem
 /// about `stepSeconds` per round of the loop, inside one transaction (`Context+Steps`):
 /// between its turns everyone else is served — reads, and saves into the other store (the
 /// ticker's alarms while a plugin saves 1,000 timers). Calls that would write into its store wait
-/// for it (`Broker+HeldWrites`). It is still one atomic save with one reply; its caller's later
-/// calls wait for that reply, as they wait for a read (`Connection.awaitingRead`).
+/// for it (`Broker+HeldWrites`); while its commit runs on a thread of its own, every store's
+/// writes wait. It is still one atomic save with one reply; its caller's later calls wait for that
+/// reply, as they wait for a read (`Connection.awaitingRead`).
 extension Broker {
     /// Saves of more operations than this go in steps: fewer take less than a turn anyway.
     static let stepsAbove = 64
     /// Operations staged, or rows written, per step: a step takes tens of microseconds.
     static let rowsPerStep = 16
-    /// The loop time a save in steps takes per round: short, since whoever waits for the loop —
-    /// a reply from a reader, the ticker's alarm — waits for a round to end.
-    static let stepSeconds = 0.001
+    /// The loop time a save in steps takes per round, at most: short, since whoever waits for the
+    /// loop — a reply from a reader, the ticker's alarm — waits for a round to end. A turn ends
+    /// sooner when an event waits (`EventLoop.hasPendingEvents`).
+    static let stepSeconds = 0.0005
     /// While others have calls (in the last `busySeconds`), the save in steps rests this long
     /// after each turn: the loop then waits in `epoll` half the time, so that a call that comes
     /// (the ticker's alarm, a reply from a reader) is taken at once — a loop that never rests is
@@ -28,7 +30,7 @@ extension Broker {
     static let busySeconds = 0.05
 
     /// Whether the save in steps may take a turn now (not resting).
-    var stepsMayRun: Bool { stepping != nil && WallClock.monotonic() >= stepsResumeAt }
+    var stepsMayRun: Bool { stepping != nil && !stepCommitting && WallClock.monotonic() >= stepsResumeAt }
 
     /// Notes that `c` (nil: seamd's own work for someone) had a turn or a read answered: unless
     /// it is the one that saves in steps — whose own next save, read off the loop between two
@@ -54,6 +56,7 @@ extension Broker {
         let save: SteppedSave?
         do { save = try context.beginSteps(request, author: author) } catch { return Reply(Self.varlink(error, in: request), id: id).frame() }
         guard let save else { return nil }
+        save.commitsElsewhere = true
         refetchIfInvalidated()  // a save that had committed in part was finished first
         stepping = Stepping(save: save, connection: c, request: request, id: id, answers: answers)
         lastStepper = c
@@ -61,15 +64,18 @@ extension Broker {
         return []
     }
 
-    /// The save in steps' turn in a round: steps for about `seconds`, charged to its caller's
-    /// turns; at its end, its reply and the calls that waited for its store.
+    /// The save in steps' turn in a round: steps for about `seconds` — less when someone
+    /// else's event waits — charged to its caller's turns. Its commit runs on a thread of its own
+    /// (`commitOffLoop`); a save that fails ends here, with its reply and the calls that waited.
     func takeStepTurn(seconds: Double) {
-        guard let running = stepping else { return }
+        guard let running = stepping, !stepCommitting else { return }
         let began = WallClock.monotonic()
         var outcome = SteppedSave.Outcome.unfinished
         do throws(ContextError) {
-            while case .unfinished = outcome, WallClock.monotonic() - began < seconds {
+            // A step at least; then until the turn's time is up, or someone else's event waits.
+            while true {
                 outcome = try context.step(running.save, rows: Self.rowsPerStep)
+                guard case .unfinished = outcome, WallClock.monotonic() - began < seconds, !loop.hasPendingEvents else { break }
             }
         } catch {
             finishSteps(running, .failure(error))
@@ -77,35 +83,75 @@ extension Broker {
         }
         let ended = WallClock.monotonic()
         runnable.charge(Int(running.connection.fd), seconds: ended - began)
-        if case .finished(let set) = outcome {
+        switch outcome {
+        case .finished(let set):
             finishSteps(running, .success(set))
-        } else if ended - othersActiveAt < Self.busySeconds {
-            stepsResumeAt = ended + Self.stepRestSeconds
-            _ = loop.after(Self.stepRestSeconds) {}  // the loop's wait ends then
+        case .readyToCommit(let commit):
+            commitOffLoop(commit, of: running)
+        case .unfinished:
+            if ended - othersActiveAt < Self.busySeconds {
+                stepsResumeAt = ended + Self.stepRestSeconds
+                _ = loop.after(Self.stepRestSeconds) {}  // the loop's wait ends then
+            }
         }
     }
 
-    /// Tells the caller, and subscribers, how the save in steps ended.
+    /// Runs the save in steps' commit — its history entry and its pages written to the WAL, a
+    /// millisecond for a thousand rows — on a thread of its own. Meanwhile every store's writes
+    /// wait (its sequence number is taken: `Context.sequenceClaimed`), and reads, replies and
+    /// everything else go on.
+    private func commitOffLoop(_ commit: SteppedCommit, of running: Stepping) {
+        stepCommitting = true
+        let posted = readOutcomes
+        let waker = readWaker
+        nextReadID += 1
+        let id = nextReadID
+        readContinuations[id] = { [unowned self] _, _ in
+            stepCommitting = false
+            // Its store may have closed meanwhile, which completed it (`Context.endSteps`).
+            let result: Result<ChangeSet?, ContextError>
+            do throws(ContextError) { result = .success(try context.completeCommit(running.save)) } catch { result = .failure(error) }
+            if stepping?.save === running.save { finishSteps(running, result) }
+            for (id, outcome, seconds) in outcomesAfterCommit { readContinuations.removeValue(forKey: id)?(outcome, seconds) }
+            outcomesAfterCommit = []
+        }
+        do {
+            try Threads.detach {
+                commit.run()
+                posted.post((id, .ran, 0))
+                waker?.wake()
+            }
+        } catch {
+            // No thread to run it on: here, then.
+            commit.run()
+            readContinuations.removeValue(forKey: id)?(.ran, 0)
+        }
+    }
+
+    /// Tells subscribers, and the caller, how the save in steps ended. Its reply — a thousand
+    /// changes took the loop 0.75 ms to write — is built on a reader; its caller waits for it.
     private func finishSteps(_ running: Stepping, _ result: Result<ChangeSet?, ContextError>) {
         stepping = nil
         let c = running.connection
         c.awaitingRead = false
-        let reply: [UInt8]
-        switch result {
-        case .success(let set):
-            if let set {
-                publish(set)
-                noteCommitForSync(set)
-            }
-            let shows = c.hello.flatMap { $0.capabilities.reads == nil ? nil : $0.capabilities.mayRead }
-            reply = Self.saveReply(set, id: running.id, shows: shows)
-        case .failure(let error):
-            reply = Reply(Self.varlink(error, in: running.request), id: running.id).frame()
+        if case .success(let set?) = result {
+            publish(set)
+            noteCommitForSync(set)
         }
         if context.hasNotices { reportStoreNotices() }
         if !c.closed {
-            if running.answers { send(frame: reply, to: c) }
-            resumeAfterRead(c)
+            let id = running.id
+            switch result {
+            case .success(let set) where running.answers:
+                // Only the changes to entities its caller may read, when it said which.
+                let capabilities = c.hello.flatMap { $0.capabilities.reads == nil ? nil : $0.capabilities }
+                answerLater(c, id: id, lane: .heavy) { _ in .frame(Self.saveReply(set, id: id, shows: capabilities.map { caps in { caps.mayRead($0) } })) }
+            case .failure(let error) where running.answers:
+                send(Reply(Self.varlink(error, in: running.request), id: id), to: c)
+                resumeAfterRead(c)
+            default:
+                resumeAfterRead(c)
+            }
         }
         resumeHeldWrites()
     }
@@ -131,7 +177,7 @@ extension Broker {
     func readBigSaveOffLoop(_ frame: ArraySlice<UInt8>, from c: Connection) {
         let schema = context.schema
         c.awaitingRead = true
-        onReader(for: c, { _ in
+        onReader(for: c, lane: .heavy, { _ in
             let types: (Entity) -> [String: AttributeType] = { $0.attributeTypes }
             if let q = QuickSave(frame), let request = Self.request(q, schema: schema, types: types) {
                 return .readSave(.success(request), id: q.id, answers: true)
@@ -163,3 +209,4 @@ extension Broker {
         })
     }
 }
+

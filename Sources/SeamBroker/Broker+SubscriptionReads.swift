@@ -67,7 +67,7 @@ extension Broker {
             failFirstReplies(of: channel, Subscriptions.tooManyRows(Limits.maxSubscriptionRows))
         case .failed(let failure):
             failFirstReplies(of: channel, readError(failure))
-        case .frame, .built, .readSave:
+        case .frame, .built, .readSave, .ran:
             break
         }
     }

@@ -80,6 +80,10 @@ public final class Broker {
     /// connection other than the last to save in steps last had a turn or a read answered; and
     /// that connection.
     var stepsResumeAt = 0.0
+    /// Whether the save in steps' commit runs on its thread now (`Broker+Steps`), and the
+    /// subscribers' results that wait for it (`takeReadOutcomes`).
+    var stepCommitting = false
+    var outcomesAfterCommit: [(Int, ReadOutcome, Double)] = []
     var othersActiveAt = 0.0
     weak var lastStepper: Connection?
     /// Wakes the loop when a store's check at open has finished.
@@ -202,6 +206,8 @@ public final class Broker {
         startRoles()
         pruneBackups()
         if configuration.supervision.migratesAtStart { startMigrationAtStart() }
+        // The loop answers everyone: let in promptly when a call or a reader's reply wakes it.
+        Threads.requestShortSlices()
         loop.run()
     }
 
@@ -425,7 +431,7 @@ public final class Broker {
         // bytes; what the socket does not take is queued as it is.
         if c.pendingOutput == 0, !c.closed {
             let written: Int
-            do { written = try UnixSocket.write(c.fd, frame, from: 0) } catch {
+            do { written = try UnixSocket.write(c.fd, frame, from: 0, atMost: Outbox.writeSliceBytes) } catch {
                 writeFailed(c, error)
                 return
             }

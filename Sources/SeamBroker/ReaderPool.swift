@@ -151,6 +151,8 @@ final class ReaderPool: Sendable {
             for connections in readers {
                 try Threads.detach { [self] in
                     Threads.lowerPriorityOfThisThread(by: niceness)
+                    // The light lane's short reads are let in as soon as they are queued.
+                    if niceness == 0 { Threads.requestShortSlices() }
                     serve(connections)
                 }
             }
@@ -210,7 +212,7 @@ final class ReaderPool: Sendable {
         let lightReaders = (0..<max(1, threads)).map { _ in Connections(budget: budget, retired: retired) }
         let heavyReaders = (0..<max(1, heavyThreads)).map { _ in Connections(budget: budget, retired: retired) }
         readers = lightReaders + heavyReaders
-        light = try LaneThreads(count: lightReaders.count, niceness: 2, readers: lightReaders)
+        light = try LaneThreads(count: lightReaders.count, niceness: 0, readers: lightReaders)
         heavy = try LaneThreads(count: heavyReaders.count, niceness: 12, readers: heavyReaders)
     }
 

@@ -29,8 +29,12 @@ struct RowCache {
 
     /// Forgets every row `set` inserted, updated or deleted.
     mutating func evict(_ set: ChangeSet) {
-        for change in set.changes {
-            guard let old = rows[change.entity]?.removeValue(forKey: change.uuid) else { continue }
+        guard count > 0 else { return }
+        // By index, so that no change is copied (and retained) whole: a thousand copies were
+        // most of a big save's eviction.
+        let changes = set.changes
+        for i in changes.indices where rows[changes[i].entity] != nil {
+            guard let old = rows[changes[i].entity]?.removeValue(forKey: changes[i].uuid) else { continue }
             bytes -= old.count
             count -= 1
         }

@@ -307,8 +307,11 @@ final class Subscriptions {
     func diffs(for set: ChangeSet, context: Context) -> (diffs: [(Channel, QueryDiff)], failed: [(Channel, VarlinkError)]) {
         var touched: [Int: [(old: [String: AttributeValue]?, new: [String: AttributeValue]?)]] = [:]
         var order: [Int] = []
-        for change in set.changes {
-            guard let index = indexes[change.entity] else { continue }
+        let changes = set.changes
+        for i in changes.indices {
+            // By index: a change is copied only when a channel's index may want it.
+            guard let index = indexes[changes[i].entity] else { continue }
+            let change = changes[i]
             for match in index.affected(old: change.old, new: change.new) {
                 if touched[match.id] == nil { order.append(match.id) }
                 touched[match.id, default: []].append((change.old, change.new))

@@ -1,3 +1,4 @@
+import SeamSystem
 import SeamSchema
 import SeamStore
 
@@ -72,7 +73,9 @@ public struct ChangeRing: Sendable {
         rows += set.changes.count
         while items.count - head > capacity || (rows > maxRows && items.count - head > 1) {
             rows -= items[head].changes.count
-            items[head].changes = []  // release the rows now
+            // Release the rows now, on another thread: freeing a thousand took the loop 0.4 ms.
+            Disposal.release(items[head].changes)
+            items[head].changes = []
             head += 1
         }
         if head >= 64 && head * 2 >= items.count {

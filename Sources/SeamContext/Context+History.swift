@@ -22,6 +22,11 @@ extension Context {
     /// Writes `set`'s history entry with its changes already written as `text` (`RowCoding.writeChanges`).
     func writeHistory(_ set: ChangeSet, text: String) throws(DatabaseError) {
         guard let h = historyStore else { return }
+        try Self.writeHistory(set, text: text, into: h)
+    }
+
+    /// Writes `set`'s history entry into `h`, on whichever thread holds `h` now.
+    static func writeHistory(_ set: ChangeSet, text: String, into h: StoreHandle) throws(DatabaseError) {
         // Prepared once per store, like the insert: parsing it on every save cost more than the insert.
         let create = try h.statement(Self.historySQL)
         while try create.step() {}

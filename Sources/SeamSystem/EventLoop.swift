@@ -177,6 +177,13 @@ public final class EventLoop {
 
     public func stop() { running = false }
 
+    /// Whether events wait to be handled — a call come in, a reader's reply — so that long work
+    /// done in pieces between rounds can end its piece early and let them in. One `poll`.
+    public var hasPendingEvents: Bool {
+        var p = pollfd(fd: epoll, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, 0) > 0
+    }
+
     /// epoll's timeout to wait for the deadline at `soonest`: rounded up, at most a second.
     private static func milliseconds(until soonest: Double, from now: Double) -> Int32 {
         soonest.isFinite ? Int32(max(0, min(1000, (soonest - now) * 1000 + 1))) : 1000

@@ -119,9 +119,10 @@ public enum UnixSocket {
     }
 
     /// Writes as much of `bytes[offset...]` as the socket takes now; returns how much it took.
-    public static func write(_ fd: Int32, _ bytes: [UInt8], from offset: Int) throws(SystemError) -> Int {
+    public static func write(_ fd: Int32, _ bytes: [UInt8], from offset: Int, atMost limit: Int = .max) throws(SystemError) -> Int {
+        let count = min(bytes.count - offset, limit)
         while true {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, count, Int32(MSG_NOSIGNAL)) }
             if n >= 0 { return n }
             switch errno {
             case EINTR: continue

@@ -67,6 +67,8 @@ public final class Ticker {
 
     /// Runs until the broker cannot be reached for `reconnectTimeout` seconds.
     public func run() throws(Failure) {
+        // An alarm is due at its time: the thread that ends steps is let in promptly when it wakes.
+        Threads.requestShortSlices()
         try connect()
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
         defer { scratch.deallocate() }

@@ -37,8 +37,15 @@ enum IsolationBenchmarks {
         var note: String
     }
 
+    /// `SEAM_BENCH_ISOLATION_ONLY=bigSaves,writer` runs "alone" and those attacks only (while
+    /// working on one of them); the guard and the tables of a full run take every column.
+    static var only: Set<String>? {
+        ProcessInfo.processInfo.environment["SEAM_BENCH_ISOLATION_ONLY"].map { Set($0.split(separator: ",").map(String.init)) }
+    }
+
     static func run() throws {
-        let columns: [[Attack]] = [[]] + Attack.allCases.map { [$0] } + [Attack.mix]
+        var columns: [[Attack]] = [[]] + Attack.allCases.map { [$0] } + [Attack.mix]
+        if let only { columns = columns.filter { $0.isEmpty || ($0.count == 1 && only.contains("\($0[0])")) || ($0.count > 1 && only.contains("mix")) } }
         var outcomes: [Outcome] = []
         for attacks in columns { outcomes.append(try scenario(attacks)) }
         let labels = columns.map { $0.isEmpty ? "alone" : $0.count > 1 ? "all at once" : $0[0].label }
@@ -70,7 +77,7 @@ enum IsolationBenchmarks {
         Figures.record("isolation.big_saves_fetch_p99", p99(.bigSaves))
         Figures.record("isolation.big_saves_ticker_lateness_p99", late(.bigSaves))
         Figures.record("isolation.ticker_lateness_p99_heavy_predicate_and_flood", max(late(.heavyPredicate), late(.connectionFlood)))
-        try cpuOfSlowSubscribers()
+        if only == nil || only?.contains("cpu") == true { try cpuOfSlowSubscribers() }
     }
 
     // MARK: - One column

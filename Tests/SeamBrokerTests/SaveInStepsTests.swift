@@ -95,4 +95,63 @@ final class SaveInStepsTests: BrokerTestCase {
         _ = try c.call("org.seam.Store.Save", ["inserts": [["entity": "Timer", "values": ["name": "next"]]]])
         XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "Timer"])["count"]?.int64Value, 2)
     }
+
+    /// A big save's commit runs on a thread of its own, and a reader may see it before the loop
+    /// has told anyone: subscriptions made all through a run of big saves each get a result and
+    /// then every later save's diff once — no save missed, none applied twice.
+    func testSubscriptionsMadeWhileBigSavesCommitJoinThemWithNoGapAndNoOverlap() throws {
+        let saves = 24, rows = 300
+        let saver = try RawClient(broker.socketPath)
+        saver.send(Call(method: "org.seam.Store.Hello", parameters: ["version": 1], id: .integer(0)).frame())
+        XCTAssertNil(try reply(saver).error)
+        var frames: [UInt8] = []
+        for k in 0..<saves {
+            frames += Call(method: "org.seam.Store.Save", parameters: ["inserts": .array((0..<rows).map { i in
+                ["entity": "Timer", "values": ["name": .string("save \(k) row \(i)")]]
+            })], id: .integer(Int64(k + 1))).frame()
+        }
+        saver.send(frames)
+        var subscribers: [RawClient] = []
+        var answered = 0
+        var last: Int64 = 0
+        while answered < saves {
+            if let frame = saver.readFrameBytes(timeout: 0.002) {
+                let r = try Reply(try JSON.decode(frame))
+                XCTAssertNil(r.error, "\(r.parameters)")
+                last = max(last, r.parameters["sequence"]?.int64Value ?? 0)
+                answered += 1
+            }
+            let s = try RawClient(broker.socketPath)
+            s.send(Call(method: "org.seam.Store.Subscribe", parameters: ["entity": "Timer", "fields": ["name"]], more: true, id: .integer(1)).frame())
+            subscribers.append(s)
+        }
+        XCTAssertGreaterThanOrEqual(subscribers.count, saves, "subscriptions were made all through the saves")
+        for (n, s) in subscribers.enumerated() {
+            var uuids = Set<String>()
+            var at: Int64 = -1
+            while at < last {
+                let r = try reply(s)
+                XCTAssertNil(r.error, "\(r.parameters)")
+                let p = r.parameters
+                let sequence = try XCTUnwrap(p["sequence"]?.int64Value)
+                XCTAssertGreaterThan(sequence, at, "subscriber \(n): sequences only rise")
+                switch p["kind"]?.stringValue {
+                case "result":
+                    XCTAssertEqual(at, -1, "subscriber \(n): one result, first")
+                    for row in p["rows"]?.arrayValue ?? [] { uuids.insert(row["uuid"]?.stringValue ?? "") }
+                case "diff":
+                    XCTAssertNotEqual(at, -1, "subscriber \(n): a diff before its result")
+                    for inserted in p["inserted"]?.arrayValue ?? [] {
+                        let uuid = inserted["uuid"]?.stringValue ?? ""
+                        XCTAssertTrue(uuids.insert(uuid).inserted, "subscriber \(n): a row its result already held came again at \(sequence)")
+                    }
+                    XCTAssertEqual(p["deleted"]?.arrayValue?.count ?? 0, 0)
+                default:
+                    XCTFail("subscriber \(n): \(p)")
+                }
+                at = sequence
+            }
+            XCTAssertEqual(uuids.count, saves * rows, "subscriber \(n) holds every row once")
+        }
+    }
 }

@@ -21,6 +21,9 @@ final class SteppedSaveTests: ContextTestCase {
             switch try context.step(s, rows: rows) {
             case .unfinished: try between()
             case .finished(let set): return set
+            case .readyToCommit(let commit):
+                commit.run()
+                return try context.completeCommit(s)
             }
         }
     }
@@ -91,6 +94,76 @@ final class SteppedSaveTests: ContextTestCase {
             return false
         }
         XCTAssertNil(context.steppedStore)
+    }
+
+    /// Steps `s` (its commit to run elsewhere) until its commit is ready.
+    private func stepToCommit(_ s: SteppedSave) throws -> SteppedCommit {
+        s.commitsElsewhere = true
+        while true {
+            switch try context.step(s, rows: 16) {
+            case .unfinished: continue
+            case .finished: throw XCTSkip("committed here")
+            case .readyToCommit(let commit): return commit
+            }
+        }
+    }
+
+    /// Runs `commit` on a thread of its own, as the broker does; returns once it ran.
+    private func runElsewhere(_ commit: SteppedCommit, while here: () throws -> Void = {}) rethrows {
+        let ran = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            commit.run()
+            ran.signal()
+        }
+        try here()
+        ran.wait()
+    }
+
+    func testACommitRunElsewhereHoldsTheSequenceNumberUntilItIsCompleted() throws {
+        try addTimer("before")
+        let before = context.sequence
+        guard let s = try context.beginSteps(timers(300, prefix: "big"), author: "plugin") else { return XCTFail("not begun in steps") }
+        let commit = try stepToCommit(s)
+        XCTAssertTrue(context.sequenceClaimed)
+        XCTAssertEqual(commit.set.sequence, before + 1, "its number is taken")
+        // No save commits while the number is out, into either store: it would take a later one
+        // and be told of first.
+        for attempt in [{ try self.addSession(timer: nil) }, { try self.addTimer("meanwhile") }] {
+            expectError({ _ = try attempt() }) { kind in
+                if case .storeUnavailable(store: "Cloud", _, _) = kind { return true }
+                return false
+            }
+        }
+        try runElsewhere(commit)
+        XCTAssertEqual(context.sequence, before, "not yet told")
+        let set = try XCTUnwrap(try context.completeCommit(s))
+        XCTAssertEqual(set.sequence, before + 1)
+        XCTAssertFalse(context.sequenceClaimed)
+        XCTAssertNil(context.steppedStore)
+        XCTAssertEqual(context.sequence, before + 1)
+        XCTAssertEqual(try count("Timer"), 301)
+        XCTAssertEqual(try context.history(since: before).map(\.sequence), [before + 1], "its history entry, written there")
+        XCTAssertEqual(context.changes(since: before)?.map(\.sequence), [before + 1])
+        try addSession(timer: nil)
+        XCTAssertEqual(context.sequence, before + 2, "saves go on after it")
+        XCTAssertEqual(try context.completeCommit(s)?.sequence, before + 1, "completing it again changes nothing")
+        XCTAssertEqual(context.sequence, before + 2)
+    }
+
+    func testClosingTheStoreWhileItsCommitRunsElsewhereWaitsForIt() throws {
+        let before = context.sequence
+        guard let s = try context.beginSteps(timers(300, prefix: "big"), author: "plugin") else { return XCTFail("not begun in steps") }
+        let commit = try stepToCommit(s)
+        try runElsewhere(commit) {
+            // The store closes at once: it waits for the commit, which then stands.
+            context.close("Cloud", reason: "a test closed it")
+        }
+        XCTAssertNil(context.steppedStore)
+        XCTAssertFalse(context.sequenceClaimed)
+        XCTAssertEqual(context.sequence, before + 1, "the commit ran, so it counts")
+        XCTAssertEqual(try context.completeCommit(s)?.sequence, before + 1, "its owner learns of it as ever")
+        try context.reopen("Cloud")
+        XCTAssertEqual(try count("Timer"), 300)
     }
 
     func testWhatCannotGoInStepsIsSavedAtOnce() throws {

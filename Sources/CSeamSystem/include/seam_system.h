@@ -126,4 +126,10 @@ int seam_watch_directory(const char *path);
 /// the directory itself moved or went. 0, or -1 with errno.
 int seam_watch_read(int fd, const char *const *names, int count, uint64_t *hits);
 
+/// Asks the scheduler to run the calling thread in slices of `nanoseconds` (SCHED_OTHER's
+/// `sched_runtime`, Linux 6.12's EEVDF): a thread that needs little CPU but needs it promptly
+/// is then let in ahead of threads running long slices. 0, or -1 with errno (older kernels take
+/// it and ignore it, or refuse it).
+int seam_request_slice(uint64_t nanoseconds);
+
 #endif
