@@ -63,6 +63,9 @@ public struct ChangeRing: Sendable {
     private var head = 0
     private var rows = 0
 
+    /// Change sets of at least this many rows are freed on the disposal thread.
+    static let disposedAbove = 256
+
     public init(capacity: Int, maxRows: Int = 20_000) {
         self.capacity = max(1, capacity)
         self.maxRows = max(1, maxRows)
@@ -73,8 +76,9 @@ public struct ChangeRing: Sendable {
         rows += set.changes.count
         while items.count - head > capacity || (rows > maxRows && items.count - head > 1) {
             rows -= items[head].changes.count
-            // Release the rows now, on another thread: freeing a thousand took the loop 0.4 ms.
-            Disposal.release(items[head].changes)
+            // Release the rows now — a big save's on another thread: freeing a thousand took the
+            // loop 0.4 ms (a few are freed here: waking that thread would cost more).
+            if items[head].changes.count >= Self.disposedAbove { Disposal.release(items[head].changes) }
             items[head].changes = []
             head += 1
         }
