@@ -145,7 +145,7 @@ extension Broker {
             case .success(let set) where running.answers:
                 // Only the changes to entities its caller may read, when it said which.
                 let capabilities = c.hello.flatMap { $0.capabilities.reads == nil ? nil : $0.capabilities }
-                answerLater(c, id: id, lane: .heavy) { _ in .frame(Self.saveReply(set, id: id, shows: capabilities.map { caps in { caps.mayRead($0) } })) }
+                answerLater(c, id: id) { _ in .frame(Self.saveReply(set, id: id, shows: capabilities.map { caps in { caps.mayRead($0) } })) }
             case .failure(let error) where running.answers:
                 send(Reply(Self.varlink(error, in: running.request), id: id), to: c)
                 resumeAfterRead(c)
@@ -177,7 +177,7 @@ extension Broker {
     func readBigSaveOffLoop(_ frame: ArraySlice<UInt8>, from c: Connection) {
         let schema = context.schema
         c.awaitingRead = true
-        onReader(for: c, lane: .heavy, { _ in
+        onReader(for: c, { _ in
             let types: (Entity) -> [String: AttributeType] = { $0.attributeTypes }
             if let q = QuickSave(frame), let request = Self.request(q, schema: schema, types: types) {
                 return .readSave(.success(request), id: q.id, answers: true)
