@@ -213,7 +213,7 @@ final class ReaderPool: Sendable {
         let heavyReaders = (0..<max(1, heavyThreads)).map { _ in Connections(budget: budget, retired: retired) }
         readers = lightReaders + heavyReaders
         light = try LaneThreads(count: lightReaders.count, niceness: 0, readers: lightReaders)
-        heavy = try LaneThreads(count: heavyReaders.count, niceness: 12, readers: heavyReaders)
+        heavy = try LaneThreads(count: heavyReaders.count, niceness: 19, readers: heavyReaders)
     }
 
     /// Queues `work` for a reader of `lane`; it runs on that reader's thread with its connections.
