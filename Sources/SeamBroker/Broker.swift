@@ -83,6 +83,7 @@ public final class Broker {
     /// Whether the save in steps' commit runs on its thread now (`Broker+Steps`), and the
     /// subscribers' results that wait for it (`takeReadOutcomes`).
     var stepCommitting = false
+    let committer = WorkerThread()
     var outcomesAfterCommit: [(Int, ReadOutcome, Double)] = []
     var othersActiveAt = 0.0
     weak var lastStepper: Connection?

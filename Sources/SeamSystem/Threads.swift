@@ -80,3 +80,30 @@ public final class Semaphore: @unchecked Sendable {
         semaphore.deallocate()
     }
 }
+
+/// One thread that runs the work it is given, in order: for work that must leave the caller's
+/// thread at once and often (a big save's commit), where starting a thread each time would add
+/// its start to every wait. The thread starts with the first work, in short slices.
+public final class WorkerThread: @unchecked Sendable {
+    private let jobs = Mailbox<@Sendable () -> Void>()
+    private let wake = Semaphore()
+    private var started = false
+
+    public init() {}
+
+    /// Runs `work` on the thread, after what was given before. Throws when no thread could start.
+    public func run(_ work: @escaping @Sendable () -> Void) throws(SystemError) {
+        if !started {
+            try Threads.detach { [self] in
+                Threads.requestShortSlices()
+                while true {
+                    wake.wait()
+                    for job in jobs.take() { job() }
+                }
+            }
+            started = true
+        }
+        jobs.post(work)
+        wake.post()
+    }
+}
