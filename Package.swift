@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "SeamContext", dependencies: ["SeamSchema", "SeamStore", "SeamQuery", "SeamSystem"]),
 
         // MARK: - The broker, its protocol and its clients
-        .target(name: "SeamJSON"),
+        .target(name: "SeamJSON", dependencies: ["SeamSystem"]),
         .target(name: "SeamProtocol", dependencies: ["SeamJSON", "SeamSchema"]),
         .target(
             name: "SeamBroker",

@@ -98,9 +98,9 @@ extension Broker {
 
     /// Runs the save in steps' commit — its history entry and its pages written to the WAL, a
     /// millisecond for a thousand rows — on the committer's thread (one, kept: starting a thread
-    /// for each commit made every store's writes wait 1.5 ms rather than 1.0). Meanwhile every store's writes
-    /// wait (its sequence number is taken: `Context.sequenceClaimed`), and reads, replies and
-    /// everything else go on.
+    /// for each commit made every store's writes wait 1.5 ms rather than 1.0). Meanwhile every
+    /// store's writes wait (its sequence number is taken: `Context.sequenceClaimed`), and reads,
+    /// replies and everything else go on.
     private func commitOffLoop(_ commit: SteppedCommit, of running: Stepping) {
         stepCommitting = true
         let posted = readOutcomes
@@ -210,4 +210,3 @@ extension Broker {
         })
     }
 }
-

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import SeamSystem
 
 /// Numbers: the grammar of RFC 8259 §6, integers into `Int64`, the rest into `Double`.
 extension JSONParser {
@@ -87,7 +85,7 @@ extension JSONParser {
         let value = withUnsafeTemporaryAllocation(of: CChar.self, capacity: length + 1) { buffer -> Double in
             for k in 0..<length { buffer[k] = CChar(bitPattern: base[start + k]) }
             buffer[length] = 0
-            return strtod(buffer.baseAddress!, nil)
+            return DecimalConversion.double(nulTerminated: buffer.baseAddress!)
         }
         guard value.isFinite else {
             // At most 40 bytes of it: a 4 MB number must not make a 4 MB error reply.

@@ -92,6 +92,7 @@ public final class WorkerThread: @unchecked Sendable {
     public init() {}
 
     /// Runs `work` on the thread, after what was given before. Throws when no thread could start.
+    /// Called from one thread only (the owner's: the broker's loop).
     public func run(_ work: @escaping @Sendable () -> Void) throws(SystemError) {
         if !started {
             try Threads.detach { [self] in
