@@ -223,7 +223,16 @@ public final class Database {
     func lastError(_ rc: Int32, sql: String? = nil) -> DatabaseError {
         let extended = sqlite3_extended_errcode(handle)
         let code = (extended & 0xff) == (rc & 0xff) ? extended : rc
-        return DatabaseError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql, path: path)
+        return DatabaseError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql, path: path,
+                             systemErrno: systemErrno(code))
+    }
+
+    /// The `errno` behind an I/O-kind failure; 0 for the others, whose `errno` is stale.
+    private func systemErrno(_ code: Int32) -> Int32 {
+        switch code & 0xff {
+        case SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN: return sqlite3_system_errno(handle)
+        default: return 0
+        }
     }
 
     // MARK: - Running SQL
@@ -235,7 +244,8 @@ public final class Database {
         if rc != SQLITE_OK {
             let message = err.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
             sqlite3_free(err)
-            throw DatabaseError(code: sqlite3_extended_errcode(handle), message: message, sql: sql, path: path)
+            let code = sqlite3_extended_errcode(handle)
+            throw DatabaseError(code: code, message: message, sql: sql, path: path, systemErrno: systemErrno(code))
         }
     }
 

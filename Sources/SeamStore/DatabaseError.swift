@@ -1,4 +1,5 @@
 import CSQLite
+import SeamSystem
 
 /// An error reported by SQLite, with everything needed to understand it.
 ///
@@ -12,16 +13,24 @@ public struct DatabaseError: Error, Sendable, Hashable, CustomStringConvertible 
     public var sql: String?
     /// The database file, when known.
     public var path: String?
+    /// The `errno` of the system call behind an I/O error (`sqlite3_system_errno`), 0 when none.
+    /// SQLite reports some full disks as I/O errors (a `-shm` file that cannot grow is
+    /// `SQLITE_IOERR_SHMSIZE`); this is what tells them apart.
+    public var systemErrno: Int32
 
-    public init(code: Int32, message: String, sql: String? = nil, path: String? = nil) {
+    public init(code: Int32, message: String, sql: String? = nil, path: String? = nil, systemErrno: Int32 = 0) {
         self.code = code
         self.message = message
         self.sql = sql
         self.path = path
+        self.systemErrno = systemErrno
     }
 
     /// The primary result code (the low byte of the extended one).
     public var primaryCode: Int32 { code & 0xff }
+
+    /// The disk (or the file system's quota) is full, however SQLite worded it.
+    public var isDiskFull: Bool { primaryCode == Self.full || systemErrno == SystemError.noSpace }
 
     public static let error: Int32 = SQLITE_ERROR
     public static let busy: Int32 = SQLITE_BUSY
@@ -39,6 +48,7 @@ public struct DatabaseError: Error, Sendable, Hashable, CustomStringConvertible 
 
     public var description: String {
         var s = "SQLite error \(code) (\(String(cString: sqlite3_errstr(code)))): \(message)"
+        if systemErrno != 0 { s += " (\(SystemError("", errno: systemErrno).message))" }
         if let path { s += " [file \(path)]" }
         if let sql { s += " [SQL: \(sql.count > 300 ? String(sql.prefix(300)) + "…" : sql)]" }
         return s

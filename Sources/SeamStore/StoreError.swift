@@ -90,7 +90,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case .stageFailed(let detail):
             return "\(path): a custom migration stage failed (\(detail)); the original is untouched"
         case .copyFailed(let e):
-            let hint = e.primaryCode == DatabaseError.full
+            let hint = e.isDiskFull
                 ? "the disk is full: free some space and run the migration again"
                 : "run the migration again once the cause is fixed"
             return "\(path): the migration failed (\(e)); the original is untouched, \(hint)"

@@ -139,13 +139,43 @@ final class DiskFullTests: XCTestCase {
         XCTAssertEqual(try Support.bytes(newestBackup(in: fs.path, of: "Cloud")), original)
     }
 
+    /// SQLite reports a `-shm` file that cannot grow on a full disk as an I/O error
+    /// (`SQLITE_IOERR_SHMSIZE`), not `SQLITE_FULL`: the error still says the disk is full, from
+    /// the `errno` behind it. A WAL database made on a tmpfs, closed (its `-shm` removed), the
+    /// file system filled with a ballast file, then opened and read: the read fails, `isDiskFull`.
+    func testAnIOErrorFromAFullDiskSaysTheDiskIsFull() throws {
+        let fs = try TmpfsMount(sizeKiB: 256, label: "seam-diskfull")
+        addTeardownBlock { fs.unmount() }
+        let path = fs.path + "/Full.sqlite"
+        do {
+            let db = try Database(path: path)
+            try db.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-shm"), "precondition: closing removed the -shm file")
+        let ballast = fs.path + "/ballast"
+        let filler = Data(count: 4096)
+        FileManager.default.createFile(atPath: ballast, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: ballast))
+        while fs.freeBytes > 0, (try? handle.write(contentsOf: filler)) != nil {}
+        try handle.close()
+
+        do {
+            let db = try Database(path: path)
+            _ = try db.scalar("SELECT count(*) FROM t")
+            XCTFail("a read that needs a -shm file on a full disk should fail")
+        } catch {
+            XCTAssertTrue(error.isDiskFull, "\(error)")
+            XCTAssertTrue(error.description.contains("No space left on device"), "\(error)")
+        }
+    }
+
     // MARK: - Helpers
 
     /// SQLite's `SQLITE_FULL` or the system's `ENOSPC`, reported against a path in `directory`,
     /// in words a person understands.
     private func assertDiskFull(_ error: StoreError, in directory: String, file: StaticString = #filePath, line: UInt = #line) {
         if let e = Support.databaseError(in: error.kind) {
-            XCTAssertEqual(e.primaryCode, DatabaseError.full, "\(error)", file: file, line: line)
+            XCTAssertTrue(e.isDiskFull, "expected SQLITE_FULL or an I/O error from ENOSPC: \(error)", file: file, line: line)
         } else if case .system(let e) = error.kind {
             XCTAssertEqual(e.errno, SystemError.noSpace, "\(error)", file: file, line: line)
         } else if case .copyFailedInFileSystem(let e) = error.kind {
