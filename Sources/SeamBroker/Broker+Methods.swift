@@ -435,6 +435,7 @@ extension Broker {
     /// attribute types: pure, so that a big one can be read off the loop (`Broker+Steps`).
     static func saveRequest(_ p: JSONObject, schema: Schema, types: (Entity) -> [String: AttributeType]) -> Result<SaveRequest, VarlinkError> {
         var request = SaveRequest()
+        var entities = EntityTypes(schema: schema)
         for kind in SaveRequest.Kind.allCases {
             let key = kind.listName
             switch p[key] {
@@ -444,7 +445,7 @@ extension Broker {
                     guard case .object(let o) = item, let entityName = o["entity"]?.stringValue else {
                         return .failure(.invalidParameter("\(key)[\(i)]"))
                     }
-                    guard let e = schema.entity(entityName)?.entity else {
+                    guard let (e, types) = entities.lookup(entityName, types: types) else {
                         return .failure(.invalidRequest("no entity named '\(entityName)'", field: "\(key)[\(i)].entity"))
                     }
                     let uuid = o["uuid"]?.stringValue
@@ -452,7 +453,6 @@ extension Broker {
                     var values: [String: AttributeValue] = [:]
                     if kind.carriesValues {
                         guard case .object(let v)? = o["values"] else { return .failure(.invalidParameter("\(key)[\(i)].values")) }
-                        let types = types(e)
                         values.reserveCapacity(v.count)
                         for (name, json) in v {
                             guard let type = types[name] else {
@@ -492,12 +492,12 @@ extension Broker {
     /// A plain save's request, or nil when the general path must read it (see `quickSave`): pure.
     static func request(_ q: QuickSave, schema: Schema, types: (Entity) -> [String: AttributeType]) -> SaveRequest? {
         var request = SaveRequest()
+        var entities = EntityTypes(schema: schema)
         for (kind, items) in [(SaveRequest.Kind.insert, q.inserts), (.update, q.updates), (.delete, q.deletes)] {
             for item in items {
-                guard let e = schema.entity(item.entity)?.entity else { return nil }
+                guard let (e, types) = entities.lookup(item.entity, types: types) else { return nil }
                 var values: [String: AttributeValue] = [:]
                 values.reserveCapacity(item.values.count)
-                let types = types(e)
                 for v in item.values {
                     guard let type = types[v.name], case .success(let value) = WireValues.decode(v.value, as: type) else { return nil }
                     values[v.name] = value
@@ -698,5 +698,23 @@ extension Broker {
         case .storeReadOnly(let store, let path, _): return .storeReadOnly(store: store, path: path, error.description)
         case .store, .database: return .storeFailure(error.description)
         }
+    }
+}
+
+/// An entity of a save's operations and its attribute types, looked up once for a run of
+/// operations on one entity (a 1,000-row save names one entity a thousand times).
+struct EntityTypes {
+    let schema: Schema
+    private var last: (name: String, entity: Entity, types: [String: AttributeType])?
+
+    init(schema: Schema) { self.schema = schema }
+
+    /// Entity `name` and its attribute types (from `types`), nil when the schema has none so named.
+    mutating func lookup(_ name: String, types: (Entity) -> [String: AttributeType]) -> (Entity, [String: AttributeType])? {
+        if let last, last.name == name { return (last.entity, last.types) }
+        guard let e = schema.entity(name)?.entity else { return nil }
+        let found = (name: name, entity: e, types: types(e))
+        last = found
+        return (found.entity, found.types)
     }
 }

@@ -210,7 +210,13 @@ extension Context {
                                           + keys.indices.map { "?\($0 + 1)" }.joined(separator: ", ") + ")")
                 handle.insertByEntity[change.entity] = s
             }
-            for (i, k) in keys.enumerated() { try s.bind(change.new?[k] ?? .null, at: Int32(i + 1)) }
+            let row = change.new ?? [:]
+            var order = handle.insertOrder.removeValue(forKey: change.entity) ?? IterationOrder()
+            defer { handle.insertOrder[change.entity] = order }
+            let bound = try order.forEach(row, in: keys) { (place, value) throws(DatabaseError) in try s.bind(value, at: Int32(place + 1)) }
+            if !bound {
+                for (i, k) in keys.enumerated() { try s.bind(row[k] ?? .null, at: Int32(i + 1)) }
+            }
             while try s.step() {}
         case .update:
             let keys = change.changedKeys

@@ -13,13 +13,13 @@ extension Context {
         guard recordsHistory(by: set.author) else { return }
         let changes = set.changes.filter { configuration(of: $0.entity) == options.historyConfiguration }
         guard !changes.isEmpty else { return }
-        try writeHistory(set, text: RowCoding.writeChanges(changes, sortedKeys: &historyKeyOrder))
+        try writeHistory(set, text: historyText.text(of: changes))
     }
 
     /// Whether the history records saves by `author`.
     func recordsHistory(by author: String) -> Bool { !options.historyIgnoresAuthors.contains(author) }
 
-    /// Writes `set`'s history entry with its changes already written as `text` (`RowCoding.writeChanges`).
+    /// Writes `set`'s history entry with its changes already written as `text` (`HistoryText`).
     func writeHistory(_ set: ChangeSet, text: String) throws(DatabaseError) {
         guard let h = historyStore else { return }
         try Self.writeHistory(set, text: text, into: h)

@@ -25,13 +25,17 @@ extension Context {
         static func key(_ entity: String, _ uuid: String) -> String { entity + "\u{0}" + uuid }
 
         mutating func set(_ p: Pending, uuid: String) {
-            let k = Self.key(p.entity.name, uuid)
-            let before = rows[k]
+            set(p, uuid: uuid, key: Self.key(p.entity.name, uuid))
+        }
+
+        /// `set(p, uuid:)` with the row's key made already (`key(_:_:)`): a big save's inserts
+        /// make each key once.
+        mutating func set(_ p: Pending, uuid: String, key k: String) {
+            let before = rows.updateValue(p, forKey: k)
             if before == nil {
                 places[k] = order.count
                 order.append(k)
             }
-            rows[k] = p
             for link in p.entity.links {
                 let was = before?.new?[link.attribute]?.stringValue, now = p.new?[link.attribute]?.stringValue
                 guard was != now else { continue }
@@ -204,10 +208,11 @@ extension Context {
         let uuid = row[Entity.identity]!.stringValue!
         // A row the save has not touched is not read first: if it exists, the INSERT's primary
         // key refuses it and the save reports a duplicate.
-        var p = work.rows[WorkingSet.key(entity, uuid)] ?? Pending(entity: r.entity, store: r.store, old: nil, new: nil)
+        let key = WorkingSet.key(entity, uuid)
+        var p = work.rows[key] ?? Pending(entity: r.entity, store: r.store, old: nil, new: nil)
         if p.new != nil { throw ContextError(.duplicate(entity: entity, uuid: uuid)) }
         p.new = row
-        work.set(p, uuid: uuid)
+        work.set(p, uuid: uuid, key: key)
     }
 
     func stageUpdate(
@@ -345,15 +350,18 @@ struct InsertTemplate {
     func row(_ values: [String: AttributeValue], entity: String, checked: Bool, uuid: () -> String) throws(ContextError) -> [String: AttributeValue]? {
         for name in required where values[name] == nil { return nil }
         var row = defaults
+        var identified = false
         for (key, value) in values {
             guard let a = attributes[key] else { return nil }
             if key == Entity.identity {
-                row[key] = value.isNull ? .uuid(uuid()) : try Values.normalize(value, for: a, in: entity)
+                guard !value.isNull else { continue }
+                row[key] = try Values.normalize(value, for: a, in: entity)
+                identified = true
             } else {
                 row[key] = try Values.normalize(value, for: a, in: entity, jsonChecked: checked)
             }
         }
-        if row[Entity.identity]?.isNull ?? true { row[Entity.identity] = .uuid(uuid()) }
+        if !identified { row[Entity.identity] = .uuid(uuid()) }
         return row
     }
 }

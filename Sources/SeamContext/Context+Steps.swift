@@ -153,7 +153,7 @@ extension Context {
                     try apply(change, in: handle)
                     if s.recordsHistory {
                         s.history.append(s.history.isEmpty ? UInt8(ascii: "[") : UInt8(ascii: ","))
-                        RowCoding.writeChange(change, sortedKeys: &historyKeyOrder, into: &s.history)
+                        historyText.write(change, into: &s.history)
                     }
                 }
             } catch {

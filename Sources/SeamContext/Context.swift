@@ -109,8 +109,8 @@ public final class Context {
     public internal(set) var resultsInvalidated = false
     /// What an insert of each routed entity starts from (`InsertTemplate`).
     var insertTemplates: [String: InsertTemplate] = [:]
-    /// Each entity's attribute names in the order the history writes them (`RowCoding.writeChanges`).
-    var historyKeyOrder: [String: [String]] = [:]
+    /// The history's writer, with each entity's keys in the order it writes them.
+    var historyText = HistoryText()
     /// The group of saves committed together, while one is open (`Context+Group`).
     var group: Group?
     /// The save being written in steps, while one is (`Context+Steps`).

@@ -9,6 +9,8 @@ final class StoreHandle {
     var rowByUUID: [String: Statement] = [:]
     /// Per entity: the statement that inserts a whole row (columns in attribute order).
     var insertByEntity: [String: Statement] = [:]
+    /// Per entity: the order its inserted rows' values come in (`IterationOrder`), for binding them.
+    var insertOrder: [String: IterationOrder] = [:]
     /// The statements every save runs, prepared on the first.
     private var saving: SaveStatements?
 
@@ -28,6 +30,7 @@ final class StoreHandle {
         statements.removeAll()
         rowByUUID.removeAll()
         insertByEntity.removeAll()
+        insertOrder.removeAll()
         saving = nil
     }
 

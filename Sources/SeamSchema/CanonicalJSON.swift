@@ -403,3 +403,116 @@ public enum JSONText {
         }
     }
 }
+
+// MARK: - Text already canonical
+
+extension JSONText {
+    /// Whether `text` is valid JSON already spelled as `parse(text).minified` spells it: no space
+    /// outside strings, no escape in them, and each object's keys ASCII and in strictly
+    /// increasing order of their bytes. Such text can be copied where its canonical spelling is
+    /// wanted, with no tree built. (A key outside ASCII answers false, and the caller parses: the
+    /// parser finds duplicate keys by `String`'s equality, which is not the bytes'.)
+    public static func isCanonical(_ text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { bytes in
+            var check = CanonicalCheck(bytes: bytes)
+            return check.value(depth: 0) && check.pos == bytes.count
+        } ?? false
+    }
+
+    /// One pass over the bytes, answering as soon as one is not what the canonical spelling has.
+    private struct CanonicalCheck {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var pos = 0
+
+        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+        private func at(_ byte: Unicode.Scalar) -> Bool { pos < bytes.count && bytes[pos] == UInt8(ascii: byte) }
+
+        mutating func value(depth: Int) -> Bool {
+            guard depth < JSONText.maxDepth, pos < bytes.count else { return false }
+            switch bytes[pos] {
+            case UInt8(ascii: "{"): return object(depth: depth)
+            case UInt8(ascii: "["): return array(depth: depth)
+            case UInt8(ascii: "\""): return string() != nil
+            case UInt8(ascii: "t"): return literal("true")
+            case UInt8(ascii: "f"): return literal("false")
+            case UInt8(ascii: "n"): return literal("null")
+            default: return number()
+            }
+        }
+
+        mutating func object(depth: Int) -> Bool {
+            pos += 1
+            if at("}") { pos += 1; return true }
+            var previous: Range<Int>?
+            while true {
+                guard let key = string(), bytes[key].allSatisfy({ $0 < 0x80 }) else { return false }
+                if let p = previous, !bytes[p].lexicographicallyPrecedes(bytes[key]) { return false }
+                previous = key
+                guard at(":") else { return false }
+                pos += 1
+                guard value(depth: depth + 1) else { return false }
+                if at(",") { pos += 1; continue }
+                if at("}") { pos += 1; return true }
+                return false
+            }
+        }
+
+        mutating func array(depth: Int) -> Bool {
+            pos += 1
+            if at("]") { pos += 1; return true }
+            while true {
+                guard value(depth: depth + 1) else { return false }
+                if at(",") { pos += 1; continue }
+                if at("]") { pos += 1; return true }
+                return false
+            }
+        }
+
+        /// The range of a string's bytes between its quotes, nil if it holds an escape or a control character.
+        mutating func string() -> Range<Int>? {
+            guard at("\"") else { return nil }
+            pos += 1
+            let start = pos
+            while pos < bytes.count {
+                let b = bytes[pos]
+                if b == UInt8(ascii: "\"") { pos += 1; return start..<(pos - 1) }
+                if b < 0x20 || b == UInt8(ascii: "\\") { return nil }
+                pos += 1
+            }
+            return nil
+        }
+
+        mutating func literal(_ word: StaticString) -> Bool {
+            let n = word.utf8CodeUnitCount
+            guard pos + n <= bytes.count else { return false }
+            for i in 0..<n where bytes[pos + i] != word.utf8Start[i] { return false }
+            pos += n
+            return true
+        }
+
+        /// RFC 8259's number grammar (the parser keeps a number's text as written).
+        mutating func number() -> Bool {
+            if at("-") { pos += 1 }
+            let intStart = pos
+            let n = digits()
+            guard n > 0, n == 1 || bytes[intStart] != UInt8(ascii: "0") else { return false }
+            if at(".") {
+                pos += 1
+                guard digits() > 0 else { return false }
+            }
+            if at("e") || at("E") {
+                pos += 1
+                if at("+") || at("-") { pos += 1 }
+                guard digits() > 0 else { return false }
+            }
+            return true
+        }
+
+        mutating func digits() -> Int {
+            let start = pos
+            while pos < bytes.count, bytes[pos] >= 0x30, bytes[pos] <= 0x39 { pos += 1 }
+            return pos - start
+        }
+    }
+}

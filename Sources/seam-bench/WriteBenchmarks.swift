@@ -11,6 +11,10 @@ import SeamTimers
 enum WriteBenchmarks {
     static let batch = 1_000
 
+    /// `SEAM_BENCH_WRITES_ONLY=bulk` runs the bulk saves alone (no listings, no group commit):
+    /// for trying a change to the write path several times over.
+    static var bulkOnly: Bool { ProcessInfo.processInfo.environment["SEAM_BENCH_WRITES_ONLY"] == "bulk" }
+
     static func run() throws {
         let rows = Bench.size(100_000, quick: 10_000)
         let work = try Harness.scratchDirectory("writes")
@@ -34,10 +38,10 @@ enum WriteBenchmarks {
             Figures.record(figure, ratio)
             table.add(["\(rows.formatted()) \(label)", rate(seam), rate(alone), String(format: "%.2f×", ratio),
                        String(format: "≥ %.2f×", target), ratio >= target ? "yes" : "no"])
-            if entity == "Timer" { try listings(rows: rows, socket: socket, into: &table) }
+            if entity == "Timer" && !bulkOnly { try listings(rows: rows, socket: socket, into: &table) }
         }
         table.print()
-        try groupCommit(work: work)
+        if !bulkOnly { try groupCommit(work: work) }
     }
 
     // MARK: - Group commit

@@ -37,9 +37,9 @@ final class CanonicalJSONTests: XCTestCase {
         XCTAssertThrowsError(try JSONText.minify(deep))
     }
 
-    func testValidateAcceptsAndRejectsExactlyWhatParseDoes() {
-        // Seeds, then seeded mutations of them: byte flips, cuts, insertions of JSON's own bytes.
-        let seeds = [#"{"a":[1,2.5e-3,-0,{"b":null}],"c":"x\u00e9\ud83d\ude00\n","d":true,"e":false}"#,
+    /// Seeds, then seeded mutations of them: byte flips, cuts, insertions of JSON's own bytes.
+    private func mutatedInputs(extraSeeds: [String] = []) -> [String] {
+        let seeds = extraSeeds + [#"{"a":[1,2.5e-3,-0,{"b":null}],"c":"x\u00e9\ud83d\ude00\n","d":true,"e":false}"#,
                      #"[{"label":"Work","seconds":1500},{"label":"Rest","seconds":300}]"#,
                      "{\"é\":1,\"e\u{301}\":2}", #"{"k":1,"k":2}"#, #""\udc00""#, #"[1,]"#, " \t\n[ ] ",
                      "{" + (0..<40).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + ",\"k7\":0}",
@@ -60,6 +60,11 @@ final class CanonicalJSONTests: XCTestCase {
             }
             inputs.append(String(decoding: bytes, as: UTF8.self))
         }
+        return inputs
+    }
+
+    func testValidateAcceptsAndRejectsExactlyWhatParseDoes() {
+        let inputs = mutatedInputs()
         var accepted = 0
         for text in inputs {
             let parsed = Result { () throws(JSONText.Invalid) in try JSONText.parse(text) }
@@ -76,6 +81,32 @@ final class CanonicalJSONTests: XCTestCase {
         XCTAssertGreaterThan(accepted, 100)
         XCTAssertLessThan(accepted, inputs.count - 100)
         XCTAssertThrowsError(try JSONText.validate("{\"é\":1,\"e\u{301}\":2}"))
+    }
+
+    /// `isCanonical` says yes only for text that is its own canonical spelling (so copying it is
+    /// writing it), and, for ASCII text without escapes, for every such text.
+    func testIsCanonicalExactlyWhenTheTextIsItsOwnSpelling() {
+        let inputs = mutatedInputs(extraSeeds: [#"{"a":1,"b":[true,false,null,-0.5e+3],"c":{"d":"x","e":{}}}"#,
+                                                #"[{"label":"work","seconds":1500}]"#, #"{"B":1,"a":2}"#, "[[],{},\"\",0]"])
+        var canonical = 0, other = 0
+        for text in inputs {
+            let minified = try? JSONText.minify(text)
+            if JSONText.isCanonical(text) {
+                XCTAssertEqual(minified, text, "isCanonical said yes to \(text.debugDescription)")
+                canonical += 1
+            } else {
+                other += 1
+                if text.utf8.allSatisfy({ $0 < 0x80 && $0 != UInt8(ascii: "\\") }) {
+                    XCTAssertNotEqual(minified, text, "isCanonical said no to \(text.debugDescription)")
+                }
+            }
+        }
+        XCTAssertGreaterThan(canonical, 500)
+        XCTAssertGreaterThan(other, 1000)
+        XCTAssertFalse(JSONText.isCanonical(#"{"a":1,"a":2}"#))
+        XCTAssertFalse(JSONText.isCanonical(#"{"é":1}"#), "keys outside ASCII are left to the parser")
+        XCTAssertFalse(JSONText.isCanonical(String(repeating: "[", count: 65) + String(repeating: "]", count: 65)), "too deep to parse")
+        XCTAssertTrue(JSONText.isCanonical(String(repeating: "[", count: 64) + String(repeating: "]", count: 64)))
     }
 
     func testBase64() {
