@@ -54,13 +54,13 @@ let package = Package(
         .target(name: "SeamProtocol", dependencies: ["SeamJSON", "SeamSchema"]),
         .target(
             name: "SeamBroker",
-            dependencies: ["SeamContext", "SeamProtocol", "SeamJSON", "SeamStore", "SeamSchema", "SeamSystem"]
+            dependencies: ["SeamContext", "SeamProtocol", "SeamJSON", "SeamStore", "SeamQuery", "SeamSchema", "SeamSystem"]
         ),
         .target(name: "SeamClient", dependencies: ["SeamProtocol", "SeamJSON", "SeamSystem"]),
         .executableTarget(
             name: "seam",
             dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamCommandLine", "SeamTimers", "SeamSchema", "SeamSystem", "SeamWatch",
-                           "SeamSync", "SeamPostgres", "SeamStore"]
+                           "SeamSyncSetup", "SeamStore"]
         ),
         .executableTarget(name: "seamd", dependencies: ["SeamBroker", "SeamTimers", "SeamTimerService", "SeamStore", "SeamSystem", "SeamCommandLine"]),
 
@@ -68,16 +68,17 @@ let package = Package(
         .target(name: "SeamTimers", dependencies: ["SeamSchema"]),
         .target(name: "SeamTicker", dependencies: ["SeamJSON", "SeamProtocol", "SeamSystem"]),
         .target(name: "SeamWatch", dependencies: ["SeamJSON", "SeamProtocol", "SeamSchema", "SeamTimers", "SeamCommandLine"]),
-        .executableTarget(name: "seam-ticker", dependencies: ["SeamTicker", "SeamCommandLine"], path: "Plugins/seam-ticker"),
+        .executableTarget(name: "seam-ticker", dependencies: ["SeamTicker", "SeamCommandLine", "SeamSystem"], path: "Plugins/seam-ticker"),
         .target(name: "SeamTimerService", dependencies: ["SeamBroker", "SeamContext", "SeamJSON", "SeamProtocol", "SeamSchema", "SeamTimers"]),
 
         // MARK: - Sync
         .target(name: "SeamPostgres", dependencies: ["CLibPQ"]),
-        .target(name: "SeamSync", dependencies: ["SeamPostgres", "SeamClient", "SeamJSON", "SeamProtocol", "SeamSchema", "SeamSystem"]),
-        .executableTarget(name: "seam-sync", dependencies: ["SeamSync", "SeamClient", "SeamCommandLine"], path: "Plugins/seam-sync"),
+        .target(name: "SeamSyncSetup", dependencies: ["SeamJSON"]),
+        .target(name: "SeamSync", dependencies: ["SeamPostgres", "SeamSyncSetup", "SeamClient", "SeamJSON", "SeamProtocol", "SeamSchema", "SeamSystem"]),
+        .executableTarget(name: "seam-sync", dependencies: ["SeamSync", "SeamSyncSetup", "SeamPostgres", "SeamClient", "SeamCommandLine", "SeamSystem"], path: "Plugins/seam-sync"),
 
         // MARK: - Command-line plumbing
-        .target(name: "SeamCommandLine"),
+        .target(name: "SeamCommandLine", dependencies: ["SeamSystem"]),
 
         // MARK: - Executables
         .executableTarget(name: "seam-fixture", dependencies: ["SeamStore", "SeamTimers", "SeamCommandLine"]),
@@ -98,14 +99,14 @@ let package = Package(
         .target(name: "SeamTestSupport", dependencies: ["SeamClient", "SeamSystem"], path: "Tests/SeamTestSupport"),
         .executableTarget(
             name: "seam-save-crasher",
-            dependencies: ["SeamContext", "SeamStore", "SeamTimers"],
+            dependencies: ["SeamContext", "SeamStore", "SeamSchema", "SeamTimers"],
             path: "Tests/SaveCrasher"
         ),
         .testTarget(name: "SeamSchemaTests", dependencies: ["SeamSchema", "SeamTestSupport"]),
         .testTarget(name: "SeamTimersTests", dependencies: ["SeamTimers", "SeamSchema", "SeamTestSupport"]),
         .testTarget(
             name: "SeamStoreTests",
-            dependencies: ["SeamStore", "SeamSchema", "SeamTimers", "SeamSystem", "SeamTestSupport", "SeamClient", "SeamJSON"]
+            dependencies: ["SeamStore", "SeamSchema", "SeamTimers", "SeamSystem", "SeamTestSupport", "SeamClient", "SeamJSON", "SeamProtocol"]
         ),
         .testTarget(
             name: "SeamContextTests",
@@ -114,7 +115,7 @@ let package = Package(
         .testTarget(name: "SeamProtocolTests", dependencies: ["SeamProtocol", "SeamJSON", "SeamSchema"]),
         .testTarget(
             name: "SeamBrokerTests",
-            dependencies: ["SeamBroker", "SeamSystem", "SeamClient", "SeamProtocol", "SeamJSON", "SeamTestSupport"]
+            dependencies: ["SeamBroker", "SeamSystem", "SeamClient", "SeamProtocol", "SeamJSON", "SeamSchema", "SeamTestSupport"]
         ),
         .testTarget(
             name: "SeamTimerServiceTests",
@@ -123,6 +124,6 @@ let package = Package(
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
         .testTarget(name: "SeamJSONTests", dependencies: ["SeamJSON"]),
         .testTarget(name: "SeamCommandLineTests", dependencies: ["SeamCommandLine"]),
-        .testTarget(name: "SeamSyncTests", dependencies: ["SeamSync", "SeamPostgres", "SeamClient", "SeamJSON", "SeamSchema", "SeamStore", "SeamTestSupport", "SeamTimers"]),
+        .testTarget(name: "SeamSyncTests", dependencies: ["SeamSync", "SeamSyncSetup", "SeamPostgres", "SeamClient", "SeamJSON", "SeamSchema", "SeamStore", "SeamTestSupport", "SeamTimers"]),
     ]
 )

@@ -3,11 +3,13 @@ import SeamClient
 import SeamCommandLine
 import SeamPostgres
 import SeamSync
+import SeamSyncSetup
 import SeamSystem
 
 let usage = """
     usage: seam-sync CONFIG
            seam-sync --init-server URL [--password-stdin]
+           seam-sync --check URL
 
     seamd's sync worker, started by seamd (role "sync", its connection on $SEAM_FD) once
     `seam sync setup URL` has written CONFIG (sync.json). It exports the Cloud store's changes
@@ -19,7 +21,27 @@ let usage = """
                         zone (no person's machines sync as it). The password comes from
                         --password-stdin, else libpq's ~/.pgpass, PGPASSFILE or PGPASSWORD.
                         scripts/pg-server does this for the servers it starts. See Protocol/sync.md.
+    --check URL         what `seam sync setup` runs (the CLI does not link libpq): connects as
+                        the worker would, makes the server's sync tables if it may, and prints
+                        one line saying so; exits 1 with the reason when it cannot. The password
+                        comes from libpq's files (PGPASSFILE).
     """
+
+/// `--check URL`: `seam sync setup`'s proof that the server answers, as the worker will connect.
+func check(_ url: String) -> Never {
+    do {
+        let pg = try PostgresConnection(url)
+        try pg.pinSearchPath()
+        // As the worker does: a lock another role holds (the schema lock's key is public)
+        // makes setup fail with a reason, not wait for ever.
+        try pg.setTimeouts(statement: 120, lock: 15)
+        let version = try ServerSchema.ensure(pg)
+        print(version.found == 0 ? "connected; created the sync tables" : "connected")
+        Terminal.exit(0)
+    } catch {
+        Terminal.fail(tool, "\(error)")
+    }
+}
 
 /// `--init-server URL`: the server's sync schema, made or upgraded by the role that owns it.
 func initServer(_ url: String, passwordFromStdin: Bool) throws -> Never {
@@ -54,8 +76,12 @@ func initServer(_ url: String, passwordFromStdin: Bool) throws -> Never {
 
 let tool = "seam-sync"
 do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["init-server"], flags: ["password-stdin"])
+    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["init-server", "check"], flags: ["password-stdin"])
     if args.wantsHelp { print(usage); Terminal.exit(0) }
+    if let url = args.value("check") {
+        guard args.positional.isEmpty else { throw Arguments.UsageError("--check takes only the URL\n\n" + usage) }
+        check(url)
+    }
     if let url = args.value("init-server") {
         guard args.positional.isEmpty else { throw Arguments.UsageError("--init-server takes only the URL\n\n" + usage) }
         try initServer(url, passwordFromStdin: args.flag("password-stdin"))

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import SeamSystem
 
 /// Output helpers for command-line tools: stderr, exit codes, whether stdout is a terminal.
 public enum Terminal {
@@ -14,30 +12,22 @@ public enum Terminal {
     }
 
     /// Writes all of `text` to file descriptor `fd`.
-    public static func write(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue } else { return } }
-            bytes = bytes.dropFirst(n)
-        }
-    }
+    public static func write(_ fd: Int32, _ text: String) { Descriptors.write(fd, text) }
 
-    /// Ends the process with `status`.
-    public static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
+    /// Ends the process with `status`, what `print` buffered written first.
+    public static func exit(_ status: Int32) -> Never { Processes.exit(status) }
 
-    /// Pushes what `print` buffered to standard output now (a stream read by a pipe); `fflush(NULL)`
-    /// flushes every output stream.
-    public static func flushOutput() { fflush(nil) }
+    /// Pushes what `print` buffered to standard output now (a stream read by a pipe).
+    public static func flushOutput() { Descriptors.flushOutput() }
 
     /// Prints `tool: message` on stderr and exits with `status`.
     public static func fail(_ tool: String, _ message: String, status: Int32 = 1) -> Never {
         error("\(tool): \(message)")
-        Glibc.exit(status)
+        Processes.exit(status)
     }
 
-    public static var stdoutIsTerminal: Bool { isatty(1) != 0 }
-    public static var stderrIsTerminal: Bool { isatty(2) != 0 }
+    public static var stdoutIsTerminal: Bool { TerminalSize.isTerminal(1) }
+    public static var stderrIsTerminal: Bool { TerminalSize.isTerminal(2) }
 
     /// Writes `text` to stderr without a newline (for progress lines that redraw with `\r`).
     public static func progress(_ text: String) {

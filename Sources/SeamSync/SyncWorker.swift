@@ -3,6 +3,7 @@ import SeamJSON
 import SeamPostgres
 import SeamProtocol
 import SeamSchema
+import SeamSyncSetup
 import SeamSystem
 
 /// The sync worker: mirrors the Cloud store's synced entities to a PostgreSQL server and back.

@@ -18,6 +18,10 @@ public enum Descriptors {
 
     public static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
+    /// Pushes what `print` buffered to standard output now (a stream read by a pipe); `fflush(NULL)`
+    /// flushes every output stream.
+    public static func flushOutput() { fflush(nil) }
+
     /// This process's resident set size now, in bytes (from /proc/self/statm).
     public static func residentBytes() -> Int {
         guard let bytes = try? FileSystem.read("/proc/self/statm") else { return 0 }

@@ -93,6 +93,26 @@ public enum Processes {
         }
     }
 
+    /// Runs `path` to its end, its standard output and error read together; its standard input
+    /// is /dev/null. For a helper program whose few lines of output are its answer.
+    public static func run(_ path: String, arguments: [String], environment: [String: String]) throws(SystemError) -> (exit: Exit, output: [UInt8]) {
+        let pipe = try Pipes.make()
+        let pid: Int32
+        do {
+            pid = try spawn(path, arguments: arguments, environment: environment, descriptors: [-1, pipe.write, pipe.write])
+        } catch {
+            Descriptors.close(pipe.read)
+            Descriptors.close(pipe.write)
+            throw error
+        }
+        Descriptors.close(pipe.write)  // the child's copy is the only writer now: reading ends when it does
+        defer { Descriptors.close(pipe.read) }
+        var output: [UInt8] = []
+        while case .bytes = try UnixSocket.read(pipe.read, into: &output) {}
+        guard let exit = wait(pid) else { throw SystemError("waitpid", path: path, errno: errno) }
+        return (exit, output)
+    }
+
     /// Whether any process that has not ended (a zombie has) is in process group `group`. While
     /// one is, the group's number is not given to another process, so a signal to the group
     /// reaches only what is left of it.
@@ -112,8 +132,12 @@ public enum Processes {
     /// after (a WAL whose fsync failed), not for ordinary errors, which are thrown.
     public static func stop(_ message: String, status: Int32) -> Never {
         Descriptors.write(2, message)
-        exit(status)
+        Glibc.exit(status)
     }
+
+    /// Ends this process with `status` (C's `exit`: what `print` buffered is written first). For
+    /// a tool's `main`; libraries throw.
+    public static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
 
     /// This process's id.
     public static var currentID: Int32 { getpid() }

@@ -1,8 +1,7 @@
 import SeamClient
 import SeamCommandLine
 import SeamJSON
-import SeamPostgres
-import SeamSync
+import SeamSyncSetup
 import SeamSystem
 
 /// `seam sync …`: set sync up, see how it stands, ask for it now.
@@ -93,17 +92,22 @@ enum SyncCommands {
             }
             try FileSystem.writeAtomically(Array(url.passwordFileLine(password: password).utf8), to: trying, mode: 0o600)
             configuration.passwordFile = passwordFile
-            Environment.set("PGPASSFILE", trying)
         }
+        // The worker's own program proves the server answers (and makes its tables), so that
+        // this CLI does not link libpq: it connects exactly as the worker will.
         do {
-            let pg = try PostgresConnection(text)
-            try pg.pinSearchPath()
-            // As the worker does: a lock another role holds (the schema lock's key is public)
-            // makes setup fail with a reason, not wait for ever.
-            try pg.setTimeouts(statement: 120, lock: 15)
-            let version = try ServerSchema.ensure(pg)
+            guard let worker = Processes.find("seam-sync") else {
+                throw SyncSetupError("seam-sync, the sync worker, is not installed beside seam or on PATH")
+            }
+            var environment = Processes.environment
+            if configuration.passwordFile != nil { environment["PGPASSFILE"] = trying }
+            let (exit, output) = try Processes.run(worker, arguments: ["--check", text], environment: environment)
+            let said = String(decoding: output, as: UTF8.self).split(separator: "\n").joined(separator: "; ")
+            guard exit.succeeded else {
+                throw SyncSetupError(said.hasPrefix("seam-sync: ") ? String(said.dropFirst("seam-sync: ".count)) : "seam-sync \(exit): \(said)")
+            }
             print("connected to " + (url.service.map { "service \($0)" } ?? "\(url.host):\(url.port)/\(url.database) as \(url.user)")
-                  + (version.found == 0 ? "; created the sync tables" : ""))
+                  + (said.hasSuffix("created the sync tables") ? "; created the sync tables" : ""))
         } catch {
             try? FileSystem.remove(trying)
             throw SyncSetupError("cannot sync with \(text): \(error); nothing was changed")

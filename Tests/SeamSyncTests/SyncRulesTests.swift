@@ -1,5 +1,6 @@
 import SeamJSON
 import SeamSync
+import SeamSyncSetup
 import XCTest
 
 /// The pure parts of sync: URLs and their refusals, the password-file line, the configuration

@@ -493,8 +493,27 @@ final class SyncTests: XCTestCase {
                                         environment: ["SEAM_SOCKET": a.broker.socketPath], input: "not-the-password\n")
         XCTAssertNotEqual(setup.status, 0)
         XCTAssertTrue(setup.stderr.contains("nothing was changed"), setup.stderr)
+        XCTAssertTrue(setup.stderr.contains("password authentication failed"), "the server's reason, through seam-sync --check: \(setup.stderr)")
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: a.config + "/sync.pgpass")), before)
         XCTAssertFalse(FileManager.default.fileExists(atPath: a.config + "/sync.pgpass.trying"))
+    }
+
+    /// `seam` links no libpq: `sync setup` has the worker's own program prove the server
+    /// answers (`seam-sync --check`). The worker links it; the CLI, which every user runs, does not.
+    func testTheCLIDoesNotLinkLibpqAndTheWorkerChecksForIt() throws {
+        let seam = try Executables.runTool("/usr/bin/ldd", [Executables.path("seam")])
+        XCTAssertEqual(seam.status, 0, seam.stderr)
+        XCTAssertFalse(seam.stdout.contains("libpq"), seam.stdout)
+        XCTAssertTrue(try Executables.runTool("/usr/bin/ldd", [Executables.path("seam-sync")]).stdout.contains("libpq"))
+
+        let server = try pg()
+        let check = try Executables.run("seam-sync", ["--check", server.url("alice")],
+                                        environment: ["PGPASSWORD": server.passwords["alice"] ?? ""])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertTrue(check.stdout.hasPrefix("connected"), check.stdout)
+        let refused = try Executables.run("seam-sync", ["--check", server.url("alice")], environment: ["PGPASSWORD": "wrong"])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.hasPrefix("seam-sync: "), refused.stderr)
     }
 
     func testSyncOffStopsTheWorkerAndSetupAgainRunsOne() throws {

@@ -5,7 +5,10 @@ Each row's last column ("depends on") must name exactly the project's modules th
 modules import (the toolchain's Foundation, Glibc, Dispatch, Synchronization and XCTest aside):
 a new import without its row updated, or a row naming a module no longer imported, fails.
 Rows whose modules have no Swift sources (the C modules) and the benchmark's ("all of the
-above") are not checked. Prints one line per difference and exits 1 if there was any.
+above") are not checked. Also: each target in Package.swift must declare as dependencies exactly
+the project's modules its sources import (an import reached only through another target, or a
+dependency nothing imports, fails), and no module but SeamSystem may import Glibc (the C library
+is reached through it alone). Prints one line per difference and exits 1 if there was any.
 
     python3 scripts/lib/check-layers.py
 """
@@ -15,23 +18,58 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TOOLCHAIN = {"Foundation", "Glibc", "Dispatch", "Synchronization", "XCTest"}
-IMPORT = re.compile(r"^\s*(?:@testable\s+)?import\s+(?:(?:struct|class|enum|func|protocol|var|let|typealias)\s+)?([A-Za-z_]\w*)", re.M)
+IMPORT = re.compile(r"^(?:@testable\s+)?import\s+(?:(?:struct|class|enum|func|protocol|var|let|typealias)\s+)?([A-Za-z_]\w*)", re.M)
 NAME = re.compile(r"`([A-Za-z][\w-]*)`")
 
 
-def swift_sources(module):
-    for base in ("Sources", "Plugins"):
-        directory = ROOT / base / module
+TARGET = re.compile(r"\.(?:target|executableTarget|testTarget)\(\s*name:\s*\"([^\"]+)\"(.*?)\)\s*,\s*(?=\.|//|\])", re.S)
+QUOTED = re.compile(r"\"([^\"]+)\"")
+
+
+def swift_sources(module, path=None):
+    bases = [ROOT / path] if path else [ROOT / base / module for base in ("Sources", "Plugins", "Tests")]
+    for directory in bases:
         if directory.is_dir():
             return sorted(directory.rglob("*.swift"))
     return []
 
 
-def imports(module):
+def imports(module, path=None, toolchain=TOOLCHAIN):
     found = set()
-    for path in swift_sources(module):
-        found.update(IMPORT.findall(path.read_text(encoding="utf-8")))
-    return found - TOOLCHAIN
+    for source in swift_sources(module, path):
+        found.update(IMPORT.findall(source.read_text(encoding="utf-8")))
+    return found - toolchain
+
+
+def package_targets():
+    """Each target of Package.swift: name, its declared dependencies, its path (or None)."""
+    text = (ROOT / "Package.swift").read_text(encoding="utf-8")
+    for name, rest in TARGET.findall(text):
+        deps = re.search(r"dependencies:\s*\[(.*?)\]", rest, re.S)
+        path = re.search(r"path:\s*\"([^\"]+)\"", rest)
+        yield name, set(QUOTED.findall(deps.group(1))) if deps else set(), path.group(1) if path else None
+
+
+def check_package():
+    """Package.swift's dependencies against the imports, and Glibc outside SeamSystem."""
+    failures = 0
+    targets = list(package_targets())
+    for name, declared, path in targets:
+        if not swift_sources(name, path):
+            continue
+        found = imports(name, path, toolchain=TOOLCHAIN - {"Glibc"})
+        is_test = (path or "").startswith("Tests/") or (ROOT / "Tests" / name).is_dir()
+        if "Glibc" in found and name != "SeamSystem" and not is_test:
+            print(f"{name} imports Glibc: the C library is SeamSystem's to call (add what it needs there)")
+            failures += 1
+        found.discard("Glibc")
+        for missing in sorted(found - declared - {name}):
+            print(f"Package.swift: {name} imports {missing}, which its target does not list as a dependency")
+            failures += 1
+        for extra in sorted(declared - found):
+            print(f"Package.swift: {name} lists {extra} as a dependency, which it does not import")
+            failures += 1
+    return failures, len(targets)
 
 
 def main():
@@ -59,9 +97,12 @@ def main():
     if checked == 0:
         print("ARCHITECTURE.md: no module rows found")
         failures += 1
+    package_failures, targets = check_package()
+    failures += package_failures
     if failures:
         sys.exit(1)
-    print(f"ARCHITECTURE.md: the dependencies of {checked} rows match the imports")
+    print(f"ARCHITECTURE.md: the dependencies of {checked} rows match the imports; "
+          f"Package.swift: the dependencies of {targets} targets match theirs; Glibc only in SeamSystem")
 
 
 if __name__ == "__main__":
