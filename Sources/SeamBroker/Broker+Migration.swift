@@ -478,8 +478,8 @@ extension Broker {
             if let why = context.readOnly[name] { o["readOnlyReason"] = .string(why) }
             if let note = context.olderThanTold[name] { o["note"] = .string(note) }
             if let versions = context.servedVersions[name] {
-                o["versions"] = .array(versions.keys.sorted().map { model in
-                    let v = versions[model]!.version
+                o["versions"] = .array(versions.sorted { $0.key < $1.key }.map { model, version in
+                    let v = version.version
                     return .object(["model": .string(model), "version": .integer(Int64(v)),
                                     "current": .integer(Int64(context.schema.model(model)?.current.version ?? v))])
                 })
@@ -535,7 +535,7 @@ extension Broker {
         .array(Backups.list(StoreLayout(directory: configuration.dataDirectory)).map { g in
             .object(["name": .string(g.name), "path": .string(g.path), "reason": .string(g.reason),
                      "createdAt": .string(RFC3339.format(g.createdAt)), "stores": .array(g.stores.map(JSON.string)),
-                     "versions": .object(JSONObject(uniqueKeysWithValues: g.versions.keys.sorted().map { ($0, JSON.integer(Int64(g.versions[$0]!))) })),
+                     "versions": .object(JSONObject(uniqueKeysWithValues: g.versions.sorted { $0.key < $1.key }.map { ($0.key, JSON.integer(Int64($0.value))) })),
                      "bytes": .integer(g.bytes)])
         })
     }

@@ -64,7 +64,7 @@ final class ReaderPool: Sendable {
                 db.limitRunningTime(until: nil)
                 runningLock.withLock { _ in running = nil }
             }
-            do { return try plan.run(on: db) } catch where error.primaryCode == DatabaseError.interrupt {
+            do { return try plan.run(on: db) } catch where error.resultCode.matches(.interrupt) {
                 if releasedUnderfoot.load(ordering: .relaxed) { throw .storeClosed(plan.store) }
                 throw .budgetPassed(seconds: budget)
             } catch {
@@ -112,7 +112,7 @@ final class ReaderPool: Sendable {
         case database(DatabaseError)
 
         static func from(_ error: DatabaseError, _ plan: ReadPlan) -> ReadFailure {
-            [DatabaseError.corrupt, DatabaseError.notADatabase].contains(error.primaryCode) ? .damaged(store: plan.store, error) : .database(error)
+            error.resultCode.isDamage ? .damaged(store: plan.store, error) : .database(error)
         }
     }
 

@@ -47,8 +47,8 @@ struct TurnQueue: Sendable {
 
     /// Counts `seconds` of the loop against `id`'s turns.
     mutating func charge(_ id: Int, seconds: Double) {
-        guard used[id] != nil else { return }  // a role's, or one forgotten
-        used[id]! += seconds
+        guard let before = used[id] else { return }  // a role's, or one forgotten
+        used[id] = before + seconds
     }
 
     /// Forgets `id` (its connection closed).

@@ -50,11 +50,11 @@ extension Context {
                 try handle.runOnce(handle.saveStatements().begin)
                 begun.append(handle)
             }
-            for handle in begun { try write(byStore[handle.name]!, sequence: set.sequence, in: handle, applying: &applying) }
+            for handle in begun { try write(byStore[handle.name, default: []], sequence: set.sequence, in: handle, applying: &applying) }
             try writeHistory(set)
             if names.count > 1 {
                 for target in names.dropFirst() {
-                    let ops = Self.deletesFirst(byStore[target]!).map {
+                    let ops = Self.deletesFirst(byStore[target, default: []]).map {
                         SaveJournal.Operation(table: $0.entity, uuid: $0.uuid, values: $0.new)
                     }
                     try SaveJournal.record(ops, sequence: set.sequence, target: target, in: begun[0].db)
@@ -115,7 +115,7 @@ extension Context {
     private func finishLater(
         _ set: ChangeSet, store h: StoreHandle, intentIn first: String, byStore: [String: [RowChange]], error: DatabaseError
     ) throws(ContextError) {
-        let ops = Self.deletesFirst(byStore[h.name]!).map { SaveJournal.Operation(table: $0.entity, uuid: $0.uuid, values: $0.new) }
+        let ops = Self.deletesFirst(byStore[h.name, default: []]).map { SaveJournal.Operation(table: $0.entity, uuid: $0.uuid, values: $0.new) }
         do {
             // Within the save itself, before anyone is told of it: under its own number.
             try apply(UnfinishedSave(sequence: set.sequence, target: h.name, intentIn: first, operations: ops), to: h, numbered: set.sequence)
@@ -184,11 +184,11 @@ extension Context {
     static func mapped(_ error: any Error, set: ChangeSet, failing: RowChange?) -> ContextError {
         if let e = error as? ContextError { return e }
         if let e = error as? DatabaseError {
-            if e.primaryCode == DatabaseError.constraint, let change = failing, change.kind == .insert,
+            if e.resultCode.matches(.constraint), let change = failing, change.kind == .insert,
                e.message.hasSuffix(" \(change.entity).uuid") {
                 return ContextError(.duplicate(entity: change.entity, uuid: change.uuid))
             }
-            if e.primaryCode == DatabaseError.constraint {
+            if e.resultCode.matches(.constraint) {
                 return ContextError(.constraint(entity: failing?.entity ?? set.changes.first?.entity ?? "?", detail: e.message))
             }
             return ContextError(.database(e))

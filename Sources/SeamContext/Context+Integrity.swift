@@ -52,7 +52,7 @@ extension Context {
                 let db = try Database(path: path, options: o)
                 problems = try db.check(quick: true)
                 db.close()
-            } catch let error as DatabaseError where [DatabaseError.corrupt, DatabaseError.notADatabase].contains(error.primaryCode) {
+            } catch let error as DatabaseError where error.resultCode.isDamage {
                 problems = ["'\(error.message)' (SQLite code \(error.code))"]
             } catch {
                 problems = ["the check could not run: \(error)"]
@@ -131,7 +131,7 @@ extension Context {
             database = e
         default: return error
         }
-        guard [DatabaseError.corrupt, DatabaseError.notADatabase].contains(database.primaryCode),
+        guard database.resultCode.isDamage,
               let name = store ?? stores.first(where: { $0.value.db.path == database.path })?.key
         else { return error }
         markDamaged(name, "SQLite reported '\(database.message)' (code \(database.code))")

@@ -205,7 +205,8 @@ extension Context {
         _ row: [String: AttributeValue], entity: String, route r: (entity: Entity, store: String), into work: inout WorkingSet
     ) throws(ContextError) {
         if isSynced(entity, store: r.store) { try Values.checkSynced(row, entity: entity) }
-        let uuid = row[Entity.identity]!.stringValue!
+        // Both ways of making the row set it (given and checked, or made here).
+        guard let uuid = row[Entity.identity]?.stringValue else { throw ContextError(.missingValue(entity: entity, attribute: Entity.identity)) }
         // A row the save has not touched is not read first: if it exists, the INSERT's primary
         // key refuses it and the save reports a duplicate.
         let key = WorkingSet.key(entity, uuid)

@@ -185,8 +185,8 @@ public final class Context {
                 throw ContextError(.store(error))
             }
             let current = Dictionary(uniqueKeysWithValues: schema.models.map { ($0.name, $0.current) })
-            for name in opened.keys.sorted() {
-                do { try attach(name, db: opened[name]!, versions: current) } catch {
+            for (name, db) in opened.sorted(by: { $0.key < $1.key }) {
+                do { try attach(name, db: db, versions: current) } catch {
                     for c in checkpointers.values { c.stop() }
                     throw error
                 }

@@ -16,6 +16,6 @@ public struct Row: Sendable, Hashable, CustomStringConvertible {
     public subscript(attribute: String) -> AttributeValue { values[attribute] ?? .null }
 
     public var description: String {
-        "\(entity)(" + values.keys.sorted().map { "\($0): \(values[$0]!)" }.joined(separator: ", ") + ")"
+        "\(entity)(" + values.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ") + ")"
     }
 }

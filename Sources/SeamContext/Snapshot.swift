@@ -19,17 +19,25 @@ public final class Snapshot {
 
     public func fetch(_ request: FetchRequest) throws(ContextError) -> [Row] {
         let r = try context.route(request.entity)
-        return try context.fetch(request, entity: r.entity, db: readers[r.store]!, handle: nil)
+        return try context.fetch(request, entity: r.entity, db: reader(r.store, for: request.entity), handle: nil)
     }
 
     public func count(_ request: FetchRequest) throws(ContextError) -> Int {
         let r = try context.route(request.entity)
-        return try context.count(request, entity: r.entity, db: readers[r.store]!, handle: nil)
+        return try context.count(request, entity: r.entity, db: reader(r.store, for: request.entity), handle: nil)
     }
 
     public func row(_ entity: String, _ uuid: String) throws(ContextError) -> Row? {
         let r = try context.route(entity)
-        return try context.readRow(r.entity, uuid: uuid, from: readers[r.store]!, handle: nil)
+        return try context.readRow(r.entity, uuid: uuid, from: reader(r.store, for: entity), handle: nil)
+    }
+
+    /// The snapshot's connection to `store`: one for every store open when it was taken.
+    private func reader(_ store: String, for entity: String) throws(ContextError) -> Database {
+        guard let db = readers[store] else {
+            throw ContextError(.storeUnavailable(store: store, entity: entity, reason: "it opened after this snapshot was taken"))
+        }
+        return db
     }
 }
 

@@ -159,7 +159,10 @@ public struct LiveResult: Sendable, Equatable {
                 if r.moved { carried[r.uuid] = row }
             }
             var arrivals = u.inserted.map { (index: $0.index, row: $0.row) }
-            arrivals += u.moved.map { (index: $0.to, row: carried[$0.uuid]!) }
+            for m in u.moved {
+                guard let row = carried.removeValue(forKey: m.uuid) else { throw Mismatch(description: "row \(m.uuid) moves twice") }
+                arrivals.append((index: m.to, row: row))
+            }
             for a in arrivals.sorted(by: { $0.index < $1.index }) {
                 guard a.index >= 0, a.index <= next.count else { throw Mismatch(description: "an insertion index is outside the rows") }
                 next.insert(a.row, at: a.index)

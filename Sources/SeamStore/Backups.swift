@@ -56,7 +56,7 @@ public enum Backups {
     /// hold; a suffix keeps it apart from one made in the same second.
     public static func newGeneration(_ layout: StoreLayout, reason: String, stores: [String], versions: [String: Int],
                                      at time: Double = WallClock.now()) -> BackupGeneration {
-        let held = versions.keys.sorted().map { "\($0)-v\(versions[$0]!)" }.joined(separator: "-")
+        let held = versions.sorted { $0.key < $1.key }.map { "\($0.key)-v\($0.value)" }.joined(separator: "-")
         let base = WallClock.fileStamp(time) + "-" + reason + (held.isEmpty ? "" : "-" + held)
         var name = base
         var n = 2

@@ -185,7 +185,7 @@ enum MigrationExecutor {
                         copied[copy.entity] = try copyRowsThroughStages(copy, db: db, batch: options.batchSize, path: path,
                                                                         state: &state, progress: progress)
                     }
-                } catch let e as DatabaseError where [DatabaseError.corrupt, DatabaseError.notADatabase].contains(e.primaryCode) {
+                } catch let e as DatabaseError where e.resultCode.isDamage {
                     // Reading is where damage shows: name the original, not the copy.
                     throw StoreError(.notAStore(detail: "damaged: \(e.message) in table \(copy.sourceTable)"),
                                      path: layout.store(copy.sourceConfiguration))

@@ -47,7 +47,7 @@ public enum SaveJournal {
             if let values = op.values {
                 let keys = values.keys.sorted()
                 try db.run("INSERT OR REPLACE INTO \(SchemaSQL.quote(op.table)) (\(keys.map(SchemaSQL.quote).joined(separator: ", "))) "
-                           + "VALUES (" + keys.indices.map { "?\($0 + 1)" }.joined(separator: ", ") + ")", keys.map { values[$0]! })
+                           + "VALUES (" + keys.indices.map { "?\($0 + 1)" }.joined(separator: ", ") + ")", keys.map { values[$0] ?? .null })
             } else {
                 try db.run("DELETE FROM \(SchemaSQL.quote(op.table)) WHERE \"uuid\" = ?", [.string(op.uuid)])
             }

@@ -178,8 +178,7 @@ public struct StoreDirectory: Sendable {
     /// Whether SQLite's error says the file is not (or no longer) a database it can read, as
     /// opposed to one it could not read just now.
     static func saysNotAStore(_ e: DatabaseError) -> Bool {
-        ![DatabaseError.busy, DatabaseError.ioError, DatabaseError.cantOpen, DatabaseError.full, DatabaseError.interrupt,
-          DatabaseError.noMemory, DatabaseError.permission, DatabaseError.locked].contains(e.primaryCode)
+        ![ResultCode.busy, .ioError, .cantOpen, .full, .interrupt, .noMemory, .permission, .locked].contains(e.resultCode.primary)
     }
 
     /// Opens a store read-only, and has `check` look at it before anything is read. A WAL store
@@ -197,7 +196,7 @@ public struct StoreDirectory: Sendable {
         } catch let e as DatabaseError {
             firstError = e
         }
-        guard firstError.primaryCode == DatabaseError.cantOpen, FileSystem.writeProblem(layout.directory) != nil else {
+        guard firstError.resultCode.matches(.cantOpen), FileSystem.writeProblem(layout.directory) != nil else {
             throw firstError
         }
         o.uri = true

@@ -489,7 +489,7 @@ public final class SyncWorker {
                 outgoing[key]?.knownTag = known[key]?.tag
                 listChanged = setAside.remove(key) || listChanged
             }
-            let (results, deletedThere) = try push(order.map { outgoing[$0]! }, on: pg)
+            let (results, deletedThere) = try push(order.compactMap { outgoing[$0] }, on: pg)
             // The local save holds only if no record it changes was edited here after the
             // history was read (its fields that lost are taken only where the row is still the
             // row sent; a later edit is the next export's). After the read, not after this page:
