@@ -2,35 +2,29 @@ import SeamJSON
 import SeamProtocol
 import SeamSystem
 
-/// One supervised process and what seamd knows of it.
+/// One supervised process: its lifecycle (`RoleLifecycle`, pure) and the descriptors, timer and
+/// connection seamd keeps for it.
 final class SupervisedProcess {
-    enum State: String {
-        case running, waiting, stopped
-    }
-
     let spec: RoleSpec
-    var state = State.waiting
-    var pid: Int32?
-    var startedAt = 0.0
-    var restarts = 0
-    var lastError: String?
+    var life: RoleLifecycle
     var restartTimer: Int?
-    var restartAt: Double?
-    var backoff = Backoff()
     /// The read end of the pipe its stdout and stderr go to, and the part of a line not yet logged.
     var output: Int32 = -1
     var partialLine: [UInt8] = []
     var lastLine: String?
     var connection: Connection?
-    /// Stopped for good (its configuration went away): never restarted.
-    var retired = false
-    /// Stopped to start again at once, with a new configuration: no crash, no backoff.
-    var reloading = false
     /// The process group of its last run while something it left there (that ignored SIGTERM)
     /// awaits its SIGKILL: killed at shutdown too, if that comes first.
     var leftGroup: Int32?
 
-    init(spec: RoleSpec) { self.spec = spec }
+    init(spec: RoleSpec) {
+        self.spec = spec
+        life = RoleLifecycle(oneShot: spec.oneShot)
+    }
+
+    var pid: Int32? { life.pid }
+    var retired: Bool { life.retired }
+    var lastError: String? { life.lastError }
 }
 
 /// Supervision: seamd starts its role processes, hands each a connected socket on fd 3
@@ -57,7 +51,6 @@ extension Broker {
 
     func start(_ p: SupervisedProcess) {
         p.restartTimer = nil
-        p.restartAt = nil
         guard !stopping else { return }
         let program = p.spec.command[0]
         guard let path = Processes.find(program) else {
@@ -96,9 +89,7 @@ extension Broker {
         }
         Descriptors.close(ends.1)
         Descriptors.close(pipe.write)
-        p.pid = pid
-        p.state = .running
-        p.startedAt = WallClock.monotonic()
+        perform(p.life.handle(.started(pid: pid, at: WallClock.monotonic()), stopping: stopping), for: p)
         p.output = pipe.read
         p.partialLine = []
         UnixSocket.setNonBlocking(ends.0, true)
@@ -125,48 +116,46 @@ extension Broker {
 
     /// A start that failed before the process ran counts as a crash at once: backoff, not a busy loop.
     private func fail(_ p: SupervisedProcess, _ message: String) {
-        p.lastError = message
-        if p.spec.oneShot {
-            p.state = .stopped
+        let actions = p.life.handle(.failedToStart(message, at: WallClock.monotonic()), stopping: stopping)
+        if case .restart(let delay)? = actions.first {
+            log.error("\(p.spec.name): \(message); trying again in \(Self.seconds(delay))")
+        } else {
             log.error("\(p.spec.name): \(message)")
-            oneShotEnded(p, message)
-            return
         }
-        let delay = scheduleRestart(p, uptime: 0)
-        log.error("\(p.spec.name): \(message); trying again in \(Self.seconds(delay))")
+        perform(actions, for: p)
     }
 
     /// Starts `p` again now, as after a clean start: what a reload of its configuration does.
     /// A running `p` is stopped first (SIGTERM) and started when it has ended (`reapRoles`).
     func restartNow(_ p: SupervisedProcess) {
-        p.backoff = Backoff()
-        p.lastError = nil
-        if let pid = p.pid {
-            p.reloading = true
-            Processes.signal(pid, Signals.terminate)
-            return
-        }
-        p.reloading = false
-        if let t = p.restartTimer { loop.cancel(t) }
-        p.restarts += 1
-        start(p)
+        perform(p.life.handle(.reloadAsked, stopping: stopping), for: p)
     }
 
-    /// Returns the delay chosen.
-    @discardableResult
-    private func scheduleRestart(_ p: SupervisedProcess, uptime: Double) -> Double {
-        guard !stopping else {
-            p.state = .stopped
-            return 0
+    /// Stops `p` for good (its configuration went away): never started again.
+    func retire(_ p: SupervisedProcess) {
+        perform(p.life.handle(.retireAsked, stopping: stopping), for: p)
+    }
+
+    /// Does what `p`'s lifecycle answered.
+    private func perform(_ actions: [RoleLifecycle.Action], for p: SupervisedProcess) {
+        for action in actions {
+            switch action {
+            case .start:
+                start(p)
+            case .terminate(let pid):
+                Processes.signal(pid, Signals.terminate)
+            case .restart(let delay):
+                p.restartTimer = loop.after(delay) { [unowned self, unowned p] in
+                    p.restartTimer = nil
+                    self.perform(p.life.handle(.restartDue, stopping: self.stopping), for: p)
+                }
+            case .cancelRestart:
+                if let t = p.restartTimer { loop.cancel(t) }
+                p.restartTimer = nil
+            case .oneShotEnded(let how):
+                oneShotEnded(p, how)
+            }
         }
-        let delay = p.backoff.delay(afterRunning: uptime)
-        p.state = .waiting
-        p.restartAt = WallClock.monotonic() + delay
-        p.restartTimer = loop.after(delay) { [unowned self, unowned p] in
-            p.restarts += 1
-            self.start(p)
-        }
-        return delay
     }
 
     /// Logs a role's output line by line under its name; the last line is kept for `seam status`.
@@ -235,31 +224,26 @@ extension Broker {
                 Descriptors.close(p.output)
                 p.output = -1
             }
-            let uptime = WallClock.monotonic() - p.startedAt
-            p.pid = nil
+            let now = WallClock.monotonic()
+            let uptime = now - (p.life.startedAt ?? now)
+            let reloading = p.life.reloading && !stopping && !p.retired
+            let how = "\(exit)" + (p.lastLine.map { ": \($0)" } ?? "")
+            // Its state first (no pid from here on), then what it sent before it ended, then
+            // what comes next: started again, backing off, or stopped.
+            let actions = p.life.handle(.exited(how, succeeded: exit.succeeded, at: now), stopping: stopping)
             if let c = p.connection { drainAndClose(c) }
             p.connection = nil
-            if p.reloading, !stopping, !p.retired {
+            if reloading {
                 log.info("\(p.spec.name) (pid \(pid)) \(exit); starting it again with its new configuration")
-                restartNow(p)
-                continue
-            }
-            if stopping || p.retired {
+            } else if p.retired {
                 // A retired role (sync, after its configuration was removed) is not started again.
-                p.state = .stopped
-                if p.retired { log.info("\(p.spec.name) (pid \(pid)) \(exit); stopped, as asked") }
-                continue
-            }
-            let how = "\(exit)" + (p.lastLine.map { ": \($0)" } ?? "")
-            p.lastError = exit.succeeded && p.spec.oneShot ? nil : how
-            if p.spec.oneShot {
-                p.state = .stopped
+                log.info("\(p.spec.name) (pid \(pid)) \(exit); stopped, as asked")
+            } else if case .restart(let delay)? = actions.first {
+                log.warning("\(p.spec.name) (pid \(pid)) \(exit) after \(Self.seconds(uptime)); restarting in \(Self.seconds(delay))")
+            } else if p.spec.oneShot {
                 log.info("\(p.spec.name) (pid \(pid)) \(exit) after \(Self.seconds(uptime))")
-                if p.spec.oneShot { oneShotEnded(p, how) }
-                continue
             }
-            let delay = scheduleRestart(p, uptime: uptime)
-            log.warning("\(p.spec.name) (pid \(pid)) \(exit) after \(Self.seconds(uptime)); restarting in \(Self.seconds(delay))")
+            perform(actions, for: p)
         }
     }
 
@@ -297,16 +281,14 @@ extension Broker {
         // `reapRoles` when its output pipe closes).
         let groups = supervised.flatMap { p in [p.pid, p.leftGroup].compactMap { $0 }.map { (name: p.spec.name, id: $0) } }
         for p in supervised {
-            if let t = p.restartTimer { loop.cancel(t) }
-            p.restartTimer = nil
-            p.restartAt = nil
+            perform(p.life.handle(.shutdown, stopping: true), for: p)
             // The whole process group: what a role started (a shell's children) stops with it.
             if let pid = p.pid { _ = Processes.signal(-pid, Signals.terminate) }
         }
         let deadline = WallClock.monotonic() + grace
         for p in supervised {
             guard let pid = p.pid else {
-                p.state = .stopped
+                perform(p.life.handle(.stoppedAtShutdown, stopping: true), for: p)
                 continue
             }
             if Processes.wait(pid, timeout: max(0, deadline - WallClock.monotonic())) == nil {
@@ -320,8 +302,7 @@ extension Broker {
                 Descriptors.close(p.output)
                 p.output = -1
             }
-            p.pid = nil
-            p.state = .stopped
+            perform(p.life.handle(.stoppedAtShutdown, stopping: true), for: p)
             // What it sent before it ended (final saves, say) is handled before seamd stops.
             if let c = p.connection { drainAndClose(c) }
             p.connection = nil
@@ -337,11 +318,11 @@ extension Broker {
     func rolesStatus() -> JSON {
         let now = WallClock.monotonic()
         return .array(supervised.map { p in
-            var o: JSONObject = ["name": .string(p.spec.name), "role": .string(p.spec.role), "state": .string(p.state.rawValue),
-                                 "command": .array(p.spec.command.map(JSON.string)), "restarts": .integer(Int64(p.restarts))]
+            var o: JSONObject = ["name": .string(p.spec.name), "role": .string(p.spec.role), "state": .string(p.life.name),
+                                 "command": .array(p.spec.command.map(JSON.string)), "restarts": .integer(Int64(p.life.restarts))]
             o["pid"] = p.pid.map { .integer(Int64($0)) } ?? .null
-            o["uptime"] = p.pid == nil ? .null : .double(now - p.startedAt)
-            o["restartIn"] = p.restartAt.map { .double(max(0, $0 - now)) } ?? .null
+            o["uptime"] = p.life.startedAt.map { .double(now - $0) } ?? .null
+            o["restartIn"] = p.life.restartAt.map { .double(max(0, $0 - now)) } ?? .null
             o["lastError"] = p.lastError.map(JSON.string) ?? .null
             return .object(o)
         })

@@ -83,11 +83,7 @@ extension Broker {
             restartNow(p)
             return .success(["action": .string("restarted")])
         case (false, let p?):
-            p.retired = true
-            if let t = p.restartTimer { loop.cancel(t) }
-            p.restartTimer = nil
-            if p.pid == nil { p.state = .stopped }
-            if let pid = p.pid { Processes.signal(pid, Signals.terminate) }
+            retire(p)
             syncReport = nil
             return .success(["action": .string("stopped")])
         case (false, nil):
