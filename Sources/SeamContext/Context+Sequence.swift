@@ -1,34 +1,18 @@
 import SeamStore
 import SeamSystem
 
-/// Sequence numbers are never given twice, even across a power cut.
+/// Sequence numbers are never given twice, even across a power cut or a store restored from an
+/// older copy (ARCHITECTURE.md, "One context over two files", says why and how).
 ///
-/// With normal durability a save is told (to its saver, to subscribers) before its commit is
-/// on the disk, so a power cut can take the last saves and their numbers back. Numbered again
-/// after the restart, other saves would take them: a subscriber resuming from a number it was
-/// told before the cut would be answered "nothing since", and keep rows that no longer exist.
-///
-/// So while a context has the stores open, the directory holds a marker (`StoreLayout.openMarker`),
-/// on the disk before the first save. A clean close puts every store on the disk and then
-/// removes it. An open that finds it knows the last close was not clean and that saves may have
-/// been numbered past what the stores hold: it moves the sequence on by `uncleanCloseJump`, past
-/// any number that can have been told, and records that in a store, on the disk, before it
-/// numbers a save. Every resume from before then lies behind the new numbers and outside the
-/// (empty) ring, so it gets a fresh result. With full durability nothing is told before it is on
-/// the disk: a marker left by an earlier run is honoured, but none is kept.
-///
-/// A store restored from an older copy holds an older number too: numbered from there, saves
-/// would take numbers subscribers already hold for other saves, and a resume from one of them
-/// would get diffs that do not apply to what it holds. So the directory's lease
-/// (`StoreLayout.sequenceLease`, `SequenceLease`; apart from the stores, so not restored with
-/// them) says how far numbers may have been told: written ahead, `leaseBlock` numbers at a
-/// time, on the disk before a number past it is used; at a clean close, exactly the last
-/// number, with each store's own. An open that finds the stores behind it (below its number,
-/// or a store below the number it closed with) numbers from past it; after a clean close it
-/// finds them level, and resumes go on as before. After any stop that was not clean it finds
-/// them behind (the lease was ahead): resumes get fresh results, as the marker gives them with
-/// normal durability. Restoring the lease with the stores, or the whole directory, hides the
-/// restore; `SequenceAhead` still catches a resume from beyond the stores.
+/// - While the stores are open the directory holds a marker (`StoreLayout.openMarker`), on the
+///   disk before the first save, removed by a clean close. An open that finds it moves the
+///   sequence on by `uncleanCloseJump` and records that in a store, on the disk, before it numbers
+///   a save. With full durability a marker left by an earlier run is honoured, but none is kept.
+/// - The directory's lease (`StoreLayout.sequenceLease`, `SequenceLease`) holds the highest
+///   number that may have been told: written `leaseBlock` numbers ahead, on the disk before a
+///   number past it is used; at a clean close, exactly the last number, with each store's own.
+///   An open that finds the stores behind it (below its number, or a store below the number it
+///   closed with) numbers from past it.
 extension Context {
     /// How many numbers one write of the lease covers ahead: one small write (and flush) per
     /// this many saves.

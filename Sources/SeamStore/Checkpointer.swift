@@ -19,9 +19,8 @@ import Synchronization
 ///   writes when asked (it set `whenWritesResume`): then past `limit`, `holdsWrites` asks it to
 ///   start no write into the store while the thread copies back everything (a drain, two
 ///   fdatasyncs), `whenWritesResume` tells it when to go on, and the next commit starts the WAL
-///   over. The owner's other stores, and every reader, go on meanwhile. (Inline, that was 7–15 ms
-///   in which the broker's loop answered nobody, the ticker's alarms included, every ~2 s under a
-///   writer that never pauses.) Such an owner's writer checkpoints inline only past `hardLimit`.
+///   over. The owner's other stores, and every reader, go on meanwhile. Such an owner's writer
+///   checkpoints inline only past `hardLimit`.
 ///
 /// Durability is unchanged: every checkpoint syncs as the writer's connection would (the same
 /// `synchronous`), and a crash at any point leaves a WAL that SQLite recovers. ARCHITECTURE.md
@@ -213,8 +212,6 @@ public final class Checkpointer: Sendable {
     /// A catch-up that a commit overtook left frames behind it, and the WAL did not start over:
     /// the next one waits four times as long as that one took, and at least 5 ms (`spacing`), so
     /// that a writer that never pauses for long is not chased with a checkpoint per commit.
-    /// (A wait that doubled with each overtaken catch-up let the WAL reach `limit` under the
-    /// ticker's bursts, and the writer's inline checkpoints made its p99 8–9 ms.)
     public var catchUpDue: Bool {
         guard !busy.load(ordering: .acquiring) else { return false }
         let done = copiedFrames, frames = framesInWAL.load(ordering: .relaxed)
