@@ -124,6 +124,7 @@ let package = Package(
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
         .testTarget(name: "SeamJSONTests", dependencies: ["SeamJSON"]),
         .testTarget(name: "SeamCommandLineTests", dependencies: ["SeamCommandLine"]),
+        .testTarget(name: "SeamSystemTests", dependencies: ["SeamSystem", "SeamSchema", "SeamTestSupport"]),
         .testTarget(name: "SeamSyncTests", dependencies: ["SeamSync", "SeamSyncSetup", "SeamPostgres", "SeamClient", "SeamJSON", "SeamSchema", "SeamStore", "SeamTestSupport", "SeamTimers"]),
     ]
 )
