@@ -19,6 +19,9 @@ public final class Ticker {
         public var onTransition: (@Sendable (Double) -> Void)?
         /// Log every step end (off for the benchmark's thousands).
         public var logsTransitions = true
+        /// Told when a subscription's first result has come (after each connect): the ticker follows
+        /// every running session from then on (the benchmark starts its load only then).
+        public var onSubscribed: (@Sendable () -> Void)?
         public init(socketPath: String? = nil) { self.socketPath = socketPath }
     }
 
@@ -211,9 +214,11 @@ public final class Ticker {
             }
             do {
                 let update = try SubscriptionUpdate(reply.parameters)
+                let first = subscription == nil
                 subscription = update.subscription
                 try followed.apply(update)
                 resubscribePause = 1
+                if first { options.onSubscribed?() }
             } catch {
                 log("a subscription update did not fit (\(error)); subscribing afresh")
                 subscribe()

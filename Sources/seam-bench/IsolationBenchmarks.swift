@@ -114,8 +114,21 @@ enum IsolationBenchmarks {
         var options = Ticker.Options(socketPath: socket)
         options.logsTransitions = false
         options.onTransition = { latenesses.add($0) }
+        let subscribed = Flag()
+        options.onSubscribed = { subscribed.set() }
         let ticker = UncheckedBox(try Ticker(options: options) { _ in })
         Thread.detachNewThread { try? ticker.value.run() }
+        // The ticker and the good client have spoken before any attack begins: a flood of
+        // silent connections at the cap closes the oldest that has sent nothing, which would
+        // otherwise be one of them when the flood is quicker than their first call.
+        let good = try RawSeam(socket)
+        _ = try good.call("org.seam.Store.Hello", ["version": 1, "role": "plugin", "name": "good",
+                                                   "capabilities": ["reads": ["Timer", "Session"], "writes": []]])
+        let waitedFrom = Harness.now()
+        while !subscribed.isSet {
+            guard Double(Harness.now() - waitedFrom) / 1e9 < 30 else { throw BenchError("the ticker did not subscribe within 30 s") }
+            usleep(1_000)
+        }
 
         let stop = Flag()
         let notes = Notes()
@@ -129,9 +142,6 @@ enum IsolationBenchmarks {
         }
         // The good client: a small fetch through the readers, every 2 ms, until every session
         // has ended.
-        let good = try RawSeam(socket)
-        _ = try good.call("org.seam.Store.Hello", ["version": 1, "role": "plugin", "name": "good",
-                                                   "capabilities": ["reads": ["Timer", "Session"], "writes": []]])
         let request: JSONObject = ["entity": "Timer", "predicate": "uuid == $u", "parameters": ["u": .string(probe)]]
         var fetches: [Double] = []
         let began = Harness.now()
