@@ -35,7 +35,13 @@ public final class EventLoop {
     public var spinSeconds: Double = 0
     private var spinUntil: Double = 0
 
-    public init() throws(SystemError) {
+    /// Where deadlines (`after`) and the spin window read the time.
+    public let clock: any Clock
+
+    /// A loop whose deadlines follow `clock` (the system's; a `ManualClock` in tests, which then
+    /// `turn` the loop themselves).
+    public init(clock: any Clock = SystemClock()) throws(SystemError) {
+        self.clock = clock
         epoll = seam_epoll_create()
         guard epoll >= 0 else { throw SystemError("epoll_create1", errno: errno) }
     }
@@ -105,7 +111,7 @@ public final class EventLoop {
     @discardableResult
     public func after(_ seconds: Double, _ action: @escaping () -> Void) -> Int {
         nextDeadline += 1
-        deadlines.append((WallClock.monotonic() + seconds, nextDeadline, action))
+        deadlines.append((clock.monotonic + seconds, nextDeadline, action))
         return nextDeadline
     }
 
@@ -129,50 +135,58 @@ public final class EventLoop {
     /// Runs until `stop()`.
     public func run() {
         running = true
-        var fds = [Int32](repeating: 0, count: 128)
-        var events = [UInt32](repeating: 0, count: 128)
-        while running {
-            // No allocation per turn: a deadline is pending whenever seamd supervises roles.
-            let now = WallClock.monotonic()
-            var soonest = Double.infinity
-            for d in deadlines where d.at < soonest { soonest = d.at }
-            // Upkeep waits for deadlines already due as well as for requests.
-            let busy = turns?.pending() ?? false
-            let upkeep = !busy && soonest > now && (idle?.due() ?? false)
-            let timeout = upkeep || busy ? 0 : Self.milliseconds(until: soonest, from: now)
-            var n: Int32 = 0
-            // Spinning ends when the window does, or at the next deadline, which it must not delay:
-            // the wait after it is measured from when it ended.
-            let spinEnd = min(spinUntil, soonest)
-            var wait = timeout
-            if timeout > 0, now < spinEnd {
-                repeat {
-                    n = seam_epoll_wait(epoll, &fds, &events, 128, 0)
-                    if n != 0 { break }
-                    sched_yield()
-                } while WallClock.monotonic() < spinEnd
-                wait = Self.milliseconds(until: soonest, from: WallClock.monotonic())
-            }
-            if n == 0 { n = seam_epoll_wait(epoll, &fds, &events, 128, wait) }
-            if n == 0, upkeep { idle?.work() }
-            if n > 0 {
-                for i in 0..<Int(n) {
-                    let e = events[i]
-                    let gone = e & (UInt32(SEAM_EPOLLHUP) | UInt32(SEAM_EPOLLERR)) != 0
-                    handlers[fds[i]]?(Events(readable: e & UInt32(SEAM_EPOLLIN) != 0, writable: e & UInt32(SEAM_EPOLLOUT) != 0,
-                                             hangup: gone || e & UInt32(SEAM_EPOLLRDHUP) != 0, peerGone: gone))
-                }
-            }
-            if let turns, turns.pending() { turns.run() }
-            let after = WallClock.monotonic()
-            if n > 0 || busy { spinUntil = after + spinSeconds }
-            if deadlines.contains(where: { $0.at <= after }) {
-                let due = deadlines.filter { $0.at <= after }
-                deadlines.removeAll { $0.at <= after }
-                for d in due { d.action() }
-            }
-            endOfRound?()
+        while running { turn() }
+    }
+
+    private var fds = [Int32](repeating: 0, count: 128)
+    private var events = [UInt32](repeating: 0, count: 128)
+
+    /// One round of the loop: waits for events (at most `maxWait` seconds; nil: until the next
+    /// deadline), handles them, runs the turns, then the deadlines due by the clock, then the
+    /// end-of-round work. `run` turns it until stopped; a test with a `ManualClock` turns it
+    /// itself, with no wait, after moving the clock on.
+    public func turn(maxWait: Double? = nil) {
+        // No allocation per turn: a deadline is pending whenever seamd supervises roles.
+        let now = clock.monotonic
+        var soonest = Double.infinity
+        for d in deadlines where d.at < soonest { soonest = d.at }
+        // Upkeep waits for deadlines already due as well as for requests.
+        let busy = turns?.pending() ?? false
+        let upkeep = !busy && soonest > now && (idle?.due() ?? false)
+        var timeout = upkeep || busy ? 0 : Self.milliseconds(until: soonest, from: now)
+        if let maxWait { timeout = min(timeout, Int32(max(0, maxWait * 1000))) }
+        var n: Int32 = 0
+        // Spinning ends when the window does, or at the next deadline, which it must not delay:
+        // the wait after it is measured from when it ended.
+        let spinEnd = min(spinUntil, soonest)
+        var wait = timeout
+        if timeout > 0, now < spinEnd {
+            repeat {
+                n = seam_epoll_wait(epoll, &fds, &events, 128, 0)
+                if n != 0 { break }
+                sched_yield()
+            } while clock.monotonic < spinEnd
+            wait = min(timeout, Self.milliseconds(until: soonest, from: clock.monotonic))
         }
+        if n == 0 { n = seam_epoll_wait(epoll, &fds, &events, 128, wait) }
+        if n == 0, upkeep { idle?.work() }
+        if n > 0 {
+            for i in 0..<Int(n) {
+                let e = events[i]
+                let gone = e & (UInt32(SEAM_EPOLLHUP) | UInt32(SEAM_EPOLLERR)) != 0
+                handlers[fds[i]]?(Events(readable: e & UInt32(SEAM_EPOLLIN) != 0, writable: e & UInt32(SEAM_EPOLLOUT) != 0,
+                                         hangup: gone || e & UInt32(SEAM_EPOLLRDHUP) != 0, peerGone: gone))
+            }
+        }
+        if let turns, turns.pending() { turns.run() }
+        let after = clock.monotonic
+        if n > 0 || busy { spinUntil = after + spinSeconds }
+        if deadlines.contains(where: { $0.at <= after }) {
+            let due = deadlines.filter { $0.at <= after }
+            deadlines.removeAll { $0.at <= after }
+            for d in due { d.action() }
+        }
+        endOfRound?()
     }
 
     public func stop() { running = false }

@@ -2,10 +2,53 @@ import Glibc
 import SeamSystem
 import XCTest
 
-/// The event loop's upkeep between requests (`whenIdle`), which the checkpointer's catch-up
-/// relies on. (SeamSystem has no test target of its own; its loop is tested here, beside the
-/// checkpointer.)
+/// The event loop: its upkeep between requests (`whenIdle`), which the checkpointer's catch-up
+/// relies on, its spin window, and its deadlines on an injected clock.
 final class EventLoopTests: XCTestCase {
+    /// Deadlines follow the loop's clock: on a `ManualClock` they fire when the test moves time
+    /// on, in the order they are due, and not before — a test turns the loop instead of sleeping.
+    func testDeadlinesFollowAManualClockAndNoTimeIsSlept() throws {
+        let clock = ManualClock()
+        let loop = try EventLoop(clock: clock)
+        var fired: [String] = []
+        loop.after(5) { fired.append("5 s") }
+        loop.after(60) { fired.append("a minute") }
+        let cancelled = loop.after(1) { fired.append("cancelled") }
+        loop.cancel(cancelled)
+        let began = WallClock.monotonic()
+        loop.turn(maxWait: 0)
+        XCTAssertEqual(fired, [])
+        clock.advance(4.999)
+        loop.turn(maxWait: 0)
+        XCTAssertEqual(fired, [], "not before it is due")
+        clock.advance(0.001)
+        loop.turn(maxWait: 0)
+        XCTAssertEqual(fired, ["5 s"])
+        clock.setNow(0)  // the wall clock set back: deadlines are on the monotonic one
+        clock.advance(3600)
+        loop.turn(maxWait: 0)
+        XCTAssertEqual(fired, ["5 s", "a minute"])
+        // A deadline set from within one fires on a later turn, at its own time.
+        loop.after(2) { fired.append("later") }
+        loop.turn(maxWait: 0)
+        clock.advance(2)
+        loop.turn(maxWait: 0)
+        XCTAssertEqual(fired, ["5 s", "a minute", "later"])
+        XCTAssertLessThan(WallClock.monotonic() - began, 0.5, "an hour of the loop's time took no real time")
+    }
+
+    func testAManualClockMovesOnlyWhenTold() {
+        let clock = ManualClock(now: 100)
+        XCTAssertEqual(clock.now, 100)
+        XCTAssertEqual(clock.monotonic, 0)
+        clock.advance(2.5)
+        XCTAssertEqual(clock.now, 102.5)
+        XCTAssertEqual(clock.monotonic, 2.5)
+        clock.setNow(50)
+        XCTAssertEqual(clock.now, 50)
+        XCTAssertEqual(clock.monotonic, 2.5, "setting the wall clock leaves the monotonic one")
+    }
+
     /// Upkeep runs only when it is due and nothing is ready: a readable descriptor is served
     /// first, whatever upkeep is waiting; once upkeep is no longer due, the loop blocks again
     /// rather than polling.
