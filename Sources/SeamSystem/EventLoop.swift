@@ -46,7 +46,11 @@ public final class EventLoop {
         guard epoll >= 0 else { throw SystemError("epoll_create1", errno: errno) }
     }
 
-    deinit { close(epoll) }
+    deinit {
+        close(epoll)
+        fds.deallocate()
+        events.deallocate()
+    }
 
     /// Watches `fd` for `interest`, calling `handler` on the loop's thread.
     public func watch(_ fd: Int32, _ interest: Interest, _ handler: @escaping (Events) -> Void) throws(SystemError) {
@@ -138,8 +142,10 @@ public final class EventLoop {
         while running { turn() }
     }
 
-    private var fds = [Int32](repeating: 0, count: 128)
-    private var events = [UInt32](repeating: 0, count: 128)
+    /// What one `epoll_wait` returns, kept for the loop's life: a round allocates nothing, and
+    /// checks no exclusive access to an array.
+    private let fds = UnsafeMutablePointer<Int32>.allocate(capacity: 128)
+    private let events = UnsafeMutablePointer<UInt32>.allocate(capacity: 128)
 
     /// One round of the loop: waits for events (at most `maxWait` seconds; nil: until the next
     /// deadline), handles them, runs the turns, then the deadlines due by the clock, then the
@@ -162,13 +168,13 @@ public final class EventLoop {
         var wait = timeout
         if timeout > 0, now < spinEnd {
             repeat {
-                n = seam_epoll_wait(epoll, &fds, &events, 128, 0)
+                n = seam_epoll_wait(epoll, fds, events, 128, 0)
                 if n != 0 { break }
                 sched_yield()
             } while clock.monotonic < spinEnd
             wait = min(timeout, Self.milliseconds(until: soonest, from: clock.monotonic))
         }
-        if n == 0 { n = seam_epoll_wait(epoll, &fds, &events, 128, wait) }
+        if n == 0 { n = seam_epoll_wait(epoll, fds, events, 128, wait) }
         if n == 0, upkeep { idle?.work() }
         if n > 0 {
             for i in 0..<Int(n) {
