@@ -32,9 +32,9 @@ enum MaintenanceCommands {
             let c = try SeamConnection.connect(path: args.value("socket"))
             try c.hello()
             return c
-        } catch let e as ClientError {
-            if case .cannotConnect = e.kind { return nil }
-            throw e
+        } catch {
+            if case .cannotConnect = error.kind { return nil }
+            throw error
         }
     }
 
