@@ -119,7 +119,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SeamTimerServiceTests",
-            dependencies: ["SeamTimerService", "SeamTicker", "SeamWatch", "SeamCommandLine", "SeamBroker", "SeamSystem", "SeamClient", "SeamProtocol", "SeamJSON", "SeamSchema", "SeamTestSupport"]
+            dependencies: ["SeamTimerService", "SeamTicker", "SeamWatch", "SeamCommandLine", "SeamBroker", "SeamContext", "SeamSystem", "SeamClient", "SeamProtocol", "SeamJSON", "SeamSchema", "SeamTimers", "SeamTestSupport"]
         ),
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
         .testTarget(name: "SeamJSONTests", dependencies: ["SeamJSON"]),
