@@ -102,7 +102,9 @@ enum SyncCommands {
             var environment = Processes.environment
             if configuration.passwordFile != nil { environment["PGPASSFILE"] = trying }
             let (exit, output) = try Processes.run(worker, arguments: ["--check", text], environment: environment)
-            let said = String(decoding: output, as: UTF8.self).split(separator: "\n").joined(separator: "; ")
+            // libpq's messages run over lines, the later ones indented: one line, as the CLI prints it.
+            let said = String(decoding: output, as: UTF8.self).split(separator: "\n")
+                .map { $0.drop { $0 == " " || $0 == "\t" } }.filter { !$0.isEmpty }.joined(separator: "; ")
             guard exit.succeeded else {
                 throw SyncSetupError(said.hasPrefix("seam-sync: ") ? String(said.dropFirst("seam-sync: ".count)) : "seam-sync \(exit): \(said)")
             }
