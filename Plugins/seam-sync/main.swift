@@ -30,12 +30,7 @@ let usage = """
 /// `--check URL`: `seam sync setup`'s proof that the server answers, as the worker will connect.
 func check(_ url: String) -> Never {
     do {
-        let pg = try PostgresConnection(url)
-        try pg.pinSearchPath()
-        // As the worker does: a lock another role holds (the schema lock's key is public)
-        // makes setup fail with a reason, not wait for ever.
-        try pg.setTimeouts(statement: 120, lock: 15)
-        let version = try ServerSchema.ensure(pg)
+        let version = try ServerSchema.ensure(try ServerSchema.connect(url))
         print(version.found == 0 ? "connected; created the sync tables" : "connected")
         Terminal.exit(0)
     } catch {
@@ -52,9 +47,7 @@ func initServer(_ url: String, passwordFromStdin: Bool) throws -> Never {
         Environment.set("PGPASSWORD", password)
     }
     let pg: PostgresConnection
-    do { pg = try PostgresConnection(url) } catch { Terminal.fail(tool, "cannot connect to \(url): \(error)") }
-    try pg.pinSearchPath()
-    try pg.setTimeouts(statement: 120, lock: 15)
+    do { pg = try ServerSchema.connect(url) } catch { Terminal.fail(tool, "cannot connect to \(url): \(error)") }
     let role = try pg.query("SELECT session_user::text").first?[0] ?? "?"
     if try pg.query("SELECT to_regclass('seam.records') IS NOT NULL").first?[0] == "t",
        let n = try pg.query("SELECT count(*) FROM seam.records WHERE zone = session_user").first?[0] ?? nil, n != "0" {

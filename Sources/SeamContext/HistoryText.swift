@@ -85,7 +85,6 @@ struct HistoryText {
 
     /// One row, members in the order of their keys' bytes (`RowCoding.encode(values)`'s).
     private static func write(_ values: [String: AttributeValue], layout: inout Layout, into out: inout [UInt8]) {
-        if layout.keys.count != values.count { layout.sort(values.keys) }
         if layout.sorted.count != values.count { layout.sorted = Array(repeating: .null, count: values.count) }
         var sorted = layout.sorted
         layout.sorted = []  // held here alone while filled: no copy on write

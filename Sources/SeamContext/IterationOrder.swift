@@ -13,7 +13,8 @@ struct IterationOrder {
     private var places: [Int] = []
 
     /// Calls `body(place, value)` for every value of `row`, `place` being its name's index in
-    /// `target`. False, having called nothing, when `row` does not hold exactly `target`'s names.
+    /// `target`. False when `row` does not hold exactly `target`'s names — `body` may then have
+    /// been called for some of them, and the caller starts over its own way.
     mutating func forEach<E: Error>(
         _ row: [String: AttributeValue], in target: [String], _ body: (Int, AttributeValue) throws(E) -> Void
     ) throws(E) -> Bool {

@@ -90,8 +90,9 @@ public final class Database {
         if rc != SQLITE_OK {
             let message = String(cString: sqlite3_errmsg(db))
             let extended = sqlite3_extended_errcode(db)
+            let error = DatabaseError(code: extended, message: message, path: path, systemErrno: Self.systemErrno(extended, db))
             sqlite3_close_v2(db)
-            throw DatabaseError(code: extended, message: message, path: path)
+            throw error
         }
         handle = db
         let wal = !options.readOnly && path != ":memory:" && options.wal
@@ -224,13 +225,13 @@ public final class Database {
         let extended = sqlite3_extended_errcode(handle)
         let code = (extended & 0xff) == (rc & 0xff) ? extended : rc
         return DatabaseError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql, path: path,
-                             systemErrno: systemErrno(code))
+                             systemErrno: Self.systemErrno(code, handle))
     }
 
-    /// The `errno` behind an I/O-kind failure; 0 for the others, whose `errno` is stale.
-    private func systemErrno(_ code: Int32) -> Int32 {
+    /// The `errno` behind an I/O-kind failure on `db`; 0 for the others, whose `errno` is stale.
+    private static func systemErrno(_ code: Int32, _ db: Handle) -> Int32 {
         switch code & 0xff {
-        case SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN: return sqlite3_system_errno(handle)
+        case SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN: return sqlite3_system_errno(db)
         default: return 0
         }
     }
@@ -245,7 +246,7 @@ public final class Database {
             let message = err.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
             sqlite3_free(err)
             let code = sqlite3_extended_errcode(handle)
-            throw DatabaseError(code: code, message: message, sql: sql, path: path, systemErrno: systemErrno(code))
+            throw DatabaseError(code: code, message: message, sql: sql, path: path, systemErrno: Self.systemErrno(code, handle))
         }
     }
 

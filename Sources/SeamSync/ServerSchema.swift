@@ -225,6 +225,18 @@ public enum ServerSchema {
         return Int(try pg.query("SELECT value FROM seam.meta WHERE key = 'schemaVersion'").first?[0] ?? "0") ?? 0
     }
 
+    /// A connection to the server at `url` as every Seam connection is made (the worker's, `seam
+    /// sync setup`'s check, the administrator's `--init-server`): names resolve in pg_catalog
+    /// only (another zone's schema cannot stand in for a function), and no lock another role
+    /// holds (the zone lock's key is public) stops it for ever — a statement that waits too long
+    /// fails, and is tried again.
+    public static func connect(_ url: String) throws -> PostgresConnection {
+        let connection = try PostgresConnection(url)
+        try connection.pinSearchPath()
+        try connection.setTimeouts(statement: 120, lock: 15)
+        return connection
+    }
+
     /// Brings the server to `version` (creating it on first use), under a lock so that two
     /// workers starting at once do not race. Returns the version found before and the one the
     /// server is at now: below `version` only where this role may not upgrade a server at

@@ -290,12 +290,7 @@ public final class SyncWorker {
     }
 
     private func connectServer() throws {
-        let connection = try PostgresConnection(configuration.url)
-        // Names resolve in pg_catalog only (another zone's schema cannot stand in for a function),
-        // and no lock another role holds (the zone lock's key is public) stops the worker for
-        // ever: a cycle that waits too long fails, and is tried again.
-        try connection.pinSearchPath()
-        try connection.setTimeouts(statement: 120, lock: 15)
+        let connection = try ServerSchema.connect(configuration.url)
         let schema = try ServerSchema.ensure(connection)
         if schema.now > schema.found { log("set up the server's sync schema (version \(schema.now), was \(schema.found))") }
         if schema.now < ServerSchema.version {

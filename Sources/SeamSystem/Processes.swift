@@ -106,10 +106,12 @@ public enum Processes {
             throw error
         }
         Descriptors.close(pipe.write)  // the child's copy is the only writer now: reading ends when it does
-        defer { Descriptors.close(pipe.read) }
         var output: [UInt8] = []
-        while case .bytes = try UnixSocket.read(pipe.read, into: &output) {}
+        var failure: SystemError?
+        do { while case .bytes = try UnixSocket.read(pipe.read, into: &output) {} } catch { failure = error }
+        Descriptors.close(pipe.read)  // a child still writing (the read failed) gets EPIPE and ends
         guard let exit = wait(pid) else { throw SystemError("waitpid", path: path, errno: errno) }
+        if let failure { throw failure }
         return (exit, output)
     }
 

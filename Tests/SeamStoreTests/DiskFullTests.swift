@@ -154,7 +154,7 @@ final class DiskFullTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-shm"), "precondition: closing removed the -shm file")
         let ballast = fs.path + "/ballast"
         let filler = Data(count: 4096)
-        FileManager.default.createFile(atPath: ballast, contents: nil)
+        _ = FileManager.default.createFile(atPath: ballast, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: ballast))
         while fs.freeBytes > 0, (try? handle.write(contentsOf: filler)) != nil {}
         try handle.close()

@@ -216,7 +216,7 @@ final class FaultCampaign {
             environment["SEAM_FAIL_PWRITE_SUFFIX"] = "/\(store).sqlite-wal"
             environment["SEAM_FAIL_FDATASYNC_SUFFIX"] = "/\(store).sqlite-wal"
             try restart(gracefully: true)  // with the injector told which file
-            FileManager.default.createFile(atPath: armed, contents: nil)
+            _ = FileManager.default.createFile(atPath: armed, contents: nil)
             try saves(3)
             try? FileManager.default.removeItem(atPath: armed)
             if !broker.process.isRunning { note("seamd stopped on a failed flush (exit 74), as it must"); try restart() }
