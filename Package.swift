@@ -96,7 +96,10 @@ let package = Package(
         ),
 
         // MARK: - Tests
-        .target(name: "SeamTestSupport", dependencies: ["SeamClient", "SeamSystem"], path: "Tests/SeamTestSupport"),
+        .target(
+            name: "SeamTestSupport", dependencies: ["SeamClient", "SeamSystem", "SeamBroker", "SeamTimers", "SeamTimerService"],
+            path: "Tests/SeamTestSupport"
+        ),
         .executableTarget(
             name: "seam-save-crasher",
             dependencies: ["SeamContext", "SeamStore", "SeamSchema", "SeamTimers"],

@@ -102,7 +102,7 @@ extension Broker {
         }
 
         func progress(_ store: String, _ done: Int64, _ total: Int64) {
-            let now = WallClock.monotonic()
+            let now = WallClock.monotonic()  // a rate limit on its own thread, not a logical time
             guard now - lastProgress >= 0.1 || done >= total else { return }
             lastProgress = now
             events.post(.progress(store: store, done: done, total: total))
@@ -130,7 +130,7 @@ extension Broker {
                 let result = job.conclude?(outcome) ?? outcome
                 maintenance = nil
                 reportStoreNotices()
-                let seconds = WallClock.monotonic() - job.startedAt
+                let seconds = clock.monotonic - job.startedAt
                 switch result {
                 case .success: log.info("\(job.kind.rawValue) done in \(Self.seconds(seconds))")
                 case .failure(let e): log.error("\(job.kind.rawValue) failed after \(Self.seconds(seconds)): \(e.parameters["message"]?.stringValue ?? e.name)")
@@ -159,7 +159,7 @@ extension Broker {
         let p = job.progress
         return .object(["store": .string(p.store), "done": .integer(p.done), "total": .integer(p.total),
                         "fraction": .double(p.total > 0 ? min(1, Double(p.done) / Double(p.total)) : 0),
-                        "elapsed": .double(WallClock.monotonic() - job.startedAt)])
+                        "elapsed": .double(clock.monotonic - job.startedAt)])
     }
 
     func maintenanceStatus() -> JSON {
@@ -208,13 +208,13 @@ extension Broker {
             return .failure(.maintenanceFailed("cannot read the stores: \(error)"))
         }
         let leaseText = (try? FileSystem.read(StoreLayout(directory: configuration.dataDirectory).sequenceLease)) ?? []
-        var set = BackupSet(directory: directory, createdAt: WallClock.now(), dataDirectory: configuration.dataDirectory,
+        var set = BackupSet(directory: directory, createdAt: clock.now, dataDirectory: configuration.dataDirectory,
                             sequence: context.sequence, stores: [])
         for name in names {
             let versions = context.servedVersions[name] ?? [:]
             set.stores.append(BackupSet.Store(name: name, bytes: 0, versions: versions.mapValues(\.version)))
         }
-        let job = MaintenanceJob(kind: .backup, now: WallClock.monotonic())
+        let job = MaintenanceJob(kind: .backup, now: clock.monotonic)
         log.info("backing up \(names.joined(separator: ", ")) at sequence \(set.sequence) into \(directory)")
         let handed = Handed(value: readers)
         let taken = set
@@ -244,7 +244,7 @@ extension Broker {
         reportStoreNotices()
         let layout = StoreLayout(directory: configuration.dataDirectory)
         let names = context.schema.configurations.filter { FileSystem.kind(layout.store($0)) == "file" }
-        let job = MaintenanceJob(kind: .check, now: WallClock.monotonic())
+        let job = MaintenanceJob(kind: .check, now: clock.monotonic)
         job.conclude = { [unowned self] outcome in
             guard case .success(let p) = outcome else { return outcome }
             for s in p["stores"]?.arrayValue ?? [] where s["ok"]?.boolValue == false {
@@ -300,7 +300,7 @@ extension Broker {
         rowCache.removeAll()
         log.info("restoring \(names.joined(separator: ", ")) from \(directory) (taken \(RFC3339.format(set.createdAt)) from "
                  + "\(set.dataDirectory), sequence \(set.sequence)); the stores are closed until it ends")
-        let job = MaintenanceJob(kind: .restore, now: WallClock.monotonic())
+        let job = MaintenanceJob(kind: .restore, now: clock.monotonic)
         job.conclude = { [unowned self] outcome in
             var result = outcome
             if case .success = outcome {

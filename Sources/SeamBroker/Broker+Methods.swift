@@ -615,7 +615,7 @@ extension Broker {
     func status() -> JSONObject {
         let stores = storesStatus()
         return ["product": .string(Interfaces.product), "version": .string(Interfaces.version),
-                "pid": .integer(Int64(Environment.processID)), "uptime": .double(WallClock.monotonic() - startedAt),
+                "pid": .integer(Int64(Environment.processID)), "uptime": .double(clock.monotonic - startedAt),
                 "connections": .integer(Int64(connections.count)), "subscriptions": .integer(Int64(subscriptions.count)),
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
                 "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": rolesStatus(),

@@ -111,7 +111,7 @@ extension Broker {
         var spec = configuration.supervision.migrator
         spec.command += ["--worker", "--stores", stores.joined(separator: ","), configuration.dataDirectory]
         let worker = SupervisedProcess(spec: spec)
-        let run = MigrationRun(plan: plan, stores: stores, worker: worker, now: WallClock.monotonic())
+        let run = MigrationRun(plan: plan, stores: stores, worker: worker, now: clock.monotonic)
         migration = run
         for name in stores { context.close(name, reason: unavailableReason(run)) }
         rowCache.removeAll()
@@ -312,7 +312,7 @@ extension Broker {
     private func end(_ run: MigrationRun, error: String?, backups: [String] = [], unfinishedSwap: StoreError? = nil) {
         migration = nil
         run.concluded = true
-        let seconds = WallClock.monotonic() - run.startedAt
+        let seconds = clock.monotonic - run.startedAt
         if error != nil {
             let removed = storeDirectory.removeCopies(run.plan.files.map(\.configuration))
             if !removed.isEmpty { log.info("removed \(removed.joined(separator: ", ")), left by the failed migration") }
@@ -367,7 +367,7 @@ extension Broker {
 
     func progressJSON(_ run: MigrationRun) -> JSON {
         let p = run.progress
-        let now = WallClock.monotonic()
+        let now = clock.monotonic
         return .object([
             "phase": .string(p.phase.rawValue), "store": .string(p.configuration), "entity": p.entity.map(JSON.string) ?? .null,
             "rowsDone": .integer(Int64(p.rowsDone)), "rowsTotal": .integer(Int64(p.rowsTotal)),

@@ -89,7 +89,7 @@ extension Broker {
         }
         Descriptors.close(ends.1)
         Descriptors.close(pipe.write)
-        perform(p.life.handle(.started(pid: pid, at: WallClock.monotonic()), stopping: stopping), for: p)
+        perform(p.life.handle(.started(pid: pid, at: clock.monotonic), stopping: stopping), for: p)
         p.output = pipe.read
         p.partialLine = []
         UnixSocket.setNonBlocking(ends.0, true)
@@ -116,7 +116,7 @@ extension Broker {
 
     /// A start that failed before the process ran counts as a crash at once: backoff, not a busy loop.
     private func fail(_ p: SupervisedProcess, _ message: String) {
-        let actions = p.life.handle(.failedToStart(message, at: WallClock.monotonic()), stopping: stopping)
+        let actions = p.life.handle(.failedToStart(message, at: clock.monotonic), stopping: stopping)
         if case .restart(let delay)? = actions.first {
             log.error("\(p.spec.name): \(message); trying again in \(Self.seconds(delay))")
         } else {
@@ -224,7 +224,7 @@ extension Broker {
                 Descriptors.close(p.output)
                 p.output = -1
             }
-            let now = WallClock.monotonic()
+            let now = clock.monotonic
             let uptime = now - (p.life.startedAt ?? now)
             let reloading = p.life.reloading && !stopping && !p.retired
             let how = "\(exit)" + (p.lastLine.map { ": \($0)" } ?? "")
@@ -316,7 +316,7 @@ extension Broker {
     }
 
     func rolesStatus() -> JSON {
-        let now = WallClock.monotonic()
+        let now = clock.monotonic
         return .array(supervised.map { p in
             var o: JSONObject = ["name": .string(p.spec.name), "role": .string(p.spec.role), "state": .string(p.life.name),
                                  "command": .array(p.spec.command.map(JSON.string)), "restarts": .integer(Int64(p.life.restarts))]

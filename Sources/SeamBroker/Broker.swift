@@ -29,6 +29,9 @@ public final class Broker {
         public var supervision = SupervisorConfiguration(roles: [], problems: [])
         /// Where `seam sync setup` writes the sync configuration (nil: sync is never started).
         public var syncConfigurationPath: String?
+        /// Where time comes from for the loop's timers, the timer service, role backoff and what
+        /// `Status` reports (what a piece of work costs is measured on the system's clock).
+        public var clock: any Clock = SystemClock()
         /// What one client's call may cost (`seamd.json`'s `limits`).
         public var limits: BrokerLimits { supervision.limits }
         public init(dataDirectory: String, socketPath: String) {
@@ -104,7 +107,7 @@ public final class Broker {
     public init(configuration: Configuration, schema: Schema, log: Logger) throws(BrokerError) {
         self.configuration = configuration
         self.log = log
-        startedAt = WallClock.monotonic()
+        startedAt = configuration.clock.monotonic
         Signals.ignoreBrokenPipes()
         Signals.watchChildren()
         do { try FileSystem.makeDirectory(configuration.dataDirectory, mode: 0o700) } catch {
@@ -143,7 +146,7 @@ public final class Broker {
         for done in opened.recovered { log.info("recovered: \(done)") }
         for (name, note) in opened.olderThanTold.sorted(by: { $0.key < $1.key }) { log.warning("\(name) store: \(note)") }
         for (name, why) in opened.readOnly.sorted(by: { $0.key < $1.key }) { log.warning("\(name) store can only be read (\(why)); saves into it are refused") }
-        do { loop = try EventLoop() } catch { throw BrokerError("cannot start the event loop: \(error)") }
+        do { loop = try EventLoop(clock: configuration.clock) } catch { throw BrokerError("cannot start the event loop: \(error)") }
         do { readers = try ReaderPool(threads: configuration.limits.readers, heavyThreads: max(1, configuration.limits.readers / 2),
                                      budget: configuration.limits.querySeconds) } catch {
             throw BrokerError("cannot start the reader threads: \(error)")
@@ -167,17 +170,32 @@ public final class Broker {
 
     deinit { scratch.deallocate() }
 
+    /// The broker's clock (`Configuration.clock`).
+    var clock: any Clock { loop.clock }
+
     /// Serves until SIGTERM, SIGINT or SIGHUP (the terminal it runs in closed), then shuts
     /// down cleanly: roles stopped, socket removed.
     public func run() throws(BrokerError) {
         do {
-            try loop.watch(listener, .read) { [unowned self] _ in self.acceptAll() }
             try loop.onSignals([Signals.terminate, Signals.interrupt, Signals.hangup, Signals.child]) { [unowned self] signo in
                 if signo == Signals.child { return self.reapRoles() }
                 self.log.info("signal \(signo): shutting down")
                 self.shutdown()
             }
         } catch {
+            throw BrokerError("cannot watch for signals: \(error)")
+        }
+        try start()
+        // The loop answers everyone: let in promptly when a call or a reader's reply wakes it.
+        Threads.requestShortSlices()
+        loop.run()
+    }
+
+    /// Everything `run` does but taking the process's signals and turning the loop: listens,
+    /// starts the roles and the migration at start, and returns. A caller that turns the loop
+    /// itself (`turn`) serves clients from its own thread: a test's broker in its own process.
+    public func start() throws(BrokerError) {
+        do { try loop.watch(listener, .read) { [unowned self] _ in self.acceptAll() } } catch {
             throw BrokerError("cannot watch the socket: \(error)")
         }
         log.info("serving \(configuration.dataDirectory) on \(ownsSocketFile ? configuration.socketPath : "fd \(listener)") "
@@ -207,9 +225,21 @@ public final class Broker {
         startRoles()
         pruneBackups()
         if configuration.supervision.migratesAtStart { startMigrationAtStart() }
-        // The loop answers everyone: let in promptly when a call or a reader's reply wakes it.
-        Threads.requestShortSlices()
-        loop.run()
+    }
+
+    /// One turn of the loop (after `start`): whatever is ready is handled, waiting at most
+    /// `maxWait` seconds for something to be (nil: until the next timer is due).
+    public func turn(maxWait: Double? = nil) { loop.turn(maxWait: maxWait) }
+
+    /// A client connected over a socket pair instead of the listening socket: the broker serves
+    /// one end as it would an accepted connection (same checks, same limits); the caller gets
+    /// the other. For a client in the broker's own process, turning the loop itself.
+    public func connectPair() throws(BrokerError) -> Int32 {
+        let (ours, theirs): (Int32, Int32)
+        do { (ours, theirs) = try UnixSocket.pair() } catch { throw BrokerError("cannot make a socket pair: \(error)") }
+        UnixSocket.setNonBlocking(ours, true)
+        admit(ours)
+        return theirs
     }
 
     // MARK: - Connections
@@ -249,7 +279,7 @@ public final class Broker {
         // Past the cap, a connection is let in on the reserve, to say Hello as a person's `seam`.
         guard held < Limits.maxConnectionsPerUID + Limits.reservedConnections else {
             log.warning("refused pid \(peer.pid): uid \(peer.uid) already holds \(held) connections, each of them in use")
-            let c = Connection(fd: fd, id: 0, peer: peer, now: WallClock.monotonic())
+            let c = Connection(fd: fd, id: 0, peer: peer, now: clock.monotonic)
             c.enqueue(Reply(.permissionDenied("too many connections for this user (\(Limits.maxConnectionsPerUID))"), id: nil).frame())
             _ = try? c.flush()
             Descriptors.close(fd)
@@ -289,7 +319,7 @@ public final class Broker {
     /// A new connection on `fd`, watched by the loop.
     func register(_ fd: Int32, peer: PeerCredentials) -> Connection {
         nextConnectionID += 1
-        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, now: WallClock.monotonic())
+        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, now: clock.monotonic)
         connections[fd] = connection
         do {
             try loop.watch(fd, .read) { [unowned self] events in self.handle(connection, events) }
@@ -624,6 +654,7 @@ public final class Broker {
         for c in Array(connections.values) { close(c) }
         // Every store on the disk, then the open marker removed: a clean close.
         context.finish()
+        lock.release()
         log.info("stopped at save sequence \(context.sequence)")
         loop.stop()
     }

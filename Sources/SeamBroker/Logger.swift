@@ -14,15 +14,18 @@ public struct Logger: Sendable {
 
     public var level: Level
     public var tag: String
+    /// Where a line goes (stderr unless told).
+    public var write: @Sendable (String) -> Void
 
-    public init(tag: String, level: Level = .info) {
+    public init(tag: String, level: Level = .info, write: @escaping @Sendable (String) -> Void = { Descriptors.write(2, $0) }) {
         self.tag = tag
         self.level = level
+        self.write = write
     }
 
     public func log(_ l: Level, _ message: @autoclosure () -> String) {
         guard l >= level else { return }
-        Descriptors.write(2, "\(tag)[\(Environment.processID)]: \(l.name): \(message())\n")
+        write("\(tag)[\(Environment.processID)]: \(l.name): \(message())\n")
     }
 
     public func debug(_ m: @autoclosure () -> String) { log(.debug, m()) }

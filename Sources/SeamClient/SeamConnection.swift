@@ -85,6 +85,21 @@ public final class SeamConnection {
         self.inherited = inherited
     }
 
+    /// A connection over a socket already connected to seamd (one end of a pair it serves),
+    /// which it then owns. `wait(fd, milliseconds)` is what it does while a reply has not come,
+    /// instead of sleeping in poll: a broker in the same thread turns its loop there. It does
+    /// not reconnect.
+    public init(adopting fd: Int32, name: String, wait: @escaping (Int32, Int32) -> Void) {
+        UnixSocket.setNonBlocking(fd, true)
+        self.fd = fd
+        path = name
+        inherited = true
+        adoptedWait = wait
+    }
+
+    /// What an adopted connection does while it waits (`init(adopting:name:wait:)`).
+    private var adoptedWait: ((Int32, Int32) -> Void)?
+
     deinit { if fd >= 0 { Descriptors.close(fd) } }
 
     /// Says hello: protocol version, role, name. Without it the connection is read-only.
@@ -199,7 +214,20 @@ public final class SeamConnection {
     private func send(_ method: String, _ parameters: JSONObject, more: Bool) throws(ClientError) -> JSON {
         nextID += 1
         let id = JSON.integer(nextID)
-        do { try UnixSocket.writeAll(fd, Call(method: method, parameters: parameters, more: more, id: id).frame()) } catch {
+        let frame = Call(method: method, parameters: parameters, more: more, id: id).frame()
+        do {
+            if let turn = adoptedWait {
+                var offset = 0
+                while offset < frame.count {
+                    let n = try UnixSocket.write(fd, frame, from: offset)
+                    // No room: the broker in this thread must read first.
+                    if n == 0 { turn(fd, 1) }
+                    offset += n
+                }
+            } else {
+                try UnixSocket.writeAll(fd, frame)
+            }
+        } catch {
             throw ClientError(.disconnected)
         }
         inFlight.insert(nextID)
@@ -264,7 +292,7 @@ public final class SeamConnection {
                     if left <= 0 { throw ClientError(.timedOut(replyTimeout ?? 0)) }
                     wait = Int32(min(1000, (left * 1000).rounded(.up)))
                 }
-                _ = UnixSocket.waitReadable(fd, timeoutMilliseconds: wait)
+                if let turn = adoptedWait { turn(fd, wait) } else { _ = UnixSocket.waitReadable(fd, timeoutMilliseconds: wait) }
             case .bytes: decoder.append(buffer)
             }
         }

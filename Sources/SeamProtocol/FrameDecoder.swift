@@ -67,7 +67,8 @@ public struct FrameDecoder: Sendable {
     public var pendingBytes: Int { buffer.count - start }
 
     /// Whether a whole frame waits to be taken by `next()` (bytes already looked at are not
-    /// looked at again).
+    /// looked at again), or so many bytes without one that `next()` throws `FrameTooLarge`:
+    /// either way, `next()` has something to say.
     public mutating func hasCompleteFrame() -> Bool {
         var i = max(start, scanned)
         while i < buffer.count {
@@ -75,7 +76,7 @@ public struct FrameDecoder: Sendable {
             i += 1
         }
         scanned = buffer.count
-        return false
+        return buffer.count - start > maxFrameBytes
     }
 }
 

@@ -4,7 +4,7 @@ import Glibc
 /// the process dies, so a crash never leaves a stale lock).
 public final class FileLock {
     public let path: String
-    private let fd: Int32
+    private var fd: Int32
 
     /// Takes the lock, or throws `EWOULDBLOCK` when another process holds it.
     public init(path: String) throws(SystemError) {
@@ -17,8 +17,13 @@ public final class FileLock {
         }
     }
 
-    deinit {
+    deinit { release() }
+
+    /// Lets the lock go (once; the process may take it again with a new `FileLock`).
+    public func release() {
+        guard fd >= 0 else { return }
         flock(fd, LOCK_UN)
         close(fd)
+        fd = -1
     }
 }

@@ -2,15 +2,18 @@ import Foundation
 import SeamClient
 import SeamJSON
 import SeamProtocol
+import SeamSystem
 import SeamTestSupport
 import XCTest
 
 /// What broken or hostile clients can send: the broker answers where there is a call, closes
-/// where the stream cannot recover, and keeps serving everyone else.
+/// where the stream cannot recover, and keeps serving everyone else. The broker runs in this
+/// process, on a manual clock (`EmbeddedBroker`).
 final class BrokerBadInputTests: XCTestCase {
-    var broker: BrokerProcess!
+    var broker: EmbeddedBroker!
+    let clock = ManualClock()
 
-    override func setUpWithError() throws { broker = try BrokerProcess(arguments: ["--handshake-timeout", "1"]) }
+    override func setUpWithError() throws { broker = try EmbeddedBroker(clock: clock) }
     override func tearDown() {
         broker?.stop()
         broker = nil
@@ -18,7 +21,7 @@ final class BrokerBadInputTests: XCTestCase {
 
     /// The broker still answers a well-behaved client.
     func assertServing(file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(try SeamConnection.connect(path: broker.socketPath).call("org.seam.Store.Status")["product"]?.stringValue,
+        XCTAssertEqual(try broker.client(hello: false).call("org.seam.Store.Status")["product"]?.stringValue,
                        "seamd", file: file, line: line)
     }
 
@@ -28,7 +31,7 @@ final class BrokerBadInputTests: XCTestCase {
     }
 
     func testGarbageInvalidJSONAndInvalidUTF8AreAnsweredAndTheConnectionGoesOn() throws {
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         raw.send([0xde, 0xad, 0xbe, 0xef, 0x00])
         XCTAssertEqual(errorName(raw.readFrame()), "org.seam.Store.InvalidRequest")
         raw.send("{\"method\": ")
@@ -52,8 +55,12 @@ final class BrokerBadInputTests: XCTestCase {
         XCTAssertTrue(reply.contains("\"after-the-garbage\"") && reply.contains("\"seamd\""), reply)
     }
 
+    /// Whatever the client said before: the broker holds no more than a frame's worth of it
+    /// (one that had made a call was never closed, and grew the broker without bound).
     func testAFrameWithNoNULPastTheLimitClosesTheConnection() throws {
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
+        raw.send(#"{"method": "org.seam.Store.Hello", "parameters": {"version": 1, "role": "cli"}, "id": 1}"#)
+        XCTAssertNotNil(raw.readFrame())
         let chunk = [UInt8](repeating: UInt8(ascii: " "), count: 1 << 20)
         for _ in 0..<5 { raw.send(chunk) }
         XCTAssertTrue(raw.isClosed(timeout: 10), "a frame past 4 MiB cannot be resynchronised")
@@ -63,7 +70,7 @@ final class BrokerBadInputTests: XCTestCase {
     /// Past the limit is past the limit, even when the frame's NUL comes in the same read (the
     /// broker reads 64 KiB at a time: 4 MiB and 100 bytes used to be served).
     func testAWholeFramePastTheLimitClosesTheConnection() throws {
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         let head = #"{"method": "org.seam.Store.Status", "parameters": {"padding": ""#
         let padding = String(repeating: "x", count: (4 << 20) + 100 - head.utf8.count - 3)
         raw.send(head + padding + #""}}"#)
@@ -74,14 +81,14 @@ final class BrokerBadInputTests: XCTestCase {
     }
 
     func testALargeFrameUnderTheLimitIsServed() throws {
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         let padding = String(repeating: "x", count: 3 << 20)
         raw.send(#"{"method": "org.seam.Store.Status", "parameters": {"padding": "\#(padding)"}, "id": 1}"#)
         XCTAssertNotNil(raw.readFrame(timeout: 10)?.contains("seamd"))
     }
 
     func testOnewayGetsNoReply() throws {
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         raw.send(#"{"method": "org.seam.Store.Status", "oneway": true}"#)
         raw.send(#"{"method": "org.seam.Store.Status", "id": 2}"#)
         let reply = try XCTUnwrap(raw.readFrame())
@@ -89,18 +96,25 @@ final class BrokerBadInputTests: XCTestCase {
     }
 
     func testAClientThatSaysNothingIsClosedAfterTheHandshakeTimeout() throws {
-        let raw = try RawClient(broker.socketPath)
-        XCTAssertTrue(raw.isClosed(timeout: 5))
+        let raw = try broker.raw()
+        let talker = try broker.raw()
+        clock.advance(Limits.handshakeTimeout - 0.5)
+        talker.send(#"{"method": "org.seam.Store.Status", "id": 1}"#)
+        XCTAssertNotNil(talker.readFrame())
+        XCTAssertFalse(raw.isClosed(timeout: 0.05), "closed before its time")
+        clock.advance(1)
+        XCTAssertTrue(raw.isClosed(timeout: 1))
+        XCTAssertFalse(talker.isClosed(timeout: 0.05), "a client that spoke in time stays")
         assertServing()
     }
 
     func testAClientThatDisconnectsMidCallHarmsNobody() throws {
         for _ in 0..<20 {
-            let raw = try RawClient(broker.socketPath)
+            let raw = try broker.raw()
             raw.send(#"{"method": "org.seam.Store.Fetch", "parameters": {"entity": "Ti"#, nul: false)
         }
         for _ in 0..<20 {
-            let raw = try RawClient(broker.socketPath)
+            let raw = try broker.raw()
             raw.send(#"{"method": "org.seam.Store.Fetch", "parameters": {"entity": "Timer"}}"#)
         }
         assertServing()
@@ -108,13 +122,24 @@ final class BrokerBadInputTests: XCTestCase {
 
     func testHundredsOfIdleConnections() throws {
         var idle: [RawClient] = []
-        for _ in 0..<300 { idle.append(try RawClient(broker.socketPath)) }
-        let c = try SeamConnection.connect(path: broker.socketPath)
+        for _ in 0..<300 { idle.append(try broker.raw()) }
+        let c = try broker.client(hello: false)
         let status = try c.call("org.seam.Store.Status")
         XCTAssertGreaterThanOrEqual(status["connections"]?.int64Value ?? 0, 300)
         XCTAssertLessThan(status["rss"]?.int64Value ?? .max, 100 << 20)
         idle.removeAll()
         assertServing()
+    }
+}
+
+/// What needs a real seamd: a client of another user.
+final class BrokerPeerTests: XCTestCase {
+    var broker: BrokerProcess!
+
+    override func setUpWithError() throws { broker = try BrokerProcess() }
+    override func tearDown() {
+        broker?.stop()
+        broker = nil
     }
 
     /// Peers of another uid are refused: the socket is opened to everyone for this test, and a
@@ -146,6 +171,6 @@ final class BrokerBadInputTests: XCTestCase {
         p.waitUntilExit()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(text.trimmingCharacters(in: .whitespacesAndNewlines), "closed", text)
-        assertServing()
+        XCTAssertEqual(try SeamConnection.connect(path: broker.socketPath).call("org.seam.Store.Status")["product"]?.stringValue, "seamd")
     }
 }

@@ -27,8 +27,11 @@ final class ProtocolTests: XCTestCase {
     func testAFrameWithoutNULPastTheLimitIsAnError() {
         var decoder = FrameDecoder(maxFrameBytes: 10)
         decoder.append(Array("0123456789".utf8))
+        XCTAssertFalse(decoder.hasCompleteFrame())
         XCTAssertNoThrow(try decoder.next())
         decoder.append([UInt8(ascii: "x")])
+        // Said by both: the broker looks at a connection's calls only when it has one.
+        XCTAssertTrue(decoder.hasCompleteFrame(), "past the limit, next() has an error to give")
         XCTAssertThrowsError(try decoder.next())
     }
 

@@ -117,13 +117,38 @@ public final class RawClient {
         return fd
     }
 
-    public init(_ path: String) throws { fd = try Self.connectFD(path) }
+    /// What waits for the socket to be readable (at most the milliseconds given; true when it is):
+    /// poll, or a broker in this thread turning its loop (`EmbeddedBroker`).
+    private let waitReadable: (Int32, Int32) -> Bool
+    private let turnsBroker: Bool
+
+    public init(_ path: String) throws {
+        fd = try Self.connectFD(path)
+        waitReadable = { fd, milliseconds in
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            return poll(&p, 1, milliseconds) > 0
+        }
+        turnsBroker = false
+    }
+
+    /// A client on `fd` (connected already), waiting with `wait`, which turns a broker in this thread.
+    public init(fd: Int32, wait: @escaping (Int32, Int32) -> Bool) {
+        self.fd = fd
+        waitReadable = wait
+        turnsBroker = true
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
     deinit { close(fd) }
 
     public func send(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { Foundation.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n < 0, turnsBroker, errno == EAGAIN {
+                _ = waitReadable(fd, 1)  // the broker reads what is waiting
+                continue
+            }
             if n <= 0 { return }
             offset += n
         }
@@ -160,9 +185,9 @@ public final class RawClient {
             }
             scanned = pending.count
             guard Date() < deadline else { return nil }
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 100) > 0 else { continue }
+            guard waitReadable(fd, 100) else { continue }
             let n = read(fd, &chunk, chunk.count)
+            if n < 0, errno == EAGAIN { continue }
             if n <= 0 { return nil }
             pending.append(contentsOf: chunk[0..<n])
         }
@@ -173,9 +198,9 @@ public final class RawClient {
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 4096)
         while Date() < deadline {
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 100) > 0 else { continue }
+            guard waitReadable(fd, 100) else { continue }
             let n = read(fd, &buffer, buffer.count)
+            if n < 0, errno == EAGAIN { continue }
             if n <= 0 { return true }
         }
         return false
