@@ -57,7 +57,7 @@ extension Broker {
                 for (at, diff) in catchUp {
                     let wasBehind = s.flow.isBehind
                     perform(s.flow.diff({ Subscriptions.frame(s, Subscriptions.diffBody(sequence: at, diff, fields: channel.window.fields)) },
-                                        sequence: at, lastSent: s.lastSequence, queued: c.pendingOutput, budget: channel.backlogBudget, room: outboxRoom(c)), for: s)
+                                        sequence: at, lastSent: s.lastSequence, queued: c.pendingOutput, budget: channel.backlogBudget(outboxLimits), room: outboxRoom(c)), for: s)
                     if s.flow.isBehind, !wasBehind { fellBehind(s) }
                 }
                 flush(c)

@@ -102,7 +102,7 @@ extension Broker {
         for c in endSubscriptions(of: failed, flushing: false) { touched[ObjectIdentifier(c)] = c }
         for (channel, diff) in diffs {
             var body: ArraySlice<UInt8>?
-            let budget = channel.backlogBudget
+            let budget = channel.backlogBudget(outboxLimits)
             for s in channel.subscriptions.values {
                 let c = s.connection
                 guard !c.closed else { continue }
@@ -131,7 +131,7 @@ extension Broker {
     /// How large a frame `c`'s outbox takes before `queue` would close it for reading too
     /// slowly: any while little is queued, else up to the outbox limit.
     func outboxRoom(_ c: Connection) -> Int {
-        c.pendingOutput <= Limits.pauseCallsBytes ? .max : max(0, Limits.maxOutboxBytes - c.pendingOutput)
+        c.pendingOutput <= outboxLimits.pauseCallsBytes ? .max : max(0, outboxLimits.maxOutboxBytes - c.pendingOutput)
     }
 
     /// Queues what a subscription's flow says to send. False when nothing was queued, or the

@@ -53,3 +53,29 @@ extension Broker {
         if stepsMayRun { takeStepTurn(seconds: Self.stepSeconds) }
     }
 }
+
+extension Broker {
+    /// Whether the broker has nothing left to do until a client or the clock moves: no turn
+    /// queued, no read, commit or save in steps running, no store check or held write pending.
+    var isResting: Bool {
+        runnable.count == 0 && readContinuations.isEmpty && stepping == nil && !stepCommitting && parkedForChecks.isEmpty
+            && parkedForHeldWrites.isEmpty && heldForSync.isEmpty && maintenance == nil
+    }
+
+    /// What is wrong with the broker's connections while it rests (`isResting`), and with how
+    /// it files them: empty when every one is where it may rest.
+    func restingProblems() -> [String] {
+        var problems: [String] = []
+        for (fd, c) in connections {
+            if c.fd != fd { problems.append("\(c.label) filed under fd \(fd)") }
+            problems += c.restingProblems(limits: outboxLimits)
+            if c.calls == 0, clock.monotonic - c.connectedAt > configuration.handshakeTimeout + 1 {
+                problems.append("\(c.label) has sent nothing for \(clock.monotonic - c.connectedAt) s, past the handshake timeout")
+            }
+            if c.subscriptions.count > Limits.maxSubscriptionsPerConnection { problems.append("\(c.label) holds \(c.subscriptions.count) subscriptions") }
+        }
+        let held = connections.values.reduce(0) { $0 + $1.subscriptions.count }
+        if held != subscriptions.count { problems.append("\(held) subscriptions held by connections, \(subscriptions.count) registered") }
+        return problems
+    }
+}

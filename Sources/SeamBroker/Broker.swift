@@ -20,6 +20,8 @@ public final class Broker {
         public var spinSeconds: Double = 0.000_2
         /// Seconds a new connection has to send its first call before it is closed.
         public var handshakeTimeout: Double = Limits.handshakeTimeout
+        /// Seconds, all told, that clients have at shutdown to read what is queued for them.
+        public var shutdownGrace = 0.5
         /// Whether each save first checks that the store files are still at their paths (on by
         /// default; `SEAM_FILE_CHECKS=0` turns it off, for the benchmark that measures its cost).
         public var verifiesFiles = true
@@ -173,6 +175,9 @@ public final class Broker {
     /// The broker's clock (`Configuration.clock`).
     var clock: any Clock { loop.clock }
 
+    /// What a connection may leave unread (`Limits`, unless a test made them smaller).
+    var outboxLimits: BrokerLimits.OutboxLimits { configuration.limits.outbox }
+
     /// Serves until SIGTERM, SIGINT or SIGHUP (the terminal it runs in closed), then shuts
     /// down cleanly: roles stopped, socket removed.
     public func run() throws(BrokerError) {
@@ -233,13 +238,16 @@ public final class Broker {
 
     /// A client connected over a socket pair instead of the listening socket: the broker serves
     /// one end as it would an accepted connection (same checks, same limits); the caller gets
-    /// the other. For a client in the broker's own process, turning the loop itself.
-    public func connectPair() throws(BrokerError) -> Int32 {
+    /// the other, and the connection's number (0 if it was refused). For a client in the
+    /// broker's own process, turning the loop itself. `sendBufferBytes` makes the kernel buffer
+    /// less of what the broker sends it, so that its outbox fills sooner.
+    public func connectPair(sendBufferBytes: Int? = nil) throws(BrokerError) -> (fd: Int32, connection: Int) {
         let (ours, theirs): (Int32, Int32)
         do { (ours, theirs) = try UnixSocket.pair() } catch { throw BrokerError("cannot make a socket pair: \(error)") }
         UnixSocket.setNonBlocking(ours, true)
+        if let sendBufferBytes { UnixSocket.setSendBuffer(ours, bytes: sendBufferBytes) }
         admit(ours)
-        return theirs
+        return (theirs, connections[ours]?.id ?? 0)
     }
 
     // MARK: - Connections
@@ -361,7 +369,7 @@ public final class Broker {
             return false
         case .bytes(let n):
             c.decoder.append(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
-            if c.callsPaused, c.decoder.pendingBytes > Limits.maxWaitingCallBytes {
+            if c.callsPaused, c.decoder.pendingBytes > outboxLimits.maxWaitingCallBytes {
                 log.warning("\(c.label) sends calls without reading the replies (\(c.pendingOutput) bytes queued, "
                             + "\(c.decoder.pendingBytes) bytes of calls waiting); closing it")
                 close(c)
@@ -382,7 +390,7 @@ public final class Broker {
             // A client that has not read what is queued for it waits for its next reply: the
             // calls it pipelined are read (a client blocked writing them must not wait on us)
             // but kept unhandled until `flush` has written everything queued.
-            if c.pendingOutput > Limits.pauseCallsBytes, !c.discardsOutput {
+            if c.pendingOutput > outboxLimits.pauseCallsBytes, !c.discardsOutput {
                 c.callsPaused = true
                 return
             }
@@ -485,7 +493,7 @@ public final class Broker {
         // frames up to `Limits.maxReplyFrameBytes`), nor on top of the little a connection may
         // leave unread before its calls and diffs wait (`pauseCallsBytes`); frames left unread
         // beyond that are, once they pass the limit.
-        if before > Limits.pauseCallsBytes, c.pendingOutput > Limits.maxOutboxBytes {
+        if before > outboxLimits.pauseCallsBytes, c.pendingOutput > outboxLimits.maxOutboxBytes {
             log.warning("\(c.label) reads too slowly (\(c.pendingOutput) bytes queued); closing it")
             close(c)
             return false
@@ -639,7 +647,7 @@ public final class Broker {
         }
         // Half a second, all told, for clients to take what is queued: one that does not read
         // must not hold the shutdown up.
-        let deadline = WallClock.monotonic() + 0.5
+        let deadline = WallClock.monotonic() + configuration.shutdownGrace
         context.syncCommits()  // what is held for it goes too
         heldForSync.removeAll()
         var waiting = Array(connections.values)

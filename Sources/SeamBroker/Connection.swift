@@ -81,3 +81,27 @@ final class Connection {
     /// Writes what the socket takes; true when everything queued is written.
     func flush() throws(SystemError) -> Bool { try outbox.flush(to: fd) }
 }
+
+extension Connection {
+    /// What is wrong with this connection once the broker has nothing left to do (no turn, no
+    /// read or commit in flight): each flag that should have moved on by then, named. Empty for
+    /// a connection that is where it may rest. (Checked after every step of the simulation.)
+    func restingProblems(limits: BrokerLimits.OutboxLimits) -> [String] {
+        var problems: [String] = []
+        func problem(_ what: String) { problems.append("\(label): \(what)") }
+        if closed { problem("closed, yet still served") }
+        if discardsOutput, pendingOutput > 0 { problem("drops its output, yet \(pendingOutput) bytes are queued") }
+        if pendingOutput > 0, !discardsOutput, !watchingWrites { problem("\(pendingOutput) bytes queued, and nobody watches for room to write them") }
+        if callsPaused, pendingOutput == 0 { problem("its calls wait for it to read, with nothing left to read") }
+        if callsResuming { problem("its calls are still resuming") }
+        if owesResync, pendingOutput == 0, !resyncInFlight, !discardsOutput { problem("owes a resync that nothing will start") }
+        if awaitingRead { problem("waits for a read that is not running") }
+        if parked != nil { problem("a call is parked while no check runs") }
+        if pendingOutput > limits.maxOutboxBytes + Limits.maxFrameBytes { problem("\(pendingOutput) bytes queued, past the outbox's bound") }
+        if readClosed, !discardsOutput, pendingOutput == 0, subscriptions.isEmpty, !owesResync, repliesOwed == 0, !decoder.hasCompleteFrame() {
+            problem("its client closed its end and nothing is left for it, yet it is open")
+        }
+        if !readClosed, !callsPaused, decoder.hasCompleteFrame() { problem("a whole call waits, unhandled") }
+        return problems
+    }
+}

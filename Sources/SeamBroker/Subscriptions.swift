@@ -40,7 +40,9 @@ final class Channel {
     /// The backlog of diffs a subscriber may have queued before it is owed a resync instead: a
     /// whole result's worth (a resync would cost as much), at least `subscriberBacklogBytes`, and
     /// at most a quarter of the outbox limit (a connection's subscriptions share its outbox).
-    var backlogBudget: Int { min(max(Limits.subscriberBacklogBytes, resultBytes), Limits.maxOutboxBytes / 4) }
+    func backlogBudget(_ limits: BrokerLimits.OutboxLimits) -> Int {
+        min(max(limits.subscriberBacklogBytes, resultBytes), limits.maxOutboxBytes / 4)
+    }
 }
 
 /// One `Subscribe` call: a connection listening to a channel.

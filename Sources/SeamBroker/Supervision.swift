@@ -1,4 +1,5 @@
 import SeamJSON
+import SeamProtocol
 import SeamStore
 import SeamSystem
 
@@ -269,8 +270,24 @@ public struct BrokerLimits: Sendable, Equatable {
     /// times as many (at most 8,000 unless this is above 4,000), the store holds its writes while
     /// its WAL is drained (PROTOCOL.md, "Writes that wait for their store").
     public var checkpointFrames = 4_000
+    /// What a connection may leave unread (not in seamd.json: PROTOCOL.md's limits hold for
+    /// every seamd; a test makes them small, to reach what lies behind them in a few steps).
+    public var outbox = OutboxLimits()
 
     public init() {}
+
+    /// `Limits`' outbox figures, as values.
+    public struct OutboxLimits: Sendable, Equatable {
+        /// Queued past this, a connection's next calls wait until it has read (`Limits.pauseCallsBytes`).
+        public var pauseCallsBytes = Limits.pauseCallsBytes
+        /// Queued past this (or a result's worth), its subscriptions stop queueing diffs (`Limits.subscriberBacklogBytes`).
+        public var subscriberBacklogBytes = Limits.subscriberBacklogBytes
+        /// Queued past this, it is closed for reading too slowly (`Limits.maxOutboxBytes`).
+        public var maxOutboxBytes = Limits.maxOutboxBytes
+        /// Calls read past this while its calls wait, it is closed (`Limits.maxWaitingCallBytes`).
+        public var maxWaitingCallBytes = Limits.maxWaitingCallBytes
+        public init() {}
+    }
 
     static func parse(_ json: JSON?, path: String, problems: inout [String]) -> BrokerLimits {
         var limits = BrokerLimits()

@@ -163,6 +163,13 @@ public enum UnixSocket {
     /// Shuts both directions of a socket down: a thread blocked reading it wakes to end-of-file.
     public static func shutdown(_ fd: Int32) { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
 
+    /// Sets how many bytes the kernel buffers for sending on `fd` (it doubles the figure, and
+    /// keeps a minimum of its own).
+    public static func setSendBuffer(_ fd: Int32, bytes: Int) {
+        var size = Int32(clamping: bytes)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     /// A connected pair of sockets (for handing one to a child process).
     public static func pair() throws(SystemError) -> (Int32, Int32) {
         var fds: [Int32] = [0, 0]

@@ -193,6 +193,29 @@ public final class RawClient {
         }
     }
 
+    /// The frames that have arrived, without waiting (a client from `EmbeddedBroker`, whose
+    /// socket does not block); `closed` is set once the broker has closed its end.
+    public func availableFrames() -> (frames: [[UInt8]], closed: Bool) {
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var closed = false
+        while true {
+            let n = read(fd, &chunk, chunk.count)
+            if n > 0 {
+                pending.append(contentsOf: chunk[0..<n])
+                continue
+            }
+            if n == 0 || (errno != EAGAIN && errno != EINTR) { closed = true }
+            if n < 0, errno == EINTR { continue }
+            break
+        }
+        var frames: [[UInt8]] = []
+        while let nul = pending.firstIndex(of: 0) {
+            frames.append(Array(pending[..<nul]))
+            pending.removeFirst(nul + 1)
+        }
+        return (frames, closed)
+    }
+
     /// Whether the broker closed this connection (read returns 0) within `timeout`.
     public func isClosed(timeout: Double = 5) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)

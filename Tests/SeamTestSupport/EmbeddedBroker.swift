@@ -82,7 +82,7 @@ public final class EmbeddedBroker {
 
     /// A new connection; it has said Hello (so it may save) unless `hello` is false.
     public func client(hello: Bool = true, role: String = "cli") throws -> SeamConnection {
-        let fd = try broker.connectPair()
+        let fd = try broker.connectPair().fd
         let c = SeamConnection(adopting: fd, name: "embedded broker") { [unowned self] fd, milliseconds in
             self.waitReadable(fd, milliseconds: milliseconds)
         }
@@ -91,8 +91,13 @@ public final class EmbeddedBroker {
     }
 
     /// A bare connection, for what a broken client can send.
-    public func raw() throws -> RawClient {
-        RawClient(fd: try broker.connectPair()) { [unowned self] fd, milliseconds in self.waitReadable(fd, milliseconds: milliseconds) }
+    public func raw() throws -> RawClient { try rawConnection().client }
+
+    /// `raw()`, with the broker's number for the connection; the kernel buffers at most about
+    /// `sendBufferBytes` of what the broker sends it, when given.
+    public func rawConnection(sendBufferBytes: Int? = nil) throws -> (client: RawClient, connection: Int) {
+        let (fd, connection) = try broker.connectPair(sendBufferBytes: sendBufferBytes)
+        return (RawClient(fd: fd) { [unowned self] fd, milliseconds in self.waitReadable(fd, milliseconds: milliseconds) }, connection)
     }
 
     /// Shuts this broker down as seamd does on SIGTERM, and starts another on the same store
