@@ -14,18 +14,22 @@ final class MigrationRun {
     let stores: [String]
     let startedAt: Double
     let worker: SupervisedProcess
-    var progress: MigrationProgress
+    /// Where the run is (`MigrationLifecycle`), and its progress.
+    var life: MigrationLifecycle
+    var progress: MigrationProgress { life.progress }
     /// `Migrate` calls made with `more`: each hears every report, then the end.
     var watchers: [(connection: Connection, callID: JSON?)] = []
-    /// Set once the worker has said Finished or Failed: its exit afterwards is no failure.
-    var concluded = false
+    /// The worker's `Finished`, answered once its copies are swapped in (or refused).
+    var finishedCall: (connection: Connection, id: JSON?)?
+    /// Why a swap that stopped part way still cannot finish.
+    var stoppedSwap: StoreError?
 
     init(plan: MigrationPlan, stores: [String], worker: SupervisedProcess, now: Double) {
         self.plan = plan
         self.stores = stores
         self.worker = worker
         startedAt = now
-        progress = MigrationProgress(phase: .preparing, configuration: stores.first ?? "")
+        life = MigrationLifecycle(firstStore: stores.first ?? "")
     }
 
     /// "Local: Timers v4 → v5": what is being migrated, in words.
@@ -141,14 +145,18 @@ extension Broker {
         case "Plan": result = migrationPlan()
         case "Migrate": return migrate(call, c)
         case "Report", "Finished", "Failed":
-            guard let run = migration, run.worker.connection === c, !run.concluded else {
+            guard let run = migration, run.worker.connection === c, run.life.takesWorkerCalls else {
                 result = .failure(.permissionDenied("only the migration worker seamd started for the running migration may call "
                                                     + call.member + "; to migrate, call org.seam.Migration.Migrate"))
                 break
             }
             switch call.member {
             case "Report": result = report(call.parameters, run)
-            case "Finished": return finish(run, c, id: call.id)
+            case "Finished":
+                c.repliesOwed += 1  // answered once the copies are swapped in, or refused
+                run.finishedCall = (c, call.id)
+                perform(run.life.handle(.finished), for: run)
+                return []
             default: result = workerFailed(call.parameters, run)
             }
         default: result = .failure(.methodNotFound(call.method))
@@ -204,22 +212,44 @@ extension Broker {
         guard let rowsDone = count("rowsDone"), let rowsTotal = count("rowsTotal"), let bytesWritten = count("bytesWritten"),
               let bytesTotal = count("bytesTotal")
         else { return .failure(.invalidParameter("rowsDone, rowsTotal, bytesWritten and bytesTotal are counts")) }
-        run.progress = MigrationProgress(phase: phase, configuration: p["store"]?.stringValue ?? run.progress.configuration,
+        let progress = MigrationProgress(phase: phase, configuration: p["store"]?.stringValue ?? run.progress.configuration,
                                          entity: p["entity"]?.stringValue, rowsDone: Int(rowsDone), rowsTotal: Int(rowsTotal),
                                          bytesWritten: bytesWritten, bytesTotal: bytesTotal)
-        for name in run.stores { context.setClosedReason(name, unavailableReason(run)) }
-        tellWatchers(run, Reply(parameters: ["state": .string("running"), "stores": .array(run.stores.map(JSON.string)),
-                                             "progress": progressJSON(run)], continues: true, id: nil))
+        perform(run.life.handle(.report(progress)), for: run)
         return .success([:])
     }
 
+    /// Does what the run's lifecycle says.
+    private func perform(_ actions: [MigrationLifecycle.Action], for run: MigrationRun) {
+        for action in actions {
+            switch action {
+            case .progressed:
+                for name in run.stores { context.setClosedReason(name, unavailableReason(run)) }
+                tellWatchers(run, Reply(parameters: ["state": .string("running"), "stores": .array(run.stores.map(JSON.string)),
+                                                     "progress": progressJSON(run)], continues: true, id: nil))
+            case .verifyCopies: verifyCopies(run)
+            case .swap: swap(run)
+            case .end(.done(let backups)): end(run, error: nil, backups: backups)
+            case .end(.failed(let message)): end(run, error: message)
+            case .end(.unfinishedSwap(let message)): end(run, error: message, unfinishedSwap: run.stoppedSwap)
+            case .answerWorker(let result):
+                guard let (c, id) = run.finishedCall else { continue }
+                run.finishedCall = nil
+                let reply: Reply
+                switch result {
+                case .success(let backups): reply = Reply(parameters: ["backups": .array(backups.map(JSON.string))], id: id)
+                case .failure(let refusal): reply = Reply(.migrationFailed(refusal.message), id: id)
+                }
+                if queue(frame: reply.frame(), to: c) { flush(c) }
+                c.repliesOwed -= 1
+                closeIfFinished(c)
+            }
+        }
+    }
+
     /// The worker's copies are built: verify them here — on a thread of their own, so that the
-    /// stores still open keep serving meanwhile — then swap them in and reopen the stores. The
-    /// worker's call is answered when that is done.
-    private func finish(_ run: MigrationRun, _ c: Connection, id: JSON?) -> [UInt8] {
-        run.concluded = true
-        c.repliesOwed += 1  // until `conclude` answers
-        run.progress.phase = .verifying
+    /// stores still open keep serving meanwhile — and say what was found.
+    private func verifyCopies(_ run: MigrationRun) {
         let directory = storeDirectory
         let plan = run.plan
         let outcome = VerificationOutcome()
@@ -230,7 +260,7 @@ extension Broker {
             try loop.watch(pipe.read, .read) { [unowned self] _ in
                 self.loop.forget(pipe.read)
                 Descriptors.close(pipe.read)
-                self.conclude(run, verified: outcome.take(), directory: directory, worker: c, id: id)
+                self.perform(run.life.handle(.verified(failure: outcome.take().map { "\($0)" })), for: run)
             }
             try Threads.detach {
                 let result: StoreError?
@@ -248,62 +278,47 @@ extension Broker {
             // No thread to spare: verify here.
             var failure: StoreError?
             do { try directory.verifyCopies(plan) } catch let e { failure = e }
-            conclude(run, verified: failure, directory: directory, worker: c, id: id)
+            perform(run.life.handle(.verified(failure: failure.map { "\($0)" })), for: run)
         }
-        return []
     }
 
-    private func conclude(_ run: MigrationRun, verified failure: StoreError?, directory: StoreDirectory, worker c: Connection, id: JSON?) {
-        defer {
-            c.repliesOwed -= 1
-            closeIfFinished(c)
-        }
-        let reply: Reply
-        var swapping = false
+    /// Swaps the verified copies in, and says how that went.
+    private func swap(_ run: MigrationRun) {
+        let directory = storeDirectory
+        let event: MigrationLifecycle.Event
         do {
-            if let failure { throw failure }
-            run.progress.phase = .swapping
-            swapping = true
-            let backups: [String]
-            do { backups = try directory.swapVerified(run.plan) } catch {
-                // The swap began (migration.intent names the copies) and stopped part way: some
-                // stores may be swapped, others not. Rolled forward once more, or else the stores
-                // stay closed, the copies kept, until the next start rolls it forward.
-                guard !directory.unfinishedSwap.isEmpty else { throw error }
-                log.error("the swap of \(run.stores.joined(separator: ", ")) stopped part way: \(error); rolling it forward again")
-                do { _ = try directory.recover() } catch let again {
-                    let message = "the swap stopped part way (\(again)); the stores stay closed with their copies kept "
-                        + "until `seam migrate` (or the next start of seamd) finishes the swap"
-                    end(run, error: message, unfinishedSwap: again)
-                    if queue(frame: Reply(.migrationFailed(message), id: id).frame(), to: c) { flush(c) }
-                    return
-                }
-                let kept = Backups.list(directory.layout).last
-                backups = run.plan.files.compactMap { f in kept.map { $0.file(f.configuration) } }.filter(FileSystem.exists)
-            }
-            run.progress.phase = .done
-            end(run, error: nil, backups: backups)
-            reply = Reply(parameters: ["backups": .array(backups.map(JSON.string))], id: id)
+            event = .swapped(backups: try directory.swapVerified(run.plan))
         } catch {
-            // A swap that could not begin (no intent written) leaves the originals as they were.
-            let message = swapping ? "the verified copies could not be swapped in: \(error); the stores are served as they were"
-                : "the worker's copy was refused: \(error)"
-            end(run, error: message)
-            reply = Reply(.migrationFailed(message), id: id)
+            // The swap began (migration.intent names the copies) and stopped part way: some
+            // stores may be swapped, others not. Rolled forward once more, or else the stores
+            // stay closed, the copies kept, until the next start rolls it forward. A swap that
+            // could not begin (no intent written) leaves the originals as they were.
+            if directory.unfinishedSwap.isEmpty {
+                event = .swapRefused("\(error)")
+            } else {
+                log.error("the swap of \(run.stores.joined(separator: ", ")) stopped part way: \(error); rolling it forward again")
+                do {
+                    _ = try directory.recover()
+                    let kept = Backups.list(directory.layout).last
+                    event = .swapped(backups: run.plan.files.compactMap { f in kept.map { $0.file(f.configuration) } }.filter(FileSystem.exists))
+                } catch let again {
+                    run.stoppedSwap = again
+                    event = .swapStoppedPartWay("\(again)")
+                }
+            }
         }
-        if queue(frame: reply.frame(), to: c) { flush(c) }
+        perform(run.life.handle(event), for: run)
     }
 
     private func workerFailed(_ p: JSONObject, _ run: MigrationRun) -> Result<JSONObject, VarlinkError> {
-        run.concluded = true
-        end(run, error: "seam-migrate failed: " + (p["message"]?.stringValue ?? "(it gave no reason)"))
+        perform(run.life.handle(.failed(p["message"]?.stringValue ?? "")), for: run)
         return .success([:])
     }
 
     /// The worker process ended (or never started). Before it concluded, that is a failure.
     func migrationWorkerEnded(_ p: SupervisedProcess, _ how: String) {
-        guard let run = migration, run.worker === p, !run.concluded else { return }
-        end(run, error: "seam-migrate ended before it finished: \(how)")
+        guard let run = migration, run.worker === p else { return }
+        perform(run.life.handle(.workerEnded(how)), for: run)
     }
 
     /// Ends a run: on failure removes the copies; reopens every store it closed (migrated, or at
@@ -311,7 +326,6 @@ extension Broker {
     /// it); resumes the channels on them; tells the watchers.
     private func end(_ run: MigrationRun, error: String?, backups: [String] = [], unfinishedSwap: StoreError? = nil) {
         migration = nil
-        run.concluded = true
         let seconds = clock.monotonic - run.startedAt
         if error != nil {
             let removed = storeDirectory.removeCopies(run.plan.files.map(\.configuration))
