@@ -252,22 +252,21 @@ extension Broker {
     /// once must not lose them. Nobody reads the replies. Bounded, against a process the role
     /// left behind that keeps writing (its group was told to stop).
     private func drainAndClose(_ c: Connection) {
-        c.discardsOutput = true
-        c.callsPaused = false
-        processFrames(c)  // calls that waited for the role to read its replies
-        var reads = 0
-        while reads < 4096, !c.awaitingRead, c.parked == nil, read(c) {
-            reads += 1
-            processFrames(c)
+        // Its calls that waited for the role to read its replies are handled, then what is
+        // still in the socket, then it closes unless a call waits (for a reader, for the
+        // stores' checks): the rest are handled after it (`resumeAfterRead`, `collectChecks`).
+        for action in c.life.handle(.roleEnded) {
+            guard action == .closeUnlessCallOut else {
+                perform([action], for: c)
+                continue
+            }
+            var reads = 0
+            while reads < 4096, !c.hasCallOut, read(c) {
+                reads += 1
+                processFrames(c)
+            }
+            closeUnlessCallOut(c)
         }
-        if c.awaitingRead || c.parked != nil {
-            // A call waits (for a reader, for the stores' checks): the rest are handled after it,
-            // and then the connection closes (`resumeAfterRead`, `collectChecks`).
-            c.readClosed = true
-            loop.forget(c.fd)
-            return
-        }
-        close(c)
     }
 
     /// A one-shot process ended (or could not start): tell what it was for.

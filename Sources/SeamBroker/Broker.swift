@@ -341,7 +341,7 @@ public final class Broker {
     private func handle(_ c: Connection, _ events: EventLoop.Events) {
         if c.readClosed {
             // Only room to write and the peer's full close are watched now.
-            if events.peerGone { return peerGone(c) }
+            if events.peerGone { return hungUp(c) }
             if events.writable { flush(c) }
             return
         }
@@ -391,7 +391,7 @@ public final class Broker {
             // calls it pipelined are read (a client blocked writing them must not wait on us)
             // but kept unhandled until `flush` has written everything queued.
             if c.pendingOutput > outboxLimits.pauseCallsBytes, !c.discardsOutput {
-                c.callsPaused = true
+                perform(c.life.handle(.outboxPastPause), for: c)
                 return
             }
             let frame: ArraySlice<UInt8>
@@ -506,55 +506,59 @@ public final class Broker {
     /// connection is owed follow, a batch at a time (`queueResyncs`), from this loop.
     func flush(_ c: Connection) {
         if mustHoldOutput { return holdForSync(c) }
-        while !c.closed, !c.discardsOutput {
-            let drained: Bool
-            do { drained = try c.flush() } catch {
-                writeFailed(c, error)
-                return
+        guard !c.closed, !c.discardsOutput else { return }
+        let drained: Bool
+        do { drained = try c.flush() } catch {
+            writeFailed(c, error)
+            return
+        }
+        perform(c.life.handle(.written(drained: drained)), for: c)
+    }
+
+    /// Does what a connection's lifecycle says.
+    func perform(_ actions: [ConnectionLifecycle.Action], for c: Connection) {
+        for action in actions {
+            switch action {
+            case .watch: watch(c)
+            case .dropOutbox: c.outbox = Outbox()
+            case .resumeCallsNextTurn: resumeCalls(c)
+            case .handleCalls: processFrames(c)
+            case .afterDrain:
+                // All read: the resyncs still owed (the calls that waited went first).
+                if c.owesResync { startResync(c) } else { closeIfFinished(c) }
+            case .closeIfFinished: closeIfFinished(c)
+            case .closeUnlessCallOut: closeUnlessCallOut(c)
             }
-            if drained == c.watchingWrites {
-                // Only touch epoll when the interest changes: a syscall saved on every reply.
-                c.watchingWrites = !drained
-                watch(c)
-            }
-            guard drained else { return }
-            if c.callsPaused {
-                // All read: the calls that waited are handled first (an Unsubscribe among them
-                // spares its subscription the resync it was owed), then the resyncs still owed.
-                resumeCalls(c)
-                return
-            }
-            guard c.owesResync else { return closeIfFinished(c) }
-            return startResync(c)
         }
     }
 
     /// Handles the calls that waited on `c` (`Limits.pauseCallsBytes`), then flushes: from the
     /// loop's next turn, never from inside whatever flushed it (a commit's diffs, a migration's
-    /// resyncs), so that one connection's calls never run in the middle of another's.
+    /// resyncs), so that one connection's calls never run in the middle of another's. (An
+    /// Unsubscribe among them spares its subscription the resync it was owed.)
     private func resumeCalls(_ c: Connection) {
-        c.callsPaused = false
-        c.callsResuming = true
         _ = loop.after(0) { [weak self, weak c] in
             guard let self, let c, !c.closed else { return }
             // A turn's worth now, the rest in turns (`schedule`); a half-closed connection with
             // calls still in its decoder is not closed meanwhile (`closeIfFinished`).
             self.processFrames(c, budget: self.configuration.limits.callsPerTurn)
             self.schedule(c)
-            c.callsResuming = false
+            self.perform(c.life.handle(.resumed), for: c)
             self.flush(c)
             if c.discardsOutput { self.closeIfFinished(c) }  // flush writes nothing then
         }
     }
 
-    /// Tells epoll what `c` waits for: calls until its client closed its writing half, and
-    /// room to write while anything is queued.
+    /// Tells epoll what `c` waits for (`ConnectionLifecycle.interest`): calls until its client
+    /// closed its writing half, and room to write while anything is queued; nothing once its
+    /// end is no longer watched.
     private func watch(_ c: Connection) {
         guard !c.closed else { return }
-        if c.readClosed {
-            loop.change(c.fd, c.watchingWrites ? .write : [], halfClose: false)
-        } else {
-            loop.change(c.fd, c.watchingWrites ? [.read, .write] : .read)
+        let interest = c.life.interest
+        switch c.life.input {
+        case .open: loop.change(c.fd, interest.write ? [.read, .write] : .read)
+        case .ended: loop.change(c.fd, interest.write ? .write : [], halfClose: false)
+        case .unwatched: loop.forget(c.fd)
         }
     }
 
@@ -562,64 +566,50 @@ public final class Broker {
     /// read. A client may close only that half and go on reading (as `socat` and shell
     /// pipelines do), so the connection stays while there is something for it: replies
     /// queued, calls that wait for it to read them, subscriptions. It closes once there is
-    /// none (`closeIfFinished`), or when the client closes entirely (`peerGone`).
+    /// none (`closeIfFinished`), or when the client closes entirely (`hungUp`).
     private func readEnded(_ c: Connection) {
         log.debug("\(c.label) closed its end")
-        c.readClosed = true
-        watch(c)
-        closeIfFinished(c)
+        perform(c.life.handle(.inputEnded), for: c)
     }
 
     /// Closes a connection whose client closed its writing half once nothing is left for it:
     /// every call it sent handled, and (while anyone reads) no reply queued or owed, no
     /// subscription. Calls that wait or are being handled keep it, whoever reads.
     func closeIfFinished(_ c: Connection) {
-        guard c.readClosed, !c.closed, !c.callsPaused, !c.callsResuming, c.parked == nil, !c.awaitingRead,
-              !c.decoder.hasCompleteFrame()
-        else { return }
-        if c.discardsOutput || (c.pendingOutput == 0 && c.subscriptions.isEmpty && !c.owesResync && c.repliesOwed == 0) { close(c) }
+        if c.life.isFinished(c.remaining) { close(c) }
     }
 
     /// The client of a connection that closed its writing half is gone altogether: the calls
     /// that waited for it to read are still handled (one-way saves among them), their replies
     /// dropped, and the connection closed.
-    private func peerGone(_ c: Connection) {
+    private func hungUp(_ c: Connection) {
         log.debug("\(c.label) disconnected")
-        c.discardsOutput = true
-        c.outbox = Outbox()
-        c.callsPaused = false
-        processFrames(c)
-        if c.parked != nil || c.awaitingRead {
-            // A write waits for the stores' checks, or a read for its reader: it is handled then
-            // (with the calls after it), and the connection closed. Its end is not watched
-            // meanwhile (it would be reported on every turn).
-            c.readClosed = true
-            loop.forget(c.fd)
-            return
-        }
-        close(c)
+        perform(c.life.handle(.hungUp), for: c)
+    }
+
+    /// Closes a connection nobody reads, unless a call of it waits — for a reader, or parked for
+    /// the stores' checks: it is handled then (with the calls after it), and the connection
+    /// closed (`resumeAfterRead`, `collectChecks`). Its end is not watched meanwhile (it would
+    /// be reported on every turn).
+    func closeUnlessCallOut(_ c: Connection) {
+        if c.hasCallOut { perform(c.life.handle(.callOutAsItGoes), for: c) } else { close(c) }
     }
 
     /// A write to `c` failed. When its peer has gone (it closed its end), the calls it sent
     /// before it went are still in the socket: they are read and handled to the end (its
     /// end of file, or now when that was read already), which then closes the connection, and
     /// their replies dropped. A client that sends and exits (one-way
-    /// saves, say) loses nothing. Any other failure closes the connection.
+    /// saves, say) loses nothing. Any other failure closes the connection. Calls that waited
+    /// for their client to read are handled (their replies dropped): they may be all it sent.
     func writeFailed(_ c: Connection, _ error: SystemError) {
         log.debug("\(c.label): \(error)")
         guard error.errno == SystemError.brokenPipe || error.errno == SystemError.connectionReset else { return close(c) }
-        c.discardsOutput = true
-        c.outbox = Outbox()
-        c.watchingWrites = false
-        watch(c)
-        // Calls that waited for their client to read are handled (their replies dropped): they
-        // may be all it sent.
-        if c.callsPaused { resumeCalls(c) } else { closeIfFinished(c) }
+        perform(c.life.handle(.peerGone), for: c)
     }
 
     func close(_ c: Connection) {
         guard !c.closed else { return }
-        c.closed = true
+        _ = c.life.handle(.closed)
         runnable.remove(Int(c.fd))
         if let t = c.handshakeTimer { loop.cancel(t) }
         loop.forget(c.fd)

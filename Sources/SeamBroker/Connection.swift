@@ -16,24 +16,12 @@ final class Connection {
     /// The role this connection was handed to when seamd started the process (its `RoleSpec.name`).
     var supervisedAs: String?
     var handshakeTimer: Int?
-    var closed = false
-    /// Set once nobody reads the replies (the peer closed, or the role ended), while the calls
-    /// it sent before are handled: nothing more is queued or written.
-    var discardsOutput = false
-    /// Whether the event loop is also watching for writability (only while output is queued).
-    var watchingWrites = false
-    /// Its calls wait (read into `decoder`, not handled) until what is queued for it is read
-    /// (`Limits.pauseCallsBytes`).
-    var callsPaused = false
-    /// Set while the calls that waited are about to be handled, or are (from the loop's next turn).
-    var callsResuming = false
+    /// Where it is in its life (`ConnectionLifecycle`); moved only by the broker's events.
+    var life = ConnectionLifecycle()
     /// Calls of this connection answered later, from elsewhere (a `Migrate` with `more`, the
     /// worker's `Finished`, the sync worker's `Listen`, which lasts as long as the connection):
     /// a connection whose client closed its writing half stays for them.
     var repliesOwed = 0
-    /// The client closed its writing half: every call it sent is read, and the connection is
-    /// kept only to answer them and for its subscriptions (`Broker.readEnded`).
-    var readClosed = false
     /// This connection's subscriptions, by subscription number.
     var subscriptions: [Int: Subscription] = [:]
     /// Set when one of its subscriptions stopped queueing diffs: a resync is owed once the
@@ -70,6 +58,28 @@ final class Connection {
     }
 
     var isReadOnly: Bool { hello == nil }
+
+    var closed: Bool { life.isClosed }
+    /// Nobody reads the replies (the peer closed, or the role ended), while the calls it sent
+    /// before are handled: nothing more is queued or written.
+    var discardsOutput: Bool { life.output == .discarding }
+    /// Its calls wait (read into `decoder`, not handled) until what is queued for it is read.
+    var callsPaused: Bool { life.calls == .heldBack }
+    /// The calls that waited are about to be handled, or are (from the loop's next turn).
+    var callsResuming: Bool { life.calls == .resuming }
+    /// The client closed its writing half: every call it sent is read, and the connection is
+    /// kept only to answer them and for its subscriptions.
+    var readClosed: Bool { life.input != .open }
+    /// Whether the loop also watches for room to write (only while output is queued).
+    var watchingWrites: Bool { life.watchesWrites }
+    /// A call of it runs on a reader, or waits for a store's check.
+    var hasCallOut: Bool { awaitingRead || parked != nil }
+
+    /// What else keeps it once its input has ended.
+    var remaining: ConnectionLifecycle.Remaining {
+        ConnectionLifecycle.Remaining(queuedBytes: pendingOutput, subscriptions: subscriptions.count, owesResync: owesResync,
+                                      repliesOwed: repliesOwed, callOut: hasCallOut, callWaiting: decoder.hasCompleteFrame())
+    }
 
     /// A short name for logs.
     var label: String { "connection \(id) (pid \(peer.pid)\(hello.map { ", \($0.author)" } ?? ""))" }
