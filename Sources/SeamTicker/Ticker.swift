@@ -22,6 +22,8 @@ public final class Ticker {
         /// Told when a subscription's first result has come (after each connect): the ticker follows
         /// every running session from then on (the benchmark starts its load only then).
         public var onSubscribed: (@Sendable () -> Void)?
+        /// Where "now" comes from (a test's `ManualClock` moves step ends by hand).
+        public var clock: any Clock = SystemClock()
         public init(socketPath: String? = nil) { self.socketPath = socketPath }
     }
 
@@ -62,31 +64,33 @@ public final class Ticker {
     private var nextID: Int64 = 100
     private var usedInherited = false
 
-    public init(options: Options, log: @escaping @Sendable (String) -> Void) throws(SystemError) {
+    /// Where reads from the broker land.
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
+    /// Opens a connection to the broker, instead of `$SEAM_FD` or the socket path.
+    private let connector: (() -> Int32?)?
+
+    /// A ticker; `connect`, when given, opens its connections to the broker (a test's broker in
+    /// the same process hands it one end of a socket pair).
+    public init(options: Options, log: @escaping @Sendable (String) -> Void, connect: (() -> Int32?)? = nil) throws(SystemError) {
         self.options = options
         self.log = log
+        connector = connect
         timer = try WallTimer()
     }
 
-    /// Runs until the broker cannot be reached for `reconnectTimeout` seconds.
+    deinit {
+        scratch.deallocate()
+        if fd >= 0 { Descriptors.close(fd) }
+    }
+
+    /// Runs until the broker cannot be reached for `reconnectTimeout` seconds: `start`, then
+    /// `tick` and `receive` as the alarm (a `WallTimer`) and the socket say.
     public func run() throws(Failure) {
         // An alarm is due at its time: the thread that ends steps is let in promptly when it wakes.
         Threads.requestShortSlices()
-        try connect()
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
-        defer { scratch.deallocate() }
+        try start()
         while true {
-            let now = WallClock.now()
-            let waiting = holding(at: now)
-            let excluded = waiting.isEmpty ? busy : busy.union(waiting)
-            let due = followed.due(at: now, excluding: excluded)
-            if !due.isEmpty { advance(due) }
-            if let at = resubscribeAt, now >= at {
-                resubscribeAt = nil
-                subscribe()
-            }
-            let wake = [followed.nextWake(excluding: excluded), resubscribeAt, held.values.map(\.until).filter { $0 > now }.min()]
-                .compactMap { $0 }.min()
+            let wake = tick()
             do { try timer.arm(at: wake) } catch {
                 throw Failure(description: "cannot arm the timer: \(error)")
             }
@@ -95,22 +99,48 @@ public final class Ticker {
                 log("the wall clock was set; recomputing")
                 clockWasSet()
             }
-            if ready[0] {
-                let result = (try? UnixSocket.read(fd, into: scratch)) ?? .closed
-                guard case .bytes(let n) = result else {
-                    if result == .wouldBlock { continue }
-                    log("the broker went away; reconnecting")
-                    try connect()
-                    continue
-                }
-                decoder.append(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
-                do {
-                    while let frame = try decoder.next() { try handle(frame) }
-                } catch {
-                    log("unreadable stream from the broker (\(error)); reconnecting")
-                    try connect()
-                }
-            }
+            if ready[0] { try receive() }
+        }
+    }
+
+    /// Connects to the broker (trying for up to `reconnectTimeout` seconds) and follows the
+    /// running sessions.
+    public func start() throws(Failure) { try connect() }
+
+    /// The descriptor of its connection to the broker (readable: `receive` has work).
+    public var descriptor: Int32 { fd }
+
+    /// Asks the broker to advance what is due now; returns when something next falls due (its
+    /// clock's wall time), nil when nothing does until the broker says more.
+    public func tick() -> Double? {
+        let now = options.clock.now
+        let waiting = holding(at: now)
+        let excluded = waiting.isEmpty ? busy : busy.union(waiting)
+        let due = followed.due(at: now, excluding: excluded)
+        if !due.isEmpty { advance(due) }
+        if let at = resubscribeAt, now >= at {
+            resubscribeAt = nil
+            subscribe()
+        }
+        return [followed.nextWake(excluding: excluded), resubscribeAt, held.values.map(\.until).filter { $0 > now }.min()]
+            .compactMap { $0 }.min()
+    }
+
+    /// Reads what the broker sent, once, and handles every whole reply; reconnects when the
+    /// connection has ended or its stream cannot be read.
+    public func receive() throws(Failure) {
+        let result = (try? UnixSocket.read(fd, into: scratch)) ?? .closed
+        guard case .bytes(let n) = result else {
+            if result == .wouldBlock { return }
+            log("the broker went away; reconnecting")
+            return try connect()
+        }
+        decoder.append(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
+        do {
+            while let frame = try decoder.next() { try handle(frame) }
+        } catch {
+            log("unreadable stream from the broker (\(error)); reconnecting")
+            try connect()
         }
     }
 
@@ -126,14 +156,14 @@ public final class Ticker {
         held = [:]
         resubscribeAt = nil
         resubscribePause = 1
-        let deadline = WallClock.monotonic() + options.reconnectTimeout
+        let deadline = options.clock.monotonic + options.reconnectTimeout
         var pause = 0.05
         while true {
             if let c = try openConnection() {
                 fd = c
                 break
             }
-            guard WallClock.monotonic() < deadline else {
+            guard options.clock.monotonic < deadline else {
                 throw Failure(description: "no seamd answers on \(options.socketPath ?? Environment.socketPath); start it with `seamd`")
             }
             Threads.sleep(pause)
@@ -162,6 +192,7 @@ public final class Ticker {
     }
 
     private func openConnection() throws(Failure) -> Int32? {
+        if let connector { return connector() }
         if options.socketPath == nil, let text = Environment.value("SEAM_FD"), let inherited = Int32(text), inherited >= 0 {
             // A socket seamd handed over cannot be opened again: when it breaks, seamd restarts us.
             guard !usedInherited else { throw Failure(description: "the connection seamd handed over (fd \(inherited)) closed") }
@@ -207,7 +238,7 @@ public final class Ticker {
                 // less and less often.
                 log("the subscription failed: \(error) (\(reply.parameters["message"]?.stringValue ?? "")); "
                     + "trying again in \(Int(resubscribePause)) s")
-                resubscribeAt = WallClock.now() + resubscribePause
+                resubscribeAt = options.clock.now + resubscribePause
                 resubscribePause = min(resubscribePause * 2, 60)
                 subscription = nil
                 return
@@ -261,7 +292,7 @@ public final class Ticker {
 
     /// The wall clock was set: pauses measured on it may now be far too long. Try again soon.
     private func clockWasSet() {
-        let now = WallClock.now()
+        let now = options.clock.now
         if let at = resubscribeAt { resubscribeAt = min(at, now + 1) }
         for (session, h) in held { held[session]?.until = min(h.until, now + h.pause) }
     }
@@ -270,7 +301,7 @@ public final class Ticker {
 
     /// Holds `sessions` back from the next calls; logs once per session until it advances.
     private func hold(_ sessions: [String], doubling: Bool, why: String) {
-        let now = WallClock.now()
+        let now = options.clock.now
         var new: [String] = []
         for session in sessions {
             let pause = held[session].map { doubling ? min($0.pause * 2, 60) : 1 } ?? 1
