@@ -38,6 +38,8 @@ public final class SyncWorker {
     var setAside = SetAsideList()
     /// This machine's name in field versions: made once, kept as the `device` token.
     var device = ""
+    /// The decisions of a sync (`SyncPlanner`), with what this worker knows now.
+    var planner: SyncPlanner { SyncPlanner(synced: synced, device: device, serverToken: tokens["server"]?.value ?? 0) }
     var report = Report()
     let log: (String) -> Void
     /// Nil outside tests (see `TestPause`).
@@ -703,8 +705,7 @@ public final class SyncWorker {
         return (sent, brought)
     }
 
-    /// The server's version of a record: its fields, their versions, its change tag.
-    typealias ServerRecord = (fields: JSONObject, versions: JSONObject, tag: Int64, deleted: Bool)
+    typealias ServerRecord = SyncPlanner.ServerRecord
 
     /// Writes the records with optimistic concurrency on change tags: the server's versions are
     /// read without a lock, merged, and each write is conditional on the tag read (`WHERE
@@ -766,12 +767,8 @@ public final class SyncWorker {
                                     + "WHERE zone = session_user AND record_type = $1 AND uuid = k.uuid LIMIT 1) AS r", [type, uuids]) {
                 guard let uuid = row[0], let tag = row[2].flatMap({ Int64($0) }) else { continue }
                 // A version dated past any clock counts as none: an edit made here wins over it.
-                let versions = ((try? JSON.decode(row[4] ?? "{}"))?.objectValue ?? [:]).filter { _, v in
-                    guard let micros = v.stringValue.flatMap(FieldVersion.micros(of:)) else { return false }
-                    return Double(micros) / 1_000_000 <= WallClock.now() + FieldVersion.futureTolerance
-                }
-                server[RecordKey(type: type, uuid: uuid)] = ((try? JSON.decode(row[1] ?? "{}"))?.objectValue ?? [:],
-                                                             JSONObject(uniqueKeysWithValues: versions.map { ($0.key, $0.value) }), tag,
+                let versions = SyncPlanner.acceptedVersions((try? JSON.decode(row[4] ?? "{}"))?.objectValue ?? [:], now: WallClock.now())
+                server[RecordKey(type: type, uuid: uuid)] = ((try? JSON.decode(row[1] ?? "{}"))?.objectValue ?? [:], versions, tag,
                                                              row[3] == "t")
             }
         }
@@ -798,40 +795,9 @@ public final class SyncWorker {
     }
 
     private func newRecord(_ r: Outgoing, _ row: JSONObject) -> NewRecord {
-        let merged = merge(r, row, over: nil)
+        let merged = planner.merge(r, row, over: nil)
         return NewRecord(record: r, fields: Self.text(merged.fields), versions: Self.text(merged.versions), merged: merged.fields,
                          adopt: !merged.mine)
-    }
-
-    /// The local row's changes put over the server's version (nil: it has none), the uuid left
-    /// out (it has a column); `mine` when the merged fields are exactly the local row's.
-    private func merge(_ r: Outgoing, _ row: JSONObject, over current: ServerRecord?) -> (fields: JSONObject, versions: JSONObject, mine: Bool) {
-        let attributes = synced[r.key.type] ?? []
-        var stamps = r.stamps
-        if r.edited, let current {
-            // This machine's own versions are followed always: one written by an export whose
-            // local save never came (a crash, a refusal) has a tag this machine did not record.
-            stamps = FieldVersion.following(current.versions, stamps: stamps, device: device, onlyOwn: !holds(current, knownTag: r.knownTag))
-        }
-        var merged = FieldVersion.merge(server: current.map { ($0.fields, $0.versions) }, row: row, stamps: stamps, attributes: attributes)
-        merged.fields["uuid"] = nil
-        merged.versions["uuid"] = nil
-        return (merged.fields, merged.versions, Self.matches(merged.fields, row, attributes))
-    }
-
-    /// Whether this machine held the server's version `current` of a record before the edits it
-    /// exports now were made: it applied or wrote that version last (its `SyncRecord` has the
-    /// tag), or, for a record without a `SyncRecord` (the import makes one only where it keeps
-    /// fields), its import has passed the tag. Then every version in it is older than those
-    /// edits, whatever the clocks say. Otherwise the version came while they waited (the import
-    /// passes over a record with edits waiting, and leaves its `SyncRecord` as it was, or makes
-    /// one of tag 0): the two are concurrent, and the later clock wins.
-    ///
-    /// (Left to the clocks: a record changed on the server by a third machine after this one
-    /// took it, which moves its tag past both.)
-    private func holds(_ current: ServerRecord, knownTag: Int64?) -> Bool {
-        if let knownTag { return current.tag == knownTag }
-        return current.tag <= (tokens["server"]?.value ?? 0)
     }
 
     private static func text(_ object: JSONObject) -> String { String(decoding: JSON.object(object).encoded(), as: UTF8.self) }
@@ -901,33 +867,25 @@ public final class SyncWorker {
         return out
     }
 
-    /// One record's write over the server's version `current`, conditional on that version
-    /// being still there. (A record the server does not hold is inserted by `insert`.)
+    /// One record's write over the server's version `current` (`SyncPlanner.planWrite`),
+    /// conditional on that version being still there. (A record the server does not hold is
+    /// inserted by `insert`.)
     private func write(_ r: Outgoing, over current: ServerRecord?, on pg: PostgresConnection) throws -> WriteOutcome {
-        // Nothing to write over (a delete of a record the server never had), or a record deleted
-        // on the server: the delete wins.
-        guard let current, !current.deleted else { return .unchanged }
-        // A delete: a tombstone.
-        guard let row = r.row else {
-            let tag = try pg.query("SELECT seam.update_record($1, $2::uuid, '{}', '{}', $3, true)", [r.key.type, r.key.uuid, String(current.tag)])
+        switch planner.planWrite(r, over: current) {
+        case .nothing, .insert:
+            return .unchanged
+        case .unchanged(let tag, let fields, let adopt):
+            return .written(tag, fields: fields, adopt: adopt)
+        case .tombstone(let over):
+            let tag = try pg.query("SELECT seam.update_record($1, $2::uuid, '{}', '{}', $3, true)", [r.key.type, r.key.uuid, String(over)])
             guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
             return .written(t, fields: [:], adopt: false)
+        case .update(let fields, let versions, let over, let adopt):
+            let tag = try pg.query("SELECT seam.update_record($1, $2::uuid, $3::jsonb, $4::jsonb, $5, false)",
+                                   [r.key.type, r.key.uuid, Self.text(fields), Self.text(versions), String(over)])
+            guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
+            return .written(t, fields: fields, adopt: adopt)
         }
-        let merged = merge(r, row, over: current)
-        if current.fields == merged.fields, current.versions == merged.versions {
-            return .written(current.tag, fields: merged.fields, adopt: !merged.mine)
-        }
-        let fields = Self.text(merged.fields), versions = Self.text(merged.versions)
-        let tag = try pg.query("SELECT seam.update_record($1, $2::uuid, $3::jsonb, $4::jsonb, $5, false)",
-                               [r.key.type, r.key.uuid, fields, versions, String(current.tag)])
-        guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
-        return .written(t, fields: merged.fields, adopt: !merged.mine)
-    }
-
-    /// Whether the fields written are exactly the local row's (then the server's version needs
-    /// no import here).
-    static func matches(_ fields: JSONObject, _ row: JSONObject, _ attributes: [String]) -> Bool {
-        attributes.allSatisfy { $0 == "uuid" || (fields[$0] ?? .null) == (row[$0] ?? .null) }
     }
 
     /// Every row of `entity`, a page of `batch` at a time in uuid order. Paged by key, not by
@@ -1108,17 +1066,8 @@ public final class SyncWorker {
         }
     }
 
-    /// A server record's fields as this store holds them: the values of its synced attributes,
-    /// and the fields of a newer model version than this store's, kept to fill their columns when
-    /// the store is migrated (the server keeps them meanwhile: exports only ever put changed
-    /// fields over the server's).
     func localValues(_ fields: JSONObject, of type: String) -> (values: JSONObject, kept: JSONObject) {
-        let attributes = synced[type] ?? []  // a dozen names: a scan beats hashing each key
-        var values = JSONObject(), kept = JSONObject()
-        for (key, value) in fields where key != "uuid" {
-            if attributes.contains(key) { values[key] = value } else { kept[key] = value }
-        }
-        return (values, kept)
+        planner.localValues(fields, of: type)
     }
 
     /// A record as the import's cursor read it (type, uuid, fields or null past the bound, tag,
@@ -1281,27 +1230,14 @@ public final class SyncWorker {
         if state.movesToken { state.token = tag }
     }
 
-    /// A `SyncRecord`'s values: the change tag this machine holds and the fields it keeps, with
-    /// the record it is for (`key`) when it is new.
-    static func syncRecord(_ key: RecordKey?, tag: Int64, kept: JSONObject = [:]) -> JSONObject {
-        var values: JSONObject = ["changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(WallClock.now())),
-                                  "unknownFields": .object(kept)]
-        if let key {
-            values["recordType"] = .string(key.type)
-            values["recordUUID"] = .string(key.uuid)
-        }
-        return values
-    }
-
     /// Applies one batch of server records (in change-tag order) as one save, with the token;
     /// the save is sent, not waited for (`finishBatch`).
     ///
     /// `decoded`: `serverRecord` of each row, when the caller has it already.
     private func apply(_ rows: [[String?]], _ state: inout ImportState, decoded: [Result<JSONObject, SetAsideReason>]? = nil) throws {
         let token = state.token, fresh = state.fresh, tokenRow = tokens["server"], setAsideBefore = setAside
-        var applied = 0
         let last = rows.last?[3].flatMap { Int64($0) } ?? token
-        var incoming: [(key: RecordKey, fields: JSONObject, tag: Int64, deleted: Bool)] = []
+        var incoming: [SyncPlanner.Incoming] = []
         var listChanged = false
         let now = WallClock.now()
         for (i, row) in rows.enumerated() {
@@ -1309,7 +1245,7 @@ public final class SyncWorker {
             let key = RecordKey(type: type, uuid: uuid)
             switch decoded?[i] ?? Self.serverRecord(row, now: now) {
             case .success(let fields):
-                incoming.append((key, fields, tag, row[4] == "t"))
+                incoming.append(SyncPlanner.Incoming(key: key, fields: fields, tag: tag, deleted: row[4] == "t"))
             case .failure(let why):
                 log("the server's \(type) \(uuid) (change tag \(tag)) is set aside: \(why). Correct or delete it on the server; "
                     + "it comes again when it changes")
@@ -1319,58 +1255,23 @@ public final class SyncWorker {
         // A record that comes again (changed on the server meanwhile) is looked up as usual.
         let lookups = !fresh || incoming.contains { state.insertedHere.contains($0.key) }
         let known = lookups ? try syncRecords(incoming.map(\.key)) : [:]
-        var existing = lookups ? try existingRows(incoming.map(\.key)) : []
+        let existing = lookups ? try existingRows(incoming.map(\.key)) : []
         // Records changed here since the last export (saves that raced this cycle, read just
         // before this batch is applied): the server's version must not overwrite them, nor
         // bring a deleted one back. The next export merges them; the import after it brings
         // the merged record.
         let pending = try pendingChanges()
-        var save = SaveBuilder(unchangedSince: pending.through)
-        for r in incoming {
-            let record = known[r.key]
-            // Our own write coming back: nothing to apply.
-            if record?.tag == r.tag { continue }
-            if pending.changed[r.key] != nil {
-                // Passed over, though the token moves past it: a row held here without a
-                // SyncRecord gets one of tag 0, which says this machine does not hold the server's
-                // version (else the token would count it as held, `holds`). Not a row deleted
-                // here (its delete's export leaves no SyncRecord behind), nor one a fresh import
-                // did not look up (it has passed over no record it brought).
-                if record == nil, existing.contains(r.key) { save.insert("SyncRecord", Self.syncRecord(r.key, tag: 0)) }
-                continue
-            }
-            listChanged = setAside.remove(r.key) || listChanged
-            if r.deleted {
-                if existing.contains(r.key) { save.delete(r.key.type, r.key.uuid) }
-                if let record { save.delete("SyncRecord", record.uuid) }
-                applied += 1
-                continue
-            }
-            let (fields, kept) = localValues(r.fields, of: r.key.type)
-            var values = fields
-            if existing.contains(r.key) {
-                save.update(r.key.type, r.key.uuid, values)
-            } else {
-                values["uuid"] = .string(r.key.uuid)
-                save.insert(r.key.type, values)
-                existing.insert(r.key)
-                if fresh { state.insertedHere.insert(r.key) }
-            }
-            if let record {
-                save.update("SyncRecord", record.uuid, Self.syncRecord(nil, tag: r.tag, kept: kept))
-            } else if !kept.isEmpty {
-                save.insert("SyncRecord", Self.syncRecord(r.key, tag: r.tag, kept: kept))
-            }
-            // A record new here with nothing to keep needs no SyncRecord yet: its tag only
-            // ever serves to recognise this machine's own writes, and the first export
-            // of it makes one. Half the rows a new machine writes while it catches up.
-            applied += 1
-        }
+        let local = SyncPlanner.Local(known: known, existing: existing, pending: Set(pending.changed.keys), fresh: fresh)
+        let plan = planner.planImport(incoming, local: local, now: now)
+        var save = plan.save
+        save.unchangedSince = pending.through
+        for key in plan.cleared { listChanged = setAside.remove(key) || listChanged }
+        state.insertedHere.formUnion(plan.insertedHere)
         if state.movesToken { tokenChange("server", last, into: &save) }
         if listChanged { setAside.change(into: &save) }
         testPause?("import-save")
         if let id = try save.begin(broker) {
-            state.saving = Batch(id: id, rows: rows, token: token, tokenRow: tokenRow, applied: applied, setAsideBefore: setAsideBefore)
+            state.saving = Batch(id: id, rows: rows, token: token, tokenRow: tokenRow, applied: plan.applied, setAsideBefore: setAsideBefore)
         }
         if state.movesToken { state.token = last }
     }
