@@ -6,11 +6,11 @@ import XCTest
 
 /// Results bigger than the 64 MiB a connection may leave unread: a client that reads gets them
 /// whole, one at a time, and is never closed for them.
-final class LargeResultTests: BrokerTestCase {
+final class LargeResultTests: EmbeddedBrokerTestCase {
     /// Sessions with notes of a million bytes, three to a save (a request frame holds 4 MiB),
     /// the frames written here rather than by a client's encoder.
     func addLargeSessions(_ count: Int) throws {
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         raw.send(#"{"method":"org.seam.Store.Hello","parameters":{"version":1}}"#)
         XCTAssertNotNil(raw.readFrame())
         let note = String(repeating: "n", count: 1_000_000)
@@ -28,7 +28,7 @@ final class LargeResultTests: BrokerTestCase {
     /// its own, sent whole to a client that reads it.
     func testAResultLargerThanTheOutboxLimitReachesAClientThatReads() throws {
         try addLargeSessions(72)
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         raw.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"startedAt"},"more":true}"#)
         let frame = try XCTUnwrap(raw.readFrameBytes(timeout: 60), "the connection was closed: \(broker.log.suffix(400))")
         XCTAssertGreaterThan(frame.count, 64 << 20)
@@ -42,7 +42,7 @@ final class LargeResultTests: BrokerTestCase {
     /// and the connection was closed; a client that subscribed again did the same, for ever.)
     func testPipelinedCallsWithLargeRepliesWaitForTheClientToRead() throws {
         try addLargeSessions(40)
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         raw.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"startedAt"},"more":true,"id":1}"#
                  + "\u{0}" + #"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"-startedAt"},"more":true,"id":2}"#
                  + "\u{0}" + #"{"method":"org.seam.Store.Count","parameters":{"entity":"Session"},"id":3}"#)
@@ -63,7 +63,7 @@ final class LargeResultTests: BrokerTestCase {
     /// closed it at once, and what was queued and what waited was lost.)
     func testAClientThatClosesItsWritingHalfStillGetsItsReplies() throws {
         try addLargeSessions(40)
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         raw.send(#"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session","sort":"startedAt"},"id":1}"#
                  + "\u{0}" + #"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session","sort":"-startedAt"},"id":2}"#
                  + "\u{0}" + #"{"method":"org.seam.Store.Count","parameters":{"entity":"Session"},"id":3}"#)
@@ -84,7 +84,7 @@ final class LargeResultTests: BrokerTestCase {
     /// behind it. (Reviewed: the first version of the half close closed it there.)
     func testCallsThatWaitedAfterAHalfCloseAreAllHandled() throws {
         try addLargeSessions(3)
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         let calls = [
             #"{"method":"org.seam.Store.Hello","parameters":{"version":1},"id":0}"#,
             #"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"UserGroup"},"more":true,"id":1}"#,
@@ -105,32 +105,14 @@ final class LargeResultTests: BrokerTestCase {
     }
 
     /// A session with a note of 4,000 bytes, and a Fetch of it by uuid as a frame (NUL included).
-    func fetchOfASessionWithANote() throws -> (call: [UInt8], note: String) {
+    func fetchOfASessionWithANote() throws -> (call: [UInt8], note: String) { try Self.fetchOfASessionWithANote(client()) }
+
+    /// A Fetch of one session with a 4,000-byte note, saved through `c`, as a frame.
+    static func fetchOfASessionWithANote(_ c: SeamConnection) throws -> (call: [UInt8], note: String) {
         let note = String(repeating: "n", count: 4_000)
-        let uuid = try client().save([.insert(entity: "Session", values: ["name": "big", "startedAt": 1_700_000_000,
+        let uuid = try c.save([.insert(entity: "Session", values: ["name": "big", "startedAt": 1_700_000_000,
                                                                          "note": .string(note)])]).inserted[0]
         return (Array(#"{"method":"org.seam.Store.Fetch","parameters":{"entity":"Session","uuid":"\#(uuid)"}}"#.utf8) + [0], note)
-    }
-
-    /// A client that writes many calls before it reads any reply (as the ticker writes its
-    /// batches): once 1 MiB of replies waits, seamd handles no more of its calls, but still
-    /// reads them, so the client's write finishes, and then it reads every reply. (Had seamd
-    /// stopped reading, the client would wait on it writing, and seamd on it reading, for ever.)
-    func testACallerThatWritesBeforeItReadsIsNotLeftBlocked() throws {
-        let (call, note) = try fetchOfASessionWithANote()
-        let raw = try RawClient(broker.socketPath)
-        let calls = 3_000  // some 300 KB of calls, more than the socket holds; 12 MB of replies
-        nonisolated(unsafe) let writer = raw
-        let written = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            writer.send(Array([[UInt8]](repeating: call, count: calls).joined()))
-            written.signal()
-        }
-        XCTAssertEqual(written.wait(timeout: .now() + 30), .success, "the write never finished: seamd stopped reading")
-        for i in 0..<calls {
-            guard let reply = raw.readFrame(timeout: 30) else { return XCTFail("reply \(i) never came: \(broker.log.suffix(300))") }
-            if i == calls - 1 { XCTAssertTrue(reply.contains(note), String(reply.prefix(200))) }
-        }
     }
 
     /// A client that keeps writing calls and never reads a reply: once its replies wait and
@@ -138,10 +120,10 @@ final class LargeResultTests: BrokerTestCase {
     func testACallerThatWritesWithoutEverReadingIsClosed() throws {
         let (call, _) = try fetchOfASessionWithANote()
         let c = try client()
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         let megabyte = Array([[UInt8]](repeating: call, count: 10_000).joined())
         for _ in 0..<20 { raw.send(megabyte) }  // returns early once seamd has closed it
-        try eventually(10, "closed for sending calls without reading") { self.broker.log.contains("sends calls without reading the replies") }
+        XCTAssertTrue(broker.turn(until: { self.broker.log.contains("sends calls without reading the replies") }, timeout: 10), "closed for sending calls without reading")
         XCTAssertEqual(try c.count("Session"), 1, "others are served as before")
     }
 
@@ -150,7 +132,7 @@ final class LargeResultTests: BrokerTestCase {
     /// small one, is not taken for a client that does not read.
     func testALargeDiffBehindASmallOneDoesNotCloseAClientThatReads() throws {
         try addLargeSessions(70)
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         for (id, fields) in [(1, #","fields":["name"]"#), (2, "")] {
             raw.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"startedAt"\#(fields)},"more":true,"id":\#(id)}"#)
             XCTAssertNotNil(raw.readFrameBytes(timeout: 60), "the result of \(id)")
@@ -174,7 +156,7 @@ final class LargeResultTests: BrokerTestCase {
     /// stays open (queued at once, the two results passed the outbox limit together).
     func testResyncsOfLargeResultsFollowOneAnotherAsTheClientReads() throws {
         try addLargeSessions(40)
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         for (id, sort) in [(1, "startedAt"), (2, "-startedAt")] {
             raw.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"Session","sort":"\#(sort)"},"more":true,"id":\#(id)}"#)
             let result = try XCTUnwrap(raw.readFrameBytes(timeout: 60))
@@ -224,6 +206,34 @@ enum Needles {
                 }
                 return found
             }
+        }
+    }
+}
+
+/// What needs a client writing on one thread while the test reads on another: a real seamd.
+final class LargeResultProcessTests: BrokerTestCase {
+    func fetchOfASessionWithANote() throws -> (call: [UInt8], note: String) {
+        try LargeResultTests.fetchOfASessionWithANote(client())
+    }
+
+    /// A client that writes many calls before it reads any reply (as the ticker writes its
+    /// batches): once 1 MiB of replies waits, seamd handles no more of its calls, but still
+    /// reads them, so the client's write finishes, and then it reads every reply. (Had seamd
+    /// stopped reading, the client would wait on it writing, and seamd on it reading, for ever.)
+    func testACallerThatWritesBeforeItReadsIsNotLeftBlocked() throws {
+        let (call, note) = try fetchOfASessionWithANote()
+        let raw = try RawClient(broker.socketPath)
+        let calls = 3_000  // some 300 KB of calls, more than the socket holds; 12 MB of replies
+        nonisolated(unsafe) let writer = raw
+        let written = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            writer.send(Array([[UInt8]](repeating: call, count: calls).joined()))
+            written.signal()
+        }
+        XCTAssertEqual(written.wait(timeout: .now() + 30), .success, "the write never finished: seamd stopped reading")
+        for i in 0..<calls {
+            guard let reply = raw.readFrame(timeout: 30) else { return XCTFail("reply \(i) never came: \(broker.log.suffix(300))") }
+            if i == calls - 1 { XCTAssertTrue(reply.contains(note), String(reply.prefix(200))) }
         }
     }
 }

@@ -8,7 +8,7 @@ import XCTest
 
 /// Subscriptions under pressure and abuse: a subscriber that never reads, bad queries, clients
 /// that vanish, limits.
-final class SubscriptionBadInputTests: BrokerTestCase {
+final class SubscriptionBadInputTests: EmbeddedBrokerTestCase {
     func subscribeCall(_ parameters: JSONObject, id: Int? = nil, more: Bool = true) -> String {
         String(decoding: Call(method: "org.seam.Store.Subscribe", parameters: parameters, more: more,
                               id: id.map { .integer(Int64($0)) }).frame().dropLast(), as: UTF8.self)
@@ -26,9 +26,9 @@ final class SubscriptionBadInputTests: BrokerTestCase {
     /// resync (never a silent drop) once it reads again.
     func testASubscriberThatNeverReadsIsCollapsedNotBuffered() throws {
         let c = try client()
-        let stalled = try RawClient(broker.socketPath)
+        let stalled = try broker.raw()
         stalled.send(subscribeCall(["entity": "Session", "sort": "-startedAt", "limit": 100]))
-        let watcher = try RawClient(broker.socketPath)
+        let watcher = try broker.raw()
         watcher.send(subscribeCall(["entity": "Session", "predicate": "name == \"watch\""]))
         XCTAssertEqual(try reply(watcher).parameters["kind"]?.stringValue, "result")
         let before = try rss(c)
@@ -76,12 +76,10 @@ final class SubscriptionBadInputTests: BrokerTestCase {
         // A debug build on a slow machine can take more than the default second to read 100,000
         // rows; this test is about the row cap, so the time budget is set out of its way.
         broker.stop()
-        let config = broker.directory.file("limits.json")
-        try #"{"limits": {"querySeconds": 120}}"#.write(toFile: config, atomically: true, encoding: .utf8)
-        broker = try BrokerProcess(arguments: ["--config", config, "--no-roles"])
+        broker = try EmbeddedBroker { $0.supervision.limits.querySeconds = 120 }
         let c = try client()
         let query: JSONObject = ["entity": "Session", "predicate": "name == \"many\"", "sort": "startedAt"]
-        let holder = try RawClient(broker.socketPath)
+        let holder = try broker.raw()
         holder.send(subscribeCall(query))
         XCTAssertEqual(try reply(holder).parameters["kind"]?.stringValue, "result")
         for batch in 0..<101 {  // 101,000 rows; the holder reads none of it (it falls behind)
@@ -94,12 +92,12 @@ final class SubscriptionBadInputTests: BrokerTestCase {
         XCTAssertEqual(last.error, "org.seam.Store.LimitReached", "\(last.parameters)")
         XCTAssertEqual(try c.status()["channels"]?.int64Value, 0, "the channel is gone with its last subscription")
         for parameters in [query, ["entity": "Session", "sort": "-startedAt"]] {
-            let late = try RawClient(broker.socketPath)
+            let late = try broker.raw()
             late.send(subscribeCall(parameters))
             let refused = try reply(late, timeout: 60)
             XCTAssertEqual(refused.error, "org.seam.Store.LimitReached", "\(parameters): \(refused.parameters)")
         }
-        let limited = try RawClient(broker.socketPath)
+        let limited = try broker.raw()
         limited.send(subscribeCall(["entity": "Session", "sort": "-startedAt", "limit": 10]))
         XCTAssertEqual(try reply(limited).parameters["rows"]?.arrayValue?.count, 10, "with a limit, it may")
     }
@@ -107,7 +105,7 @@ final class SubscriptionBadInputTests: BrokerTestCase {
     /// Without ids a connection holds one subscription (a plain varlink client could not tell
     /// two apart by their replies); with ids it holds many, and the first goes on.
     func testAConnectionWithoutIDsHoldsOneSubscription() throws {
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         raw.send(subscribeCall(["entity": "Session"]))
         XCTAssertEqual(try reply(raw).parameters["kind"]?.stringValue, "result")
         raw.send(subscribeCall(["entity": "Timer"]))
@@ -127,7 +125,7 @@ final class SubscriptionBadInputTests: BrokerTestCase {
     }
 
     func testBadSubscriptionsGetErrorsAndTheConnectionGoesOn() throws {
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         let cases: [(JSONObject, Bool, String, String?)] = [
             (["entity": "Nope"], true, "org.seam.Store.InvalidRequest", "entity"),
             (["entity": "Session", "predicate": "name =="], true, "org.seam.Store.InvalidRequest", "predicate"),
@@ -151,7 +149,7 @@ final class SubscriptionBadInputTests: BrokerTestCase {
         raw.send(#"{"method":"org.seam.Store.Unsubscribe","parameters":{"subscription":12345},"id":"u"}"#)
         XCTAssertEqual(try reply(raw).error, "org.seam.Store.InvalidRequest")
         // Another connection's subscription is not this one's to end.
-        let other = try RawClient(broker.socketPath)
+        let other = try broker.raw()
         other.send(subscribeCall(["entity": "Session"]))
         let n = try reply(other).parameters["subscription"]!.int64Value!
         raw.send(#"{"method":"org.seam.Store.Unsubscribe","parameters":{"subscription":\#(n)},"id":"v"}"#)
@@ -168,16 +166,16 @@ final class SubscriptionBadInputTests: BrokerTestCase {
     func testSubscribersThatVanishLeaveNothingBehind() throws {
         let c = try client()
         for i in 0..<50 {
-            let raw = try RawClient(broker.socketPath)
+            let raw = try broker.raw()
             raw.send(subscribeCall(["entity": "Session", "predicate": "stepIndex == \(i)"], id: i))
             if i % 2 == 0 { _ = raw.readFrame() }
             if i % 5 == 0 { raw.send(#"{"method":"org.seam.Store.Subscribe","param"#, nul: false) }
         }  // every RawClient is closed here
         try c.save([.insert(entity: "Session", values: ["name": "after", "startedAt": 1, "stepIndex": 4])])
-        // Closes reach seamd in their own time: wait until every one has (or time runs out).
+        // Closes reach the broker in its next turns.
         var status = try c.status()
         for _ in 0..<100 where status["subscriptions"]?.int64Value != 0 || status["connections"]?.int64Value != 1 {
-            usleep(20_000)
+            broker.turn(maxWait: 0.001)
             status = try c.status()
         }
         XCTAssertEqual(status["subscriptions"]?.int64Value, 0)
@@ -186,7 +184,7 @@ final class SubscriptionBadInputTests: BrokerTestCase {
     }
 
     func testSubscriptionsPerConnectionAreBounded() throws {
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         let limit = Limits.maxSubscriptionsPerConnection
         var batch = ""
         for i in 0...limit { batch += subscribeCall(["entity": "UserGroup"], id: i) + "\u{0}" }

@@ -7,7 +7,7 @@ import XCTest
 
 /// Subscriptions at their edges: queries that look alike, a subscriber that falls behind and
 /// stops, one owed more than the outbox holds, calls that want no reply.
-final class SubscriptionEdgeTests: BrokerTestCase {
+final class SubscriptionEdgeTests: EmbeddedBrokerTestCase {
     func subscribe(_ raw: RawClient, _ parameters: JSONObject, id: Int64) {
         raw.send(Call(method: "org.seam.Store.Subscribe", parameters: parameters, more: true, id: .integer(id)).frame())
     }
@@ -30,7 +30,7 @@ final class SubscriptionEdgeTests: BrokerTestCase {
         let late = "ffffffff-0000-4000-8000-000000000001", early = "00000000-0000-4000-8000-000000000002"
         try c.save([.insert(entity: "Session", values: ["uuid": .string(late), "state": "paused", "startedAt": 1]),
                     .insert(entity: "Session", values: ["uuid": .string(early), "state": "running", "startedAt": 2])])
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         subscribe(raw, ["entity": "Session", "predicate": #"state IN {"running", "paused"}"#, "fields": ["state", "round"]], id: 1)
         var live = LiveResult()
         try live.apply(try update(raw))
@@ -48,10 +48,10 @@ final class SubscriptionEdgeTests: BrokerTestCase {
     func testQueriesThatDifferOnlyInTheirParametersHaveChannelsOfTheirOwn() throws {
         let c = try client()
         try c.save([.insert(entity: "Timer", values: ["name": "x"])])
-        let a = try RawClient(broker.socketPath)
+        let a = try broker.raw()
         subscribe(a, ["entity": "Timer", "predicate": "name == $a", "parameters": ["a": "x\"\u{1}b=\"y"], "fields": ["name"]], id: 1)
         XCTAssertEqual(try update(a).rows.count, 0)
-        let b = try RawClient(broker.socketPath)
+        let b = try broker.raw()
         subscribe(b, ["entity": "Timer", "predicate": "name == $a", "parameters": ["a": "x", "b": "y"], "fields": ["name"]], id: 1)
         XCTAssertEqual(try update(b).rows.map { $0["name"]?.stringValue }, ["x"])
         XCTAssertEqual(try c.status()["channels"]?.int64Value, 2)
@@ -61,7 +61,7 @@ final class SubscriptionEdgeTests: BrokerTestCase {
     /// it heard of, not the latest: resuming from there, it gets what it missed.
     func testTheEndOfASubscriptionThatFellBehindSaysWhereItStopped() throws {
         let c = try client()
-        let stalled = try RawClient(broker.socketPath)
+        let stalled = try broker.raw()
         subscribe(stalled, ["entity": "Timer", "sort": "name"], id: 1)
         let name = String(repeating: "n", count: 200_000)
         for i in 0..<12 { try c.save([.insert(entity: "Timer", values: ["name": .string("\(i)-" + name)])]) }
@@ -76,7 +76,7 @@ final class SubscriptionEdgeTests: BrokerTestCase {
         let stopped = try XCTUnwrap(end)
         XCTAssertLessThan(stopped, latest, "it fell behind (the test needs it to)")
         XCTAssertEqual(stopped, live.sequence, "where its result stands")
-        let again = try RawClient(broker.socketPath)
+        let again = try broker.raw()
         subscribe(again, ["entity": "Timer", "sort": "name", "since": .integer(stopped)], id: 1)
         try live.apply(try update(again))
         XCTAssertEqual(live.rows.count, 12, "resumed from its end, it has every timer")
@@ -85,7 +85,7 @@ final class SubscriptionEdgeTests: BrokerTestCase {
     /// An Unsubscribe sent oneway still ends its subscription at once: the end was queued and
     /// written only with the connection's next reply.
     func testAOnewayUnsubscribeEndsAtOnce() throws {
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         subscribe(raw, ["entity": "Timer"], id: 1)
         XCTAssertEqual(try update(raw).kind, .result)
         raw.send(#"{"method":"org.seam.Store.Unsubscribe","parameters":{"subscription":1},"oneway":true}"#)
@@ -96,7 +96,7 @@ final class SubscriptionEdgeTests: BrokerTestCase {
     /// (70 MB against 64 MiB), reads them both: it is not closed for what it is owed.
     func testAReaderOwedALargeResyncIsNotClosed() throws {
         let c = try client()
-        let raw = try RawClient(broker.socketPath)
+        let raw = try broker.raw()
         // Sessions: a synced entity's values are bounded (256 KiB), a local one's are not.
         subscribe(raw, ["entity": "Session", "predicate": "name BEGINSWITH 's'", "fields": ["name"]], id: 1)
         subscribe(raw, ["entity": "Session", "predicate": "name BEGINSWITH 'big'"], id: 2)
@@ -118,7 +118,7 @@ final class SubscriptionEdgeTests: BrokerTestCase {
     /// A subscriber that closes its writing half (a shell pipe into socat) still hears of each
     /// change, until it closes the connection altogether; then seamd forgets the subscription.
     func testASubscriberThatClosesItsWritingHalfGoesOnHearing() throws {
-        var raw: RawClient? = try RawClient(broker.socketPath)
+        var raw: RawClient? = try broker.raw()
         raw?.send(#"{"method":"org.seam.Store.Subscribe","parameters":{"entity":"UserGroup","sort":"name"},"more":true}"#)
         raw?.shutdownWriting()
         XCTAssertTrue(try XCTUnwrap(raw?.readFrame()).contains(#""kind":"result""#))

@@ -4,6 +4,7 @@ import SeamClient
 import SeamSystem
 import SeamTimerService
 import SeamTimers
+import XCTest
 
 /// seamd's broker in the test's own process, on a loop the test turns (the idea of swift-nio's
 /// `EmbeddedEventLoop`): its clients are socket pairs, and a client waiting for a reply turns
@@ -113,4 +114,20 @@ public final class EmbeddedBroker {
         stopped = true
         broker.shutdown()
     }
+}
+
+/// A test case with a fresh broker in this process for each test (`EmbeddedBroker`), and
+/// clients of it.
+open class EmbeddedBrokerTestCase: XCTestCase {
+    public var broker: EmbeddedBroker!
+
+    open override func setUpWithError() throws { broker = try EmbeddedBroker() }
+
+    open override func tearDown() {
+        broker?.stop()
+        broker = nil
+    }
+
+    /// A connection that has said Hello (so it may save).
+    public func client() throws -> SeamConnection { try broker.client() }
 }
