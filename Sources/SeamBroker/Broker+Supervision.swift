@@ -255,18 +255,15 @@ extension Broker {
         // Its calls that waited for the role to read its replies are handled, then what is
         // still in the socket, then it closes unless a call waits (for a reader, for the
         // stores' checks): the rest are handled after it (`resumeAfterRead`, `collectChecks`).
-        for action in c.life.handle(.roleEnded) {
-            guard action == .closeUnlessCallOut else {
-                perform([action], for: c)
-                continue
-            }
-            var reads = 0
-            while reads < 4096, !c.hasCallOut, read(c) {
-                reads += 1
-                processFrames(c)
-            }
-            closeUnlessCallOut(c)
+        let actions = c.life.handle(.roleEnded)
+        perform(actions.subtracting(.closeUnlessCallOut), for: c)
+        guard actions.contains(.closeUnlessCallOut) else { return }
+        var reads = 0
+        while reads < 4096, !c.hasCallOut, read(c) {
+            reads += 1
+            processFrames(c)
         }
+        closeUnlessCallOut(c)
     }
 
     /// A one-shot process ended (or could not start): tell what it was for.

@@ -516,20 +516,16 @@ public final class Broker {
     }
 
     /// Does what a connection's lifecycle says.
-    func perform(_ actions: [ConnectionLifecycle.Action], for c: Connection) {
-        for action in actions {
-            switch action {
-            case .watch: watch(c)
-            case .dropOutbox: c.outbox = Outbox()
-            case .resumeCallsNextTurn: resumeCalls(c)
-            case .handleCalls: processFrames(c)
-            case .afterDrain:
-                // All read: the resyncs still owed (the calls that waited went first).
-                if c.owesResync { startResync(c) } else { closeIfFinished(c) }
-            case .closeIfFinished: closeIfFinished(c)
-            case .closeUnlessCallOut: closeUnlessCallOut(c)
-            }
-        }
+    func perform(_ actions: ConnectionLifecycle.Actions, for c: Connection) {
+        guard !actions.isEmpty else { return }
+        if actions.contains(.dropOutbox) { c.outbox = Outbox() }
+        if actions.contains(.watch) { watch(c) }
+        if actions.contains(.handleCalls) { processFrames(c) }
+        if actions.contains(.resumeCallsNextTurn) { resumeCalls(c) }
+        // All read: the resyncs still owed (the calls that waited went first).
+        if actions.contains(.afterDrain) { if c.owesResync { startResync(c) } else { closeIfFinished(c) } }
+        if actions.contains(.closeIfFinished) { closeIfFinished(c) }
+        if actions.contains(.closeUnlessCallOut) { closeUnlessCallOut(c) }
     }
 
     /// Handles the calls that waited on `c` (`Limits.pauseCallsBytes`), then flushes: from the

@@ -47,27 +47,30 @@ struct ConnectionLifecycle: Sendable, Equatable {
         case closed
     }
 
-    enum Action: Sendable, Equatable {
-        /// Tell the loop what to watch for (`interest`).
-        case watch
+    /// What the broker is to do, in this order (a set: no allocation on the path of every
+    /// reply that waits for room).
+    struct Actions: OptionSet, Sendable {
+        let rawValue: UInt8
         /// Drop what is queued: nobody will read it.
-        case dropOutbox
-        /// Handle the calls that waited, from the loop's next turn.
-        case resumeCallsNextTurn
+        static let dropOutbox = Actions(rawValue: 1 << 0)
+        /// Tell the loop what to watch for (`interest`).
+        static let watch = Actions(rawValue: 1 << 1)
         /// Handle every call read and not yet handled, now.
-        case handleCalls
+        static let handleCalls = Actions(rawValue: 1 << 2)
+        /// Handle the calls that waited, from the loop's next turn.
+        static let resumeCallsNextTurn = Actions(rawValue: 1 << 3)
         /// Everything queued is written: start an owed resync, or close if finished.
-        case afterDrain
+        static let afterDrain = Actions(rawValue: 1 << 4)
         /// Close if nothing is left for it (`isFinished`).
-        case closeIfFinished
+        static let closeIfFinished = Actions(rawValue: 1 << 5)
         /// Close unless a call is out (`callOutAsItGoes` then).
-        case closeUnlessCallOut
+        static let closeUnlessCallOut = Actions(rawValue: 1 << 6)
     }
 
     /// What the loop watches the socket for.
     var interest: (read: Bool, write: Bool) { (input == .open && !isClosed, watchesWrites && !isClosed) }
 
-    mutating func handle(_ event: Event) -> [Action] {
+    mutating func handle(_ event: Event) -> Actions {
         guard !isClosed else { return [] }
         switch event {
         case .outboxPastPause:
@@ -77,17 +80,17 @@ struct ConnectionLifecycle: Sendable, Equatable {
             return []
         case .written(let drained):
             guard output == .delivering else { return [] }  // nothing is written for a client that is gone
-            var actions: [Action] = []
+            var actions: Actions = []
             if drained == watchesWrites {
                 watchesWrites = !drained
-                actions.append(.watch)
+                actions.insert(.watch)
             }
             guard drained else { return actions }
             if calls == .heldBack {
                 calls = .resuming
-                return actions + [.resumeCallsNextTurn]
+                return actions.union(.resumeCallsNextTurn)
             }
-            return actions + [.afterDrain]
+            return actions.union(.afterDrain)
         case .resumed:
             if calls == .resuming { calls = .flowing }
             return []

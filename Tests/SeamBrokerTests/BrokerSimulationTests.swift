@@ -7,7 +7,7 @@ final class BrokerSimulationTests: XCTestCase {
     static func number(_ name: String) -> Int? { ProcessInfo.processInfo.environment[name].flatMap { Int($0) } }
 
     func testSeededClientsClockJumpsAndRestartsKeepEveryInvariant() throws {
-        let steps = Self.number("SEAM_SIMULATION_STEPS") ?? 150
+        let steps = Self.number("SEAM_SIMULATION_STEPS") ?? 120
         let seeds: [UInt64]
         if let one = Self.number("SEAM_SIMULATION_SEED") {
             seeds = [UInt64(one)]

@@ -3,12 +3,18 @@ import SeamClient
 import SeamJSON
 import SeamProtocol
 import SeamSchema
+import SeamSystem
 import SeamTestSupport
 import SeamTimerService
 import XCTest
 
-/// org.seam.Timers over a real seamd: the session lifecycle as the seed describes it.
-final class TimerServiceTests: BrokerTestCase {
+/// org.seam.Timers through seamd's broker, in this process on a `ManualClock`: the session
+/// lifecycle as the seed describes it, with time moved on by hand rather than waited through.
+final class TimerServiceTests: EmbeddedBrokerTestCase {
+    let clock = ManualClock(now: 1_800_000_000)
+
+    override func setUpWithError() throws { broker = try EmbeddedBroker(clock: clock) }
+
     func addTimer(_ c: SeamConnection, _ name: String, steps: [(String, Int)], repeatCount: Int = 1) throws -> String {
         let json = JSON.array(steps.map { ["label": .string($0.0), "seconds": .integer(Int64($0.1))] })
         return try c.save([.insert(entity: "Timer", values: ["name": .string(name), "steps": json,
@@ -134,7 +140,7 @@ final class TimerServiceTests: BrokerTestCase {
         let empty = try addTimer(c, "Empty", steps: [])
         expectError("org.seam.Timers.InvalidTimer") { _ = try c.call("org.seam.Timers.Start", ["timer": .string(empty)]) }
         // Without Hello a connection may not start anything.
-        let readOnly = try SeamConnection.connect(path: broker.socketPath)
+        let readOnly = try broker.client(hello: false)
         expectError("org.seam.Store.PermissionDenied") { _ = try readOnly.call("org.seam.Timers.Flash", ["seconds": 5]) }
     }
 
@@ -147,7 +153,7 @@ final class TimerServiceTests: BrokerTestCase {
         let tea = try XCTUnwrap(try c.call("org.seam.Timers.Start", ["timer": .string(timer)])["session"]?.stringValue)
         let flash = try c.call("org.seam.Timers.Flash", ["seconds": 1])
         let f = try XCTUnwrap(flash["session"]?.stringValue)
-        Thread.sleep(forTimeInterval: 1.3)
+        clock.advance(1.3)
         XCTAssertEqual(try c.call("org.seam.Timers.Skip", ["session": .string(tea)])["state"]?.stringValue, "finished",
                        "the rest step was running; skipping it ends the last step")
         XCTAssertEqual(try c.call("org.seam.Timers.Stop", ["session": .string(f)])["state"]?.stringValue, "finished")
@@ -170,7 +176,7 @@ final class TimerServiceTests: BrokerTestCase {
                                                                  "stepEndsAt": .string(RFC3339.format(end + 3600))])])
         _ = try c.call("org.seam.Timers.Resume", ["session": .string(s)])
         let resumed = try XCTUnwrap(c.row("Session", uuid: s)?["stepEndsAt"]?.stringValue.flatMap(RFC3339.parse))
-        XCTAssertEqual(resumed - Date().timeIntervalSince1970, end - paused, accuracy: 1, "the minute it had left, not an hour more")
+        XCTAssertEqual(resumed - clock.now, end - paused, accuracy: 1e-6, "the minute it had left, not an hour more")
     }
 
     /// A paused session whose dates a plugin set at the ends of the range cannot be resumed
@@ -191,8 +197,8 @@ final class TimerServiceTests: BrokerTestCase {
     /// stopped; every other change says so.
     func testASessionThatDoesNotFitItsStepsCanBeStopped() throws {
         let c = try client()
-        let s = try c.save([.insert(entity: "Session", values: ["name": "Broken", "state": "running", "steps": .array([]), "startedAt": .string(RFC3339.format(Date().timeIntervalSince1970 - 65)),
-                                                                "stepEndsAt": .string(RFC3339.format(Date().timeIntervalSince1970 - 5))])]).inserted[0]
+        let s = try c.save([.insert(entity: "Session", values: ["name": "Broken", "state": "running", "steps": .array([]), "startedAt": .string(RFC3339.format(clock.now - 65)),
+                                                                "stepEndsAt": .string(RFC3339.format(clock.now - 5))])]).inserted[0]
         expectError("org.seam.Timers.InvalidTimer") { _ = try c.call("org.seam.Timers.Pause", ["session": .string(s)]) }
         XCTAssertEqual(try c.call("org.seam.Timers.Stop", ["session": .string(s)])["state"]?.stringValue, "finished")
         XCTAssertEqual(try c.row("Session", uuid: s)?["state"]?.stringValue, "finished")
@@ -204,7 +210,7 @@ final class TimerServiceTests: BrokerTestCase {
     /// the broker's thread for as long as it took (10^15 rounds of one second). Stop ends it.
     func testASessionOutsideTheBoundsIsRefusedNotWalked() throws {
         let c = try client()
-        let longAgo = RFC3339.format(Date().timeIntervalSince1970 - 8_000_000)
+        let longAgo = RFC3339.format(clock.now - 8_000_000)
         let s = try c.save([.insert(entity: "Session", values: [
             "name": "Endless", "state": "running", "steps": .array([["label": "a", "seconds": 1]]),
             "repeatCount": .integer(1_000_000_000_000_000), "startedAt": .string(longAgo), "stepEndsAt": .string(longAgo),
@@ -221,7 +227,7 @@ final class TimerServiceTests: BrokerTestCase {
         let c = try client()
         let timer = try addTimer(c, "Two", steps: [("a", 1), ("b", 1)])
         let s = try XCTUnwrap(try c.call("org.seam.Timers.Start", ["timer": .string(timer)])["session"]?.stringValue)
-        Thread.sleep(forTimeInterval: 2.3)
+        clock.advance(2.3)
         expectError("org.seam.Timers.WrongState") { _ = try c.call("org.seam.Timers.Pause", ["session": .string(s)]) }
         XCTAssertEqual(try c.row("Session", uuid: s)?["state"]?.stringValue, "finished")
     }
@@ -230,13 +236,13 @@ final class TimerServiceTests: BrokerTestCase {
     /// running session that no method can then move; parameters of the wrong type are refused.
     func testResetNeedsStepsAndParametersTheirTypes() throws {
         let c = try client()
-        let now = RFC3339.format(Date().timeIntervalSince1970)
+        let now = RFC3339.format(clock.now)
         let s = try c.save([.insert(entity: "Session", values: ["name": "Old run", "state": "finished", "steps": .array([]),
                                                                 "startedAt": .string(now), "finishedAt": .string(now)])]).inserted[0]
         expectError("org.seam.Timers.InvalidTimer") { _ = try c.call("org.seam.Timers.Reset", ["session": .string(s)]) }
         XCTAssertEqual(try c.row("Session", uuid: s)?["state"]?.stringValue, "finished")
         expectError("org.varlink.service.InvalidParameter") { _ = try c.call("org.seam.Timers.Flash", ["seconds": 5, "name": 5]) }
-        let other = try SeamConnection.connect(path: broker.socketPath)
+        let other = try broker.client(hello: false)
         expectError("org.varlink.service.InvalidParameter") { _ = try other.call("org.seam.Store.Hello", ["version": 1, "role": 5]) }
         expectError("org.varlink.service.InvalidParameter") { _ = try other.call("org.seam.Store.Hello", ["version": 1, "name": 5]) }
     }
@@ -250,12 +256,12 @@ final class TimerServiceTests: BrokerTestCase {
         XCTAssertEqual(early["transitions"]?.arrayValue?.count, 0)
         XCTAssertEqual(early["sequence"], .null, "nothing due, nothing saved")
         let due = try XCTUnwrap(early["nextDue"]?.doubleValue)
-        Thread.sleep(forTimeInterval: 1.2)
+        clock.advance(1.2)
         let late = try c.call("org.seam.Timers.Advance", ["session": .string(s)])
         XCTAssertEqual(late["state"]?.stringValue, "finished")
         let t = try XCTUnwrap(late["transitions"]?.arrayValue?.first)
         XCTAssertEqual(t["due"]?.doubleValue ?? 0, due, accuracy: 1e-6)
-        XCTAssertGreaterThan(t["lateness"]?.doubleValue ?? -1, 0)
+        XCTAssertEqual(t["lateness"]?.doubleValue ?? -1, 0.2, accuracy: 1e-6, "late by what the clock moved past it")
         XCTAssertEqual(try c.row("Session", uuid: s)?["finishedAt"], .string(RFC3339.format(due)), "finished when it was due")
     }
 
@@ -264,7 +270,7 @@ final class TimerServiceTests: BrokerTestCase {
     /// the ticker read).
     func testALongOverdueSessionListsItsLastStepEndsAndCountsTheRest() throws {
         let c = try client()
-        let now = Date().timeIntervalSince1970
+        let now = clock.now
         let steps: JSON = .array((0..<100).map { _ in ["label": "s", "seconds": 1] })
         func overdue() throws -> String {
             try c.save([.insert(entity: "Session", values: [
@@ -294,7 +300,7 @@ final class TimerServiceTests: BrokerTestCase {
         let c = try client()
         let due = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
         let later = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 600])["session"]?.stringValue)
-        Thread.sleep(forTimeInterval: 1.1)
+        clock.advance(1.1)
         // Named twice, a session is advanced once.
         let r = try c.call("org.seam.Timers.AdvanceMany", ["sessions": [.string(due), .string(later), .string(UUIDText.random()), .string(due)]])
         XCTAssertEqual(r["advanced"]?.arrayValue?.compactMap { $0["session"]?.stringValue }, [due])
@@ -310,7 +316,7 @@ final class TimerServiceTests: BrokerTestCase {
         let tea = try addTimer(c, "Tea", steps: [("Steep", 180)])
         let call = #"{"method":"org.seam.Timers.Start","parameters":{"timer":"\#(tea)"}}"#
         let hello = #"{"method":"org.seam.Store.Hello","parameters":{"version":1}}"#
-        let clients = try (0..<8).map { _ in try RawClient(broker.socketPath) }
+        let clients = try (0..<8).map { _ in try broker.raw() }
         for r in clients {
             r.send(hello)
             _ = r.readFrame()
