@@ -42,20 +42,15 @@ extension Broker {
     /// `lane` overrides the one `c`'s reads take (a big save's frame and reply go on the heavy one).
     func onReader(for c: Connection?, lane: ReaderPool.Lane? = nil, _ work: @escaping @Sendable (ReaderPool.Connections) -> ReadOutcome,
                   then: @escaping (ReadOutcome) -> Void) {
-        nextReadID += 1
-        let id = nextReadID
-        readContinuations[id] = { [unowned self] outcome, seconds in
+        let (id, poster) = offLoop.expect { [unowned self] outcome, seconds in
             if let c { charge(c, readSeconds: seconds) }
             noteActivity(of: c)
             then(outcome)
         }
-        let outcomes = readOutcomes
-        let waker = readWaker
         readers.submit(priority: c.map(readPriority) ?? .role, lane: lane ?? c.map(readLane) ?? .light) { connections in
             let start = WallClock.monotonic()
             let outcome = work(connections)
-            outcomes.post((id, outcome, WallClock.monotonic() - start))
-            waker?.wake()
+            poster.post(id, outcome, seconds: WallClock.monotonic() - start)
         }
     }
 
@@ -88,15 +83,12 @@ extension Broker {
 
     /// The outcomes the readers posted, each to what asked for it.
     func takeReadOutcomes() {
-        for (id, outcome, seconds) in readOutcomes.take() {
-            // A subscriber's result read after a save in steps committed on its thread, and
-            // before the loop has told anyone of it, waits until it has: the save's diff must
-            // come before the result that holds it, and then be dropped (`SubscriptionFlow`).
-            if stepCommitting, let at = outcome.resultSequence, at > context.sequence {
-                outcomesAfterCommit.append((id, outcome, seconds))
-                continue
-            }
-            readContinuations.removeValue(forKey: id)?(outcome, seconds)
+        // A subscriber's result read after a save in steps committed on its thread, and before
+        // the loop has told anyone of it, waits until it has: the save's diff must come before
+        // the result that holds it, and then be dropped (`SubscriptionFlow`).
+        offLoop.take { [unowned self] outcome in
+            guard stepCommitting, let at = outcome.resultSequence else { return false }
+            return at > context.sequence
         }
     }
 

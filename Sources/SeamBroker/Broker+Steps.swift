@@ -103,29 +103,23 @@ extension Broker {
     /// replies and everything else go on.
     private func commitOffLoop(_ commit: SteppedCommit, of running: Stepping) {
         stepCommitting = true
-        let posted = readOutcomes
-        let waker = readWaker
-        nextReadID += 1
-        let id = nextReadID
-        readContinuations[id] = { [unowned self] _, _ in
+        let (id, poster) = offLoop.expect { [unowned self] _, _ in
             stepCommitting = false
             // Its store may have closed meanwhile, which completed it (`Context.endSteps`).
             let result: Result<ChangeSet?, ContextError>
             do throws(ContextError) { result = .success(try context.completeCommit(running.save)) } catch { result = .failure(error) }
             if stepping?.save === running.save { finishSteps(running, result) }
-            for (id, outcome, seconds) in outcomesAfterCommit { readContinuations.removeValue(forKey: id)?(outcome, seconds) }
-            outcomesAfterCommit = []
+            offLoop.releaseHeld()
         }
         do {
             try committer.run {
                 commit.run()
-                posted.post((id, .ran, 0))
-                waker?.wake()
+                poster.post(id, .ran, seconds: 0)
             }
         } catch {
             // No thread to run it on: here, then.
             commit.run()
-            readContinuations.removeValue(forKey: id)?(.ran, 0)
+            offLoop.answer(id, .ran)
         }
     }
 

@@ -58,7 +58,7 @@ extension Broker {
     /// Whether the broker has nothing left to do until a client or the clock moves: no turn
     /// queued, no read, commit or save in steps running, no store check or held write pending.
     var isResting: Bool {
-        runnable.count == 0 && readContinuations.isEmpty && stepping == nil && !stepCommitting && parkedForChecks.isEmpty
+        runnable.count == 0 && offLoop.isEmpty && stepping == nil && !stepCommitting && parkedForChecks.isEmpty
             && parkedForHeldWrites.isEmpty && heldForSync.isEmpty && maintenance == nil
     }
 

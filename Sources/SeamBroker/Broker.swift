@@ -69,10 +69,8 @@ public final class Broker {
     var maintenance: MaintenanceJob?
     /// The threads that run reads off the loop, and what they hand back (`Broker+Reads`).
     let readers: ReaderPool
-    let readOutcomes = Mailbox<(Int, ReadOutcome, Double)>()
-    var readWaker: EventLoop.Waker?
-    var readContinuations: [Int: (ReadOutcome, Double) -> Void] = [:]
-    var nextReadID = 0
+    /// What the readers and the committer hand back, each to what asked for it.
+    let offLoop = OffLoopResults()
     /// Connections with calls read and not yet handled, in turn order (`Broker+Turns`).
     var runnable = TurnQueue()
     /// Connections whose next call writes, held while a store's check at open runs (`parked`).
@@ -89,7 +87,6 @@ public final class Broker {
     /// subscribers' results that wait for it (`takeReadOutcomes`).
     var stepCommitting = false
     let committer = WorkerThread()
-    var outcomesAfterCommit: [(Int, ReadOutcome, Double)] = []
     var othersActiveAt = 0.0
     weak var lastStepper: Connection?
     /// Wakes the loop when a store's check at open has finished.
@@ -214,7 +211,7 @@ public final class Broker {
         loop.whenIdle({ [unowned self] in self.context.upkeepDue }, { [unowned self] in self.context.upkeep() })
         watchStoreFiles()
         takeTurns()
-        do { readWaker = try loop.waker { [unowned self] in takeReadOutcomes() } } catch {
+        do { offLoop.waker = try loop.waker { [unowned self] in takeReadOutcomes() } } catch {
             throw BrokerError("cannot watch the reader threads: \(error)")
         }
         // A store's checkpointer says, from its thread, when the writes it held may go on.

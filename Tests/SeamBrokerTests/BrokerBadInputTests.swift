@@ -120,13 +120,16 @@ final class BrokerBadInputTests: XCTestCase {
         assertServing()
     }
 
+    /// Idle connections cost little: what 300 of them add to the process (here the test's own,
+    /// the broker in it) stays under 20 MB.
     func testHundredsOfIdleConnections() throws {
+        let c = try broker.client(hello: false)
+        let before = try c.call("org.seam.Store.Status")["rss"]?.int64Value ?? 0
         var idle: [RawClient] = []
         for _ in 0..<300 { idle.append(try broker.raw()) }
-        let c = try broker.client(hello: false)
         let status = try c.call("org.seam.Store.Status")
         XCTAssertGreaterThanOrEqual(status["connections"]?.int64Value ?? 0, 300)
-        XCTAssertLessThan(status["rss"]?.int64Value ?? .max, 100 << 20)
+        XCTAssertLessThan((status["rss"]?.int64Value ?? .max) - before, 20 << 20)
         idle.removeAll()
         assertServing()
     }
