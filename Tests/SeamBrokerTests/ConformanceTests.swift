@@ -3,9 +3,10 @@ import SeamJSON
 import SeamTestSupport
 import XCTest
 
-/// The protocol conformance vectors (`Protocol/vectors/protocol/*.json`) replayed against a real
-/// seamd, each on fresh stores — here in Swift, and by the independent Python replayer
-/// (`Protocol/tools/replay.py`) that a client in another language can copy.
+/// The protocol conformance vectors (`Protocol/vectors/protocol/*.json`) replayed against seamd's
+/// broker, each on fresh stores — here in Swift, on the broker in this process, and by the
+/// independent Python replayer (`Protocol/tools/replay.py`, against a real seamd) that a client in
+/// another language can copy.
 final class ConformanceTests: XCTestCase {
     struct Mismatch: Error, CustomStringConvertible {
         var description: String
@@ -23,9 +24,8 @@ final class ConformanceTests: XCTestCase {
         for file in files {
             let vector = try JSON.decode(Array(try Data(contentsOf: file)))
             let name = vector["name"]?.stringValue ?? file.lastPathComponent
-            let broker = try BrokerProcess()
-            defer { broker.stop() }
-            do { try replay(vector, socket: broker.socketPath) } catch { XCTFail("\(name): \(error)") }
+            let broker = try EmbeddedBroker()
+            do { try replay(vector, client: broker.raw()) } catch { XCTFail("\(name): \(error)") }
         }
     }
 
@@ -38,18 +38,16 @@ final class ConformanceTests: XCTestCase {
 
     /// The replayer catches what does not match: a vector that expects the wrong thing fails.
     func testAWrongExpectationFails() throws {
-        let broker = try BrokerProcess()
-        defer { broker.stop() }
+        let broker = try EmbeddedBroker()
         let wrong = try JSON.decode(#"{"name": "wrong", "steps": [{"send": {"method": "org.seam.Store.Count", "parameters": {"entity": "Timer"}}, "expect": [{"parameters": {"count": 1, "sequence": 0}}]}]}"#)
-        XCTAssertThrowsError(try replay(wrong, socket: broker.socketPath)) { e in
+        XCTAssertThrowsError(try replay(wrong, client: broker.raw())) { e in
             XCTAssertTrue("\(e)".contains("expected 1, got 0"), "\(e)")
         }
     }
 
     // MARK: - The replayer (the same rules as Protocol/tools/replay.py)
 
-    func replay(_ vector: JSON, socket: String) throws {
-        let client = try RawClient(socket)
+    func replay(_ vector: JSON, client: RawClient) throws {
         var captured: [String: JSON] = [:]
         for (n, step) in (vector["steps"]?.arrayValue ?? []).enumerated() {
             let sends: [JSON] = step["send"].map { $0.arrayValue ?? [$0] } ?? []
