@@ -9,7 +9,8 @@ import SeamTestSupport
 
 /// A seeded simulation of clients against the broker in this process (`EmbeddedBroker`, on a
 /// manual clock): writers save (one change or twenty, one call or three pipelined, now and then
-/// hanging up with calls in flight), subscribers follow queries (some stop reading for a while,
+/// hanging up with calls in flight), a person starts, pauses, skips and stops timers through
+/// org.seam.Timers, subscribers follow queries (some stop reading for a while,
 /// some reconnect and resume), hostile clients send mangled frames or nothing at all, the clock
 /// jumps, the broker restarts. After every step the broker is turned until it rests, and checked:
 ///
@@ -18,7 +19,8 @@ import SeamTestSupport
 /// - every connection is where it may rest (`Broker.restingProblems`): no output queued that
 ///   nobody will write, no calls waiting for nothing, no outbox past its bound, no silent client
 ///   past the handshake timeout;
-/// - every frame the broker sends is a reply a client can read.
+/// - every frame the broker sends is a reply a client can read;
+/// - every session the timer service made is where a session may be (state, dates, position).
 ///
 /// The outbox limits and the kernel's send buffers are made small, so that a subscriber which
 /// stops reading falls behind, resyncs, or is closed within a few saves. The same seed takes the
@@ -62,6 +64,10 @@ final class BrokerSimulation {
     private var retired: [EmbeddedBroker] = []
     private var checker: SeamConnection
     private var writers: [Writer] = []
+    /// A person's `seam`: timers started, paused, skipped and stopped through org.seam.Timers.
+    private var timekeeper: SeamConnection?
+    private var timers: [String] = []
+    private var sessions: [String] = []
     private var subscribers: [Subscriber] = []
     /// Clients that connected and said nothing, or sent garbage: they must be closed in time.
     private var idle: [RawClient] = []
@@ -136,7 +142,8 @@ final class BrokerSimulation {
     private func takeStep() throws {
         let roll = below(100)
         switch roll {
-        case 0..<40: try save()
+        case 0..<8: try keepTime()
+        case 8..<40: try save()
         case 40..<48: try subscribe()
         case 48..<53: dropSubscriber()
         case 53..<61: toggleReading()
@@ -150,7 +157,7 @@ final class BrokerSimulation {
         case 91..<93: try bigSave()
         case 93..<94: try restart()
         case 94..<95 where chance(30): try endlessFrame()
-        default: try save()
+        default: try keepTime()
         }
     }
 
@@ -174,7 +181,7 @@ final class BrokerSimulation {
 
     private func insertValues(_ entity: String, name: String) -> JSONObject {
         guard entity == "Session" else { return ["name": .string(name)] }
-        return ["name": .string(name), "state": .string(["running", "paused", "finished"][below(3)]),
+        return ["name": .string(name), "state": .string(["running", "paused"][below(2)]),  // never finished: the timekeeper's Clear would take it
                 "stepIndex": .integer(Int64(below(6))), "startedAt": .integer(1_700_000_000 + Int64(below(1000)))]
     }
 
@@ -346,6 +353,75 @@ final class BrokerSimulation {
         }
     }
 
+    // MARK: - Timers
+
+    /// A person's timer commands, as the clock jumps around them: refused only as the service
+    /// says it refuses (a session in the wrong state, a timer already running).
+    private func keepTime() throws {
+        if timekeeper == nil {
+            let c = try broker.client()
+            c.replyTimeout = 10
+            timekeeper = c
+        }
+        guard let c = timekeeper else { return }
+        if timers.isEmpty || chance(5) {
+            let steps: JSON = .array((0..<(1 + below(3))).map { i in ["label": .string("s\(i)"), "seconds": .integer(Int64(1 + below(20)))] })
+            let values: JSONObject = ["name": .string("t\(below(100))"), "steps": steps, "repeatCount": .integer(Int64(1 + below(3)))]
+            timers += (try? c.save([.insert(entity: "Timer", values: values)]).inserted) ?? []
+        }
+        let method = ["Start", "Flash", "Pause", "Resume", "Skip", "Reset", "Stop", "Advance", "AdvanceMany", "Clear"][below(10)]
+        var p: JSONObject = [:]
+        switch method {
+        case "Start": p["timer"] = .string(timers[below(timers.count)])
+        case "Flash": p["seconds"] = .integer(Int64(1 + below(30)))
+        case "AdvanceMany": p["sessions"] = .array(sessions.map(JSON.string))
+        case "Clear": break
+        default:
+            guard !sessions.isEmpty else { return }
+            p["session"] = .string(sessions[below(sessions.count)])
+        }
+        note("timer \(method)")
+        do {
+            let reply = try c.call("org.seam.Timers.\(method)", p)
+            if let s = reply["session"]?.stringValue, !sessions.contains(s) { sessions.append(s) }
+            if method == "Clear" { counts["timer.cleared", default: 0] += Int(reply["deleted"]?.int64Value ?? 0) }
+        } catch let e as ClientError where ["org.seam.Timers.WrongState", "org.seam.Timers.AlreadyRunning", "org.seam.Timers.NotFound"]
+            .contains(e.remoteName ?? "") {
+            counts["timer.refused", default: 0] += 1
+        } catch {
+            throw fail("org.seam.Timers.\(method) \(p) failed: \(error)")
+        }
+    }
+
+    /// Every session the timekeeper made is where a session may be: running with a step end and
+    /// no pause, paused with both, finished with its end; its step and round within its steps.
+    private func checkSessions() throws {
+        guard !sessions.isEmpty else { return }
+        let rows: [JSONObject]
+        let mine = Set(sessions)
+        do { rows = try checker.fetch("Session").filter { mine.contains($0["uuid"]?.stringValue ?? "") } } catch {
+            throw fail("a fetch of the sessions failed: \(error)")
+        }
+        let present = Set(rows.compactMap { $0["uuid"]?.stringValue })
+        sessions.removeAll { !present.contains($0) }  // cleared (Clear, or Start replacing a finished run)
+        for r in rows {
+            let state = r["state"]?.stringValue ?? "?"
+            let steps = (r["steps"]?.arrayValue ?? []).count
+            let index = r["stepIndex"]?.int64Value ?? -1, round = r["round"]?.int64Value ?? -1
+            let rounds = r["repeatCount"]?.int64Value ?? 1
+            let set = { (key: String) in r[key].map { !$0.isNull } ?? false }
+            let fits: Bool
+            switch state {
+            case "running": fits = set("stepEndsAt") && !set("pausedAt") && !set("finishedAt")
+            case "paused": fits = set("stepEndsAt") && set("pausedAt") && !set("finishedAt")
+            case "finished": fits = set("finishedAt")
+            default: fits = false
+            }
+            let position = state == "finished" || ((0..<Int64(steps)).contains(index) && (0..<rounds).contains(round))
+            guard fits, position else { throw fail("session \(r["uuid"]?.stringValue ?? "?") is out of place: \(r)") }
+        }
+    }
+
     // MARK: - Hostile clients and time
 
     private func sendBadFrame() throws {
@@ -397,6 +473,7 @@ final class BrokerSimulation {
         retired.append(old)
         // Every writer's calls were answered (each step finishes them): their connections end.
         writers.removeAll()
+        timekeeper = nil
         idle.removeAll()
         checker = try broker.client()
         checker.replyTimeout = 10
@@ -451,6 +528,8 @@ final class BrokerSimulation {
         }
         let tm = WallClock.monotonic()
         if step % 10 == 0 || step < 20 { try checkModel() }
+        // After what can move a session: a timer command, the clock, a restart.
+        if let last = trail.last, ["timer", "clock", "restart"].contains(where: { last.contains(": \($0)") }) { try checkSessions() }
         times["checkModel", default: 0] += WallClock.monotonic() - tm
     }
 
