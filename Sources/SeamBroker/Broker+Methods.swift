@@ -45,7 +45,7 @@ extension Broker {
                 result = .failure(.interfaceNotFound(call.interface))
                 break
             }
-            let serviceCall = ServiceCall(context: context, author: c.hello?.author, clock: loop.clock,
+            let serviceCall = ServiceCall(context: context, author: c.hello?.author, clock: clock,
                                           check: { [unowned self] request in self.deniedWrite(c, request) }) { [unowned self] request, author throws(ContextError) in
                 try self.commit(request, author: author)
             }

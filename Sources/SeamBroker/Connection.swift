@@ -108,9 +108,7 @@ extension Connection {
         if awaitingRead { problem("waits for a read that is not running") }
         if parked != nil { problem("a call is parked while no check runs") }
         if pendingOutput > limits.maxOutboxBytes + Limits.maxFrameBytes { problem("\(pendingOutput) bytes queued, past the outbox's bound") }
-        if readClosed, !discardsOutput, pendingOutput == 0, subscriptions.isEmpty, !owesResync, repliesOwed == 0, !decoder.hasCompleteFrame() {
-            problem("its client closed its end and nothing is left for it, yet it is open")
-        }
+        if life.isFinished(remaining) { problem("its client closed its end and nothing is left for it, yet it is open") }
         if !readClosed, !callsPaused, decoder.hasCompleteFrame() { problem("a whole call waits, unhandled") }
         return problems
     }

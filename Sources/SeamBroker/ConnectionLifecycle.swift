@@ -132,8 +132,12 @@ struct ConnectionLifecycle: Sendable, Equatable {
 
     /// Whether the connection may close: its input has ended, no call of it is held, out or
     /// waiting, and (while anyone reads) nothing is queued or owed and no subscription is left.
-    func isFinished(_ r: Remaining) -> Bool {
-        guard input != .open, !isClosed, calls == .flowing, !r.callOut, !r.callWaiting else { return false }
+    /// (`remaining` is looked at only once the input has ended: it is asked after every drained
+    /// flush.)
+    func isFinished(_ remaining: @autoclosure () -> Remaining) -> Bool {
+        guard input != .open, !isClosed, calls == .flowing else { return false }
+        let r = remaining()
+        guard !r.callOut, !r.callWaiting else { return false }
         return output == .discarding || (r.queuedBytes == 0 && r.subscriptions == 0 && !r.owesResync && r.repliesOwed == 0)
     }
 }

@@ -37,8 +37,7 @@ struct SyncPlanner {
     }
 
     /// A batch's outcome: the save, the records applied, those to take off the set-aside list
-    /// (they came again, and were applied or passed over for a local edit), and those a fresh
-    /// import inserted.
+    /// (they came again, and were applied), and those a fresh import inserted.
     struct ImportPlan {
         var save = SaveBuilder()
         var applied = 0

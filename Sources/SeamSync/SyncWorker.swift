@@ -734,7 +734,7 @@ public final class SyncWorker {
                     }
                     switch try write(r, over: server[r.key], on: pg) {
                     case .written(let tag, let fields, let adopt): out.append((r.key, tag, fields, adopt))
-                    case .unchanged: if r.row != nil, server[r.key]?.deleted == true { deletedThere.append(r.key) }
+                    case .unchanged(let deleted): if deleted { deletedThere.append(r.key) }
                     case .conflict: conflicted.append(r)
                     }
                 }
@@ -778,8 +778,9 @@ public final class SyncWorker {
     /// A write's outcome: the record's tag on the server now, its fields there, and whether
     /// this machine must take some of them (`adopt`: the server's version is not exactly the
     /// local row, a field of it won over the local edit); or nothing written (a delete the
-    /// server already holds), or a conflict (the record changed on the server since it was read).
-    enum WriteOutcome { case written(Int64, fields: JSONObject, adopt: Bool), unchanged, conflict }
+    /// server already holds, or a record it holds deleted: `deletedThere`, the delete wins), or a
+    /// conflict (the record changed on the server since it was read).
+    enum WriteOutcome { case written(Int64, fields: JSONObject, adopt: Bool), unchanged(deletedThere: Bool), conflict }
 
     /// One record's result in `push` (see `WriteOutcome`).
     typealias Pushed = (key: RecordKey, tag: Int64, fields: JSONObject, adopt: Bool)
@@ -872,8 +873,10 @@ public final class SyncWorker {
     /// inserted by `insert`.)
     private func write(_ r: Outgoing, over current: ServerRecord?, on pg: PostgresConnection) throws -> WriteOutcome {
         switch planner.planWrite(r, over: current) {
-        case .nothing, .insert:
-            return .unchanged
+        case .nothing(let deletedThere):
+            return .unchanged(deletedThere: deletedThere)
+        case .insert:
+            return .unchanged(deletedThere: false)  // `push` inserts what the server lacks, in one statement
         case .unchanged(let tag, let fields, let adopt):
             return .written(tag, fields: fields, adopt: adopt)
         case .tombstone(let over):

@@ -136,15 +136,7 @@ final class BrokerBadInputTests: XCTestCase {
 }
 
 /// What needs a real seamd: a client of another user.
-final class BrokerPeerTests: XCTestCase {
-    var broker: BrokerProcess!
-
-    override func setUpWithError() throws { broker = try BrokerProcess() }
-    override func tearDown() {
-        broker?.stop()
-        broker = nil
-    }
-
+final class BrokerPeerTests: BrokerTestCase {
     /// Peers of another uid are refused: the socket is opened to everyone for this test, and a
     /// client runs as `nobody`.
     func testAPeerOfAnotherUIDIsRefused() throws {
