@@ -50,7 +50,7 @@ extension Broker {
     func collectChecks() {
         for outcome in context.collectChecks() {
             if outcome.problems.isEmpty {
-                log.debug("\(outcome.store) store checked at open (quick_check) in \(Self.seconds(outcome.seconds))")
+                log.debug("\(outcome.store) store checked at open (quick_check) in \(describeSeconds(outcome.seconds))")
             }
         }
         reportStoreNotices()

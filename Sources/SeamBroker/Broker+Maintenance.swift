@@ -132,8 +132,8 @@ extension Broker {
                 reportStoreNotices()
                 let seconds = clock.monotonic - job.startedAt
                 switch result {
-                case .success: log.info("\(job.kind.rawValue) done in \(Self.seconds(seconds))")
-                case .failure(let e): log.error("\(job.kind.rawValue) failed after \(Self.seconds(seconds)): \(e.parameters["message"]?.stringValue ?? e.name)")
+                case .success: log.info("\(job.kind.rawValue) done in \(describeSeconds(seconds))")
+                case .failure(let e): log.error("\(job.kind.rawValue) failed after \(describeSeconds(seconds)): \(e.parameters["message"]?.stringValue ?? e.name)")
                 }
                 for (c, id, _) in job.watchers {
                     c.repliesOwed -= 1

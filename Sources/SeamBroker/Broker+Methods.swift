@@ -618,7 +618,7 @@ extension Broker {
                 "pid": .integer(Int64(Environment.processID)), "uptime": .double(clock.monotonic - startedAt),
                 "connections": .integer(Int64(connections.count)), "subscriptions": .integer(Int64(subscriptions.count)),
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
-                "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": rolesStatus(),
+                "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": supervisor.status(),
                 "plugins": pluginsStatus(), "migration": migrationStatus(), "backups": backupsStatus(),
                 "maintenance": maintenanceStatus(), "readers": readersStatus(), "saveInSteps": stepsStatus(),
                 "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]

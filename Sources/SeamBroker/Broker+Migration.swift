@@ -119,13 +119,11 @@ extension Broker {
         migration = run
         for name in stores { context.close(name, reason: unavailableReason(run)) }
         rowCache.removeAll()
-        supervised.removeAll { $0.spec.role == spec.role && $0.pid == nil }
-        supervised.append(worker)
         log.info("migrating \(run.summary): \(stores.joined(separator: ", ")) closed until it ends")
         for f in plan.files where !f.carried.isEmpty {
             log.info("\(f.configuration).sqlite: keeping what is not Seam's: " + f.carried.map(\.summary).joined(separator: ", "))
         }
-        start(worker)
+        supervisor.launch(worker)
         // A worker that could not even start has already ended the run.
         guard migration === run else { return .failure(.migrationFailed(lastMigration?.error ?? "the worker did not start")) }
         return .success(run)
@@ -340,14 +338,14 @@ extension Broker {
         }
         lastMigration = MigrationOutcome(stores: run.stores, error: error, backups: backups, seconds: seconds)
         if let error, unfinishedSwap != nil {
-            log.error("migration of \(run.stores.joined(separator: ", ")) failed after \(Self.seconds(seconds)): \(error)")
+            log.error("migration of \(run.stores.joined(separator: ", ")) failed after \(describeSeconds(seconds)): \(error)")
             tellWatchers(run, Reply(.migrationFailed(error), id: nil))
         } else if let error {
-            log.error("migration of \(run.stores.joined(separator: ", ")) failed after \(Self.seconds(seconds)): \(error); "
+            log.error("migration of \(run.stores.joined(separator: ", ")) failed after \(describeSeconds(seconds)): \(error); "
                       + "the originals serve at their old versions; `seam migrate` tries again")
             tellWatchers(run, Reply(.migrationFailed(error + "; the originals serve at their old versions"), id: nil))
         } else {
-            log.info("migrated \(run.stores.joined(separator: ", ")) in \(Self.seconds(seconds)); originals kept in "
+            log.info("migrated \(run.stores.joined(separator: ", ")) in \(describeSeconds(seconds)); originals kept in "
                      + backups.joined(separator: ", "))
             pruneBackups()
             var done: JSONObject = ["state": .string("done"), "stores": .array(run.stores.map(JSON.string)),
@@ -429,7 +427,7 @@ extension Broker {
             retry.timer = loop.after(delay) { [unowned self] in self.retryReopening(name) }
             reopening[name] = retry
             context.setClosedReason(name, "it could not be opened again: \(error); seamd tries again, every minute at most")
-            log.error("\(name) store did not open again (try \(retry.failures)): \(error); trying again in \(Self.seconds(delay))")
+            log.error("\(name) store did not open again (try \(retry.failures)): \(error); trying again in \(describeSeconds(delay))")
             return false
         }
         guard context.storeNames.contains(name) else { return false }

@@ -64,7 +64,7 @@ extension Broker {
         guard let path = configuration.syncConfigurationPath else {
             return .failure(.syncNotConfigured("this seamd runs without roles (--no-roles): restart it with them to sync"))
         }
-        let existing = supervised.first { $0.spec.role == "sync" && !$0.retired }
+        let existing = supervisor.active(role: "sync")
         let configured = FileSystem.exists(path)
         // History waits for the worker to export it while sync is set up, or while a store that
         // synced before may sync again (sync off, or seamd without roles): a setup later sends
@@ -73,17 +73,14 @@ extension Broker {
         switch (configured, existing) {
         case (true, nil):
             // A worker retired before and ended is forgotten; one still ending is left to end.
-            supervised.removeAll { $0.retired && $0.pid == nil }
-            let p = SupervisedProcess(spec: SupervisorConfiguration.syncWorker(configuration: path))
-            supervised.append(p)
-            start(p)
+            supervisor.launch(SupervisedProcess(spec: SupervisorConfiguration.syncWorker(configuration: path)))
             return .success(["action": .string("started")])
         case (true, let p?):
             // It comes back with the new configuration at once (once it has ended, if it runs).
-            restartNow(p)
+            supervisor.restartNow(p)
             return .success(["action": .string("restarted")])
         case (false, let p?):
-            retire(p)
+            supervisor.retire(p)
             syncReport = nil
             return .success(["action": .string("stopped")])
         case (false, nil):
@@ -91,7 +88,7 @@ extension Broker {
         }
     }
 
-    private var hasSyncWorker: Bool { supervised.contains { $0.spec.role == "sync" && !$0.retired } }
+    private var hasSyncWorker: Bool { supervisor.active(role: "sync") != nil }
 
     /// The history after `since`, oldest first: one entry per changed row, its row as the wire
     /// encodes rows (null for a delete). `limit` bounds the rows, not the saves (one save may
@@ -168,7 +165,7 @@ extension Broker {
     }
 
     func syncStatus() -> JSONObject {
-        let worker = supervised.first { $0.spec.role == "sync" && !$0.retired }
+        let worker = supervisor.active(role: "sync")
         var o: JSONObject = ["configured": .bool(worker != nil), "running": .bool(worker?.pid != nil)]
         if let report = syncReport { for (k, v) in report { o[k] = v } }
         // A worker that is not running says nothing itself: how it last ended does.

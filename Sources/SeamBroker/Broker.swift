@@ -53,7 +53,8 @@ public final class Broker {
     var connections: [Int32: Connection] = [:]
     let subscriptions = Subscriptions()
     var nextConnectionID = 0
-    var supervised: [SupervisedProcess] = []
+    /// The role processes seamd starts and keeps running (`Broker+Roles`).
+    let supervisor: Supervisor
     /// The migration running now, and how the last one ended.
     var migration: MigrationRun?
     var lastMigration: MigrationOutcome?
@@ -151,6 +152,7 @@ public final class Broker {
             throw BrokerError("cannot start the reader threads: \(error)")
         }
         loop.spinSeconds = configuration.spinSeconds
+        supervisor = Supervisor(loop: loop, log: log, socketPath: configuration.socketPath)
         if let fd = configuration.listenDescriptor {
             listener = fd
             ownsSocketFile = false
@@ -180,7 +182,7 @@ public final class Broker {
     public func run() throws(BrokerError) {
         do {
             try loop.onSignals([Signals.terminate, Signals.interrupt, Signals.hangup, Signals.child]) { [unowned self] signo in
-                if signo == Signals.child { return self.reapRoles() }
+                if signo == Signals.child { return self.supervisor.reap() }
                 self.log.info("signal \(signo): shutting down")
                 self.shutdown()
             }
@@ -224,7 +226,8 @@ public final class Broker {
         // A store that closes (a migration, a restore, damage) is let go of by every reader first.
         let readers = self.readers
         context.willCloseStore = { _, path, attachment in readers.release(path, attachment: attachment) }
-        startRoles()
+        supervisor.host = self
+        supervisor.startAll(configuration.supervision)
         pruneBackups()
         if configuration.supervision.migratesAtStart { startMigrationAtStart() }
     }
@@ -640,7 +643,7 @@ public final class Broker {
             if waiting.isEmpty || left <= 0 { break }
             UnixSocket.waitWritable(waiting.map(\.fd), timeoutMilliseconds: Int32(max(1, left * 1000)))
         }
-        stopRoles(grace: 2)
+        supervisor.stopAll(grace: 2)
         readers.stop()
         for c in Array(connections.values) { close(c) }
         // Every store on the disk, then the open marker removed: a clean close.

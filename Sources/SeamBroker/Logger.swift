@@ -33,3 +33,8 @@ public struct Logger: Sendable {
     public func warning(_ m: @autoclosure () -> String) { log(.warning, m()) }
     public func error(_ m: @autoclosure () -> String) { log(.error, m()) }
 }
+
+/// A duration as the log says it: tenths under ten seconds, whole seconds above.
+func describeSeconds(_ s: Double) -> String {
+    s < 10 ? "\(Double(Int(s * 10)) / 10) s" : "\(Int(s)) s"
+}

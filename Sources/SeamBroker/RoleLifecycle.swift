@@ -1,5 +1,5 @@
 /// A supervised role's life as a state machine: what happened goes in (`Event`), what to do
-/// comes out (`Action`). No process, no clock, no loop: `Broker+Supervision` spawns, signals,
+/// comes out (`Action`). No process, no clock, no loop: `Supervisor` spawns, signals,
 /// reaps and keeps the timers, feeds this what came of them, and does what it answers; the
 /// times it is given are the monotonic clock's.
 ///

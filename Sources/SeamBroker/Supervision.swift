@@ -322,3 +322,25 @@ public struct BrokerLimits: Sendable, Equatable {
         return limits
     }
 }
+extension SupervisorConfiguration {
+    /// The file at `path`: the defaults when it does not exist; its problems otherwise. With a
+    /// sync configuration beside it (`sync.json`), the sync worker too.
+    public static func load(path: String) -> SupervisorConfiguration {
+        var c: SupervisorConfiguration
+        if !FileSystem.exists(path) {
+            c = .defaults
+        } else {
+            do { c = parse(try FileSystem.read(path), path: path) } catch {
+                c = SupervisorConfiguration(roles: builtIn, problems: ["cannot read \(path): \(error.message); using the defaults"])
+            }
+        }
+        let sync = syncPath(besides: path)
+        if FileSystem.exists(sync) { c.roles.append(syncWorker(configuration: sync)) }
+        return c
+    }
+
+    /// Where `seam sync setup` writes the sync configuration: beside seamd.json.
+    public static func syncPath(besides path: String) -> String {
+        FileSystem.join(FileSystem.parentDirectory(path), "sync.json")
+    }
+}

@@ -27,29 +27,69 @@ final class SupervisedProcess {
     var lastError: String? { life.lastError }
 }
 
+/// What a `Supervisor` asks of the broker that hosts it.
+protocol SupervisorHost: AnyObject {
+    /// Serves `fd`, one end of a role's socket, as that role's connection (its Hello already said).
+    func connect(role p: SupervisedProcess, fd: Int32, peer: PeerCredentials) -> Connection
+    /// A role ended: what it sent before it ended is handled, then its connection closed.
+    func roleEnded(_ c: Connection)
+    /// A one-shot process ended (or could not start); `how` says how.
+    func oneShotEnded(_ p: SupervisedProcess, _ how: String)
+}
+
 /// Supervision: seamd starts its role processes, hands each a connected socket on fd 3
 /// (`SEAM_FD=3`) whose connection already holds the role, logs their output under their
-/// name, and restarts them with backoff when they die. One thread: the event loop's.
-extension Broker {
-    func startRoles() {
-        for problem in configuration.supervision.problems { log.error(problem) }
-        supervised = configuration.supervision.roles.map(SupervisedProcess.init)
-        for p in supervised { start(p) }
+/// name, and restarts them with backoff when they die. Each process's life is a
+/// `RoleLifecycle`; this type performs what it answers. One thread: the event loop's.
+final class Supervisor {
+    private(set) var processes: [SupervisedProcess] = []
+    weak var host: (any SupervisorHost)?
+    private let loop: EventLoop
+    private let log: Logger
+    /// The broker's socket, told to every role (`SEAM_SOCKET`).
+    private let socketPath: String
+    /// Set by `stopAll`: nothing is started or restarted from then on.
+    private(set) var stopping = false
+
+    init(loop: EventLoop, log: Logger, socketPath: String) {
+        self.loop = loop
+        self.log = log
+        self.socketPath = socketPath
+    }
+
+    private var clock: any Clock { loop.clock }
+
+    /// Starts the configured roles, and the sweep that collects the ones that end.
+    func startAll(_ configuration: SupervisorConfiguration) {
+        for problem in configuration.problems { log.error(problem) }
+        processes = configuration.roles.map(SupervisedProcess.init)
+        for p in processes { start(p) }
         // Even with no role configured: a migration worker may be started later.
         reapPeriodically()
     }
+
+    /// Starts one more process (a migration worker, the sync worker), forgetting the ended ones
+    /// of its role that will not start again.
+    func launch(_ p: SupervisedProcess) {
+        processes.removeAll { $0.spec.role == p.spec.role && $0.pid == nil && ($0.retired || $0.spec.oneShot) }
+        processes.append(p)
+        start(p)
+    }
+
+    /// The process of `role` that has not been retired, if there is one.
+    func active(role: String) -> SupervisedProcess? { processes.first { $0.spec.role == role && !$0.retired } }
 
     /// SIGCHLD reaches the signalfd only while no other thread leaves it unblocked; a slow sweep
     /// makes sure no death goes unnoticed for longer than a second anyway.
     private func reapPeriodically() {
         loop.after(1) { [weak self] in
             guard let self, !self.stopping else { return }
-            self.reapRoles()
+            self.reap()
             self.reapPeriodically()
         }
     }
 
-    func start(_ p: SupervisedProcess) {
+    private func start(_ p: SupervisedProcess) {
         p.restartTimer = nil
         guard !stopping else { return }
         let program = p.spec.command[0]
@@ -75,7 +115,7 @@ extension Broker {
         for (k, v) in p.spec.environment { environment[k] = v }
         environment["SEAM_FD"] = "3"
         environment["SEAM_ROLE"] = p.spec.name
-        environment["SEAM_SOCKET"] = configuration.socketPath
+        environment["SEAM_SOCKET"] = socketPath
         environment[Processes.parentPIDVariable] = String(Environment.processID)
         let pid: Int32
         do {
@@ -101,12 +141,7 @@ extension Broker {
                 throw error
             }
             peer.pid = pid
-            let c = register(ends.0, peer: peer)
-            c.supervisedAs = p.spec.name
-            // A built-in role may touch everything; a plugin, what its Hello declares.
-            c.hello = Connection.Hello(version: Interfaces.protocolVersions.max() ?? 1, role: p.spec.role, name: p.spec.pluginName,
-                                       author: p.spec.author, capabilities: p.spec.role == "plugin" ? .nothing : .everything)
-            p.connection = c
+            if let host { p.connection = host.connect(role: p, fd: ends.0, peer: peer) } else { Descriptors.close(ends.0) }
             try loop.watch(pipe.read, .read) { [unowned self, unowned p] _ in self.readOutput(of: p) }
         } catch {
             log.error("\(p.spec.name): cannot watch its output: \(error)")
@@ -118,7 +153,7 @@ extension Broker {
     private func fail(_ p: SupervisedProcess, _ message: String) {
         let actions = p.life.handle(.failedToStart(message, at: clock.monotonic), stopping: stopping)
         if case .restart(let delay)? = actions.first {
-            log.error("\(p.spec.name): \(message); trying again in \(Self.seconds(delay))")
+            log.error("\(p.spec.name): \(message); trying again in \(describeSeconds(delay))")
         } else {
             log.error("\(p.spec.name): \(message)")
         }
@@ -126,7 +161,7 @@ extension Broker {
     }
 
     /// Starts `p` again now, as after a clean start: what a reload of its configuration does.
-    /// A running `p` is stopped first (SIGTERM) and started when it has ended (`reapRoles`).
+    /// A running `p` is stopped first (SIGTERM) and started when it has ended (`reap`).
     func restartNow(_ p: SupervisedProcess) {
         perform(p.life.handle(.reloadAsked, stopping: stopping), for: p)
     }
@@ -153,7 +188,7 @@ extension Broker {
                 if let t = p.restartTimer { loop.cancel(t) }
                 p.restartTimer = nil
             case .oneShotEnded(let how):
-                oneShotEnded(p, how)
+                host?.oneShotEnded(p, how)
             }
         }
     }
@@ -174,7 +209,7 @@ extension Broker {
             Descriptors.close(p.output)
             p.output = -1
             // The pipe closes when the process ends: collect it now rather than at the next SIGCHLD.
-            reapRoles()
+            reap()
             return false
         case .bytes:
             while let newline = p.partialLine.firstIndex(of: 10) {
@@ -198,12 +233,12 @@ extension Broker {
     }
 
     /// Collects every child that ended (SIGCHLD) and schedules its restart.
-    func reapRoles() {
+    func reap() {
         let ended = Processes.reap { pid in
             // What the role started and left behind (in its process group) ends with it, told
             // while the role is a zombie and the group's number still its own; what is still
             // there two seconds later (it ignored SIGTERM) is killed.
-            guard let p = supervised.first(where: { $0.pid == pid }) else { return }
+            guard let p = processes.first(where: { $0.pid == pid }) else { return }
             _ = Processes.signal(-pid, Signals.terminate)
             // Only a group with members left has its number kept from reuse: an empty one is let go.
             guard Processes.groupHasMembers(pid) else { return }
@@ -215,7 +250,7 @@ extension Broker {
             }
         }
         for (pid, exit) in ended {
-            guard let p = supervised.first(where: { $0.pid == pid }) else { continue }
+            guard let p = processes.first(where: { $0.pid == pid }) else { continue }
             while readOutput(of: p) {}
             // Its output pipe, which a process it left may still hold, is let go: the next start
             // makes another, and a stale one would wake the loop for ever once it closed.
@@ -231,7 +266,7 @@ extension Broker {
             // Its state first (no pid from here on), then what it sent before it ended, then
             // what comes next: started again, backing off, or stopped.
             let actions = p.life.handle(.exited(how, succeeded: exit.succeeded, at: now), stopping: stopping)
-            if let c = p.connection { drainAndClose(c) }
+            if let c = p.connection { host?.roleEnded(c) }
             p.connection = nil
             if reloading {
                 log.info("\(p.spec.name) (pid \(pid)) \(exit); starting it again with its new configuration")
@@ -239,50 +274,27 @@ extension Broker {
                 // A retired role (sync, after its configuration was removed) is not started again.
                 log.info("\(p.spec.name) (pid \(pid)) \(exit); stopped, as asked")
             } else if case .restart(let delay)? = actions.first {
-                log.warning("\(p.spec.name) (pid \(pid)) \(exit) after \(Self.seconds(uptime)); restarting in \(Self.seconds(delay))")
+                log.warning("\(p.spec.name) (pid \(pid)) \(exit) after \(describeSeconds(uptime)); restarting in \(describeSeconds(delay))")
             } else if p.spec.oneShot {
-                log.info("\(p.spec.name) (pid \(pid)) \(exit) after \(Self.seconds(uptime))")
+                log.info("\(p.spec.name) (pid \(pid)) \(exit) after \(describeSeconds(uptime))")
             }
             perform(actions, for: p)
         }
     }
 
-    /// Handles what an ended role sent before it ended, then closes its connection. Its writes
-    /// returned, so its calls are in the socket: a role that saves (one-way, say) and exits at
-    /// once must not lose them. Nobody reads the replies. Bounded, against a process the role
-    /// left behind that keeps writing (its group was told to stop).
-    private func drainAndClose(_ c: Connection) {
-        // Its calls that waited for the role to read its replies are handled, then what is
-        // still in the socket, then it closes unless a call waits (for a reader, for the
-        // stores' checks): the rest are handled after it (`resumeAfterRead`, `collectChecks`).
-        let actions = c.life.handle(.roleEnded)
-        perform(actions.subtracting(.closeUnlessCallOut), for: c)
-        guard actions.contains(.closeUnlessCallOut) else { return }
-        var reads = 0
-        while reads < 4096, !c.hasCallOut, read(c) {
-            reads += 1
-            processFrames(c)
-        }
-        closeUnlessCallOut(c)
-    }
-
-    /// A one-shot process ended (or could not start): tell what it was for.
-    private func oneShotEnded(_ p: SupervisedProcess, _ how: String) {
-        if p.spec.role == SupervisorConfiguration.defaultMigrator.role { migrationWorkerEnded(p, how) }
-    }
-
     /// Asks every role to stop (SIGTERM), gives them `grace` seconds all told, then kills the rest.
-    func stopRoles(grace: Double) {
+    func stopAll(grace: Double) {
+        stopping = true
         // Each role's process group, whichever way the role is collected below (here, or by
-        // `reapRoles` when its output pipe closes).
-        let groups = supervised.flatMap { p in [p.pid, p.leftGroup].compactMap { $0 }.map { (name: p.spec.name, id: $0) } }
-        for p in supervised {
+        // `reap` when its output pipe closes).
+        let groups = processes.flatMap { p in [p.pid, p.leftGroup].compactMap { $0 }.map { (name: p.spec.name, id: $0) } }
+        for p in processes {
             perform(p.life.handle(.shutdown, stopping: true), for: p)
             // The whole process group: what a role started (a shell's children) stops with it.
             if let pid = p.pid { _ = Processes.signal(-pid, Signals.terminate) }
         }
         let deadline = WallClock.monotonic() + grace
-        for p in supervised {
+        for p in processes {
             guard let pid = p.pid else {
                 perform(p.life.handle(.stoppedAtShutdown, stopping: true), for: p)
                 continue
@@ -300,7 +312,7 @@ extension Broker {
             }
             perform(p.life.handle(.stoppedAtShutdown, stopping: true), for: p)
             // What it sent before it ended (final saves, say) is handled before seamd stops.
-            if let c = p.connection { drainAndClose(c) }
+            if let c = p.connection { host?.roleEnded(c) }
             p.connection = nil
         }
         // What a role left in its group and that outlived the grace (it ignored SIGTERM) is killed.
@@ -311,9 +323,9 @@ extension Broker {
         }
     }
 
-    func rolesStatus() -> JSON {
+    func status() -> JSON {
         let now = clock.monotonic
-        return .array(supervised.map { p in
+        return .array(processes.map { p in
             var o: JSONObject = ["name": .string(p.spec.name), "role": .string(p.spec.role), "state": .string(p.life.name),
                                  "command": .array(p.spec.command.map(JSON.string)), "restarts": .integer(Int64(p.life.restarts))]
             o["pid"] = p.pid.map { .integer(Int64($0)) } ?? .null
@@ -323,31 +335,5 @@ extension Broker {
             return .object(o)
         })
     }
-
-    static func seconds(_ s: Double) -> String {
-        s < 10 ? "\(Double(Int(s * 10)) / 10) s" : "\(Int(s)) s"
-    }
 }
 
-extension SupervisorConfiguration {
-    /// The file at `path`: the defaults when it does not exist; its problems otherwise. With a
-    /// sync configuration beside it (`sync.json`), the sync worker too.
-    public static func load(path: String) -> SupervisorConfiguration {
-        var c: SupervisorConfiguration
-        if !FileSystem.exists(path) {
-            c = .defaults
-        } else {
-            do { c = parse(try FileSystem.read(path), path: path) } catch {
-                c = SupervisorConfiguration(roles: builtIn, problems: ["cannot read \(path): \(error.message); using the defaults"])
-            }
-        }
-        let sync = syncPath(besides: path)
-        if FileSystem.exists(sync) { c.roles.append(syncWorker(configuration: sync)) }
-        return c
-    }
-
-    /// Where `seam sync setup` writes the sync configuration: beside seamd.json.
-    public static func syncPath(besides path: String) -> String {
-        FileSystem.join(FileSystem.parentDirectory(path), "sync.json")
-    }
-}

@@ -1,0 +1,38 @@
+import SeamProtocol
+import SeamSystem
+
+/// What the broker does for its `Supervisor`: serves each role's socket as a connection that
+/// already holds the role, handles what an ended role sent, and hears of one-shot workers.
+extension Broker: SupervisorHost {
+    func connect(role p: SupervisedProcess, fd: Int32, peer: PeerCredentials) -> Connection {
+        let c = register(fd, peer: peer)
+        c.supervisedAs = p.spec.name
+        // A built-in role may touch everything; a plugin, what its Hello declares.
+        c.hello = Connection.Hello(version: Interfaces.protocolVersions.max() ?? 1, role: p.spec.role, name: p.spec.pluginName,
+                                   author: p.spec.author, capabilities: p.spec.role == "plugin" ? .nothing : .everything)
+        return c
+    }
+
+    /// Handles what an ended role sent before it ended, then closes its connection. Its writes
+    /// returned, so its calls are in the socket: a role that saves (one-way, say) and exits at
+    /// once must not lose them. Nobody reads the replies. Bounded, against a process the role
+    /// left behind that keeps writing (its group was told to stop).
+    func roleEnded(_ c: Connection) {
+        // Its calls that waited for the role to read its replies are handled, then what is
+        // still in the socket, then it closes unless a call waits (for a reader, for the
+        // stores' checks): the rest are handled after it (`resumeAfterRead`, `collectChecks`).
+        let actions = c.life.handle(.roleEnded)
+        perform(actions.subtracting(.closeUnlessCallOut), for: c)
+        guard actions.contains(.closeUnlessCallOut) else { return }
+        var reads = 0
+        while reads < 4096, !c.hasCallOut, read(c) {
+            reads += 1
+            processFrames(c)
+        }
+        closeUnlessCallOut(c)
+    }
+
+    func oneShotEnded(_ p: SupervisedProcess, _ how: String) {
+        if p.spec.role == SupervisorConfiguration.defaultMigrator.role { migrationWorkerEnded(p, how) }
+    }
+}
