@@ -41,7 +41,7 @@ extension Broker {
         guard !stopping else { return }
         if context.isChecking, checksWaker == nil { collectChecks() }
         resumeHeldWrites()  // should a checkpointer's word have been missed
-        if migration == nil { context.verifyFiles() }
+        if migrations.run == nil { context.verifyFiles() }
         reportStoreNotices()
         _ = loop.after(Self.storeFileLookInterval) { [weak self] in self?.lookAtStoreFiles() }
     }
@@ -92,6 +92,6 @@ extension Broker {
             let outdated = versions.contains { context.schema.model($0.key)?.current.version != $0.value.version }
             return outdated ? "outdated" : "open"
         }
-        return migration?.stores.contains(name) == true ? "migrating" : "closed"
+        return migrations.isMigrating(name) ? "migrating" : "closed"
     }
 }

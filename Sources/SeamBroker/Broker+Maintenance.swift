@@ -176,7 +176,7 @@ extension Broker {
         guard let directory = p["directory"]?.stringValue, directory.hasPrefix("/"), !directory.contains("\u{0}") else {
             return .failure(.invalidRequest("directory must be an absolute path", field: "directory"))
         }
-        if let m = migration { return .failure(.maintenanceFailed("a migration is running (\(m.summary)); back up when it has ended")) }
+        if let m = migrations.run { return .failure(.maintenanceFailed("a migration is running (\(m.summary)); back up when it has ended")) }
         // A file removed or replaced under seamd is put back first: what is copied is the store.
         context.verifyFiles()
         reportStoreNotices()
@@ -238,7 +238,7 @@ extension Broker {
     /// `PRAGMA integrity_check` of every store file, on read-only connections of the job's own.
     /// A store found damaged is closed when the check ends.
     private func beginCheck() -> Result<MaintenanceJob, VarlinkError> {
-        if let m = migration { return .failure(.maintenanceFailed("a migration is running (\(m.summary)); check when it has ended")) }
+        if let m = migrations.run { return .failure(.maintenanceFailed("a migration is running (\(m.summary)); check when it has ended")) }
         // A file removed or replaced under seamd is put back first: what is checked is the store.
         context.verifyFiles()
         reportStoreNotices()
@@ -278,7 +278,7 @@ extension Broker {
         guard let directory = p["directory"]?.stringValue, directory.hasPrefix("/") else {
             return .failure(.invalidRequest("directory must be an absolute path", field: "directory"))
         }
-        if let m = migration {
+        if let m = migrations.run {
             return .failure(.maintenanceFailed("a migration is running (\(m.summary)); restore when it has ended"))
         }
         if !storeDirectory.unfinishedSwap.isEmpty {

@@ -35,7 +35,7 @@ extension Broker {
             default: result = .failure(.methodNotFound(call.method))
             }
         case "org.seam.Migration":
-            return migrationCall(call, c)
+            return migrations.call(call, c)
         case "org.seam.Sync":
             return syncCall(call, c)
         case "org.seam.Maintenance":
@@ -619,7 +619,7 @@ extension Broker {
                 "connections": .integer(Int64(connections.count)), "subscriptions": .integer(Int64(subscriptions.count)),
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
                 "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": supervisor.status(),
-                "plugins": pluginsStatus(), "migration": migrationStatus(), "backups": backupsStatus(),
+                "plugins": pluginsStatus(), "migration": migrations.status(), "backups": backupsStatus(),
                 "maintenance": maintenanceStatus(), "readers": readersStatus(), "saveInSteps": stepsStatus(),
                 "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]
     }

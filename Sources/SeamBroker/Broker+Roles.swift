@@ -33,6 +33,6 @@ extension Broker: SupervisorHost {
     }
 
     func oneShotEnded(_ p: SupervisedProcess, _ how: String) {
-        if p.spec.role == SupervisorConfiguration.defaultMigrator.role { migrationWorkerEnded(p, how) }
+        if p.spec.role == SupervisorConfiguration.defaultMigrator.role { migrations.workerEnded(p, how) }
     }
 }

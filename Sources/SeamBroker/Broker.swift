@@ -55,9 +55,8 @@ public final class Broker {
     var nextConnectionID = 0
     /// The role processes seamd starts and keeps running (`Broker+Roles`).
     let supervisor: Supervisor
-    /// The migration running now, and how the last one ended.
-    var migration: MigrationRun?
-    var lastMigration: MigrationOutcome?
+    /// The migration running now, and how the last one ended (`MigrationCoordinator`).
+    let migrations: MigrationCoordinator
     /// Stores that did not open again after a migration, tried again with backoff.
     var reopening: [String: StoreReopening] = [:]
     /// The sync worker's `Listen` calls, and its last `Report`.
@@ -153,6 +152,8 @@ public final class Broker {
         }
         loop.spinSeconds = configuration.spinSeconds
         supervisor = Supervisor(loop: loop, log: log, socketPath: configuration.socketPath)
+        migrations = MigrationCoordinator(context: opened, loop: loop, log: log, supervisor: supervisor,
+                                          dataDirectory: configuration.dataDirectory, migrator: configuration.supervision.migrator)
         if let fd = configuration.listenDescriptor {
             listener = fd
             ownsSocketFile = false
@@ -227,9 +228,10 @@ public final class Broker {
         let readers = self.readers
         context.willCloseStore = { _, path, attachment in readers.release(path, attachment: attachment) }
         supervisor.host = self
+        migrations.host = self
         supervisor.startAll(configuration.supervision)
         pruneBackups()
-        if configuration.supervision.migratesAtStart { startMigrationAtStart() }
+        if configuration.supervision.migratesAtStart { migrations.startAtStart() }
     }
 
     /// One turn of the loop (after `start`): whatever is ready is handled, waiting at most

@@ -2,7 +2,7 @@ import SeamStore
 
 /// One migration run's life as a state machine: the worker's calls, its exit and what the broker
 /// found of its copies go in; what the broker is to do comes out. Pure: the broker closes and
-/// reopens stores, verifies and swaps files, and answers calls (`Broker+Migration`).
+/// reopens stores, verifies and swaps files, and answers calls (`MigrationCoordinator`).
 ///
 /// ```
 ///   building ── Report ──────────────▶ building (its progress)

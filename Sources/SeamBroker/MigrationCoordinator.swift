@@ -50,15 +50,6 @@ final class VerificationOutcome: Sendable {
     func take() -> StoreError? { slot.withLock { $0 ?? nil } }
 }
 
-/// A store that did not open again after a migration, and its next try (`Broker.reopenStores`).
-struct StoreReopening {
-    /// Its file is not the one that closed (a swap replaced it): so until it has opened.
-    var changed: Bool
-    var backoff = Backoff()
-    var failures = 0
-    var timer: Int?
-}
-
 /// How the last migration ended, for `Status`.
 struct MigrationOutcome {
     var stores: [String]
@@ -67,24 +58,70 @@ struct MigrationOutcome {
     var seconds: Double
 }
 
+/// What a `MigrationCoordinator` asks of the broker that hosts it.
+protocol MigrationHost: AnyObject {
+    /// Whether a restore runs now (no migration begins then).
+    var isRestoring: Bool { get }
+    /// The stores a run closes are closed: what the broker keeps of their rows goes.
+    func storesClosed(_ names: [String])
+    /// Subscribers hear now of what a save completed at the start of a run changed.
+    func refetchIfInvalidated()
+    /// Stores that ended a run closed are opened again; the names of those that opened.
+    func reopenStores(_ names: [String], changed: Bool) -> [String]
+    /// The channels on stores that came back are rebuilt, their subscribers resynced.
+    func resumeChannels(in stores: [String])
+    /// A migration kept the originals in backups/: the oldest generations past the bound go.
+    func pruneBackups()
+    /// Sends a frame to a connection that watches (queued, then flushed).
+    func deliver(_ frame: [UInt8], to c: Connection)
+    /// A reply `c` was owed has been sent (or is no longer owed): it may close if it is done.
+    func settle(_ c: Connection)
+}
+
 /// Migration as a role (design.md): seamd owns the files in service, and a separate process
 /// does the risky work. seamd closes the stores a plan touches and starts `seam-migrate`
 /// with them; the worker reads the originals read-only, builds verified copies and reports
 /// progress; seamd verifies the copies again, swaps them in and reopens the stores. A worker
 /// that fails, dies or hands over a copy that does not verify leaves the originals, which
 /// return to service at their old versions, and no temporary file.
-extension Broker {
-    var storeDirectory: StoreDirectory { StoreDirectory(path: configuration.dataDirectory, schema: context.schema) }
+///
+/// The run's life is `MigrationLifecycle` (pure); this type performs what it answers.
+final class MigrationCoordinator {
+    /// The migration running now, and how the last one ended.
+    private(set) var run: MigrationRun?
+    private(set) var last: MigrationOutcome?
+    weak var host: (any MigrationHost)?
+    private let context: Context
+    private let loop: EventLoop
+    private let log: Logger
+    private let supervisor: Supervisor
+    private let dataDirectory: String
+    /// The worker to start (`seamd.json`'s migrator), before its arguments.
+    private let migrator: RoleSpec
 
-    func startMigrationAtStart() {
-        if case .failure(let e) = beginMigration() { log.error("cannot migrate at start: \(e.parameters["message"]?.stringValue ?? e.name)") }
+    init(context: Context, loop: EventLoop, log: Logger, supervisor: Supervisor, dataDirectory: String, migrator: RoleSpec) {
+        self.context = context
+        self.loop = loop
+        self.log = log
+        self.supervisor = supervisor
+        self.dataDirectory = dataDirectory
+        self.migrator = migrator
+    }
+
+    private var clock: any Clock { loop.clock }
+    var storeDirectory: StoreDirectory { StoreDirectory(path: dataDirectory, schema: context.schema) }
+
+    /// Whether the running migration closed `store`.
+    func isMigrating(_ store: String) -> Bool { run?.stores.contains(store) == true }
+    func startAtStart() {
+        if case .failure(let e) = begin() { log.error("cannot migrate at start: \(e.parameters["message"]?.stringValue ?? e.name)") }
     }
 
     /// Starts a migration of every outdated store, or returns the one running; nil when every
     /// store is current.
-    func beginMigration() -> Result<MigrationRun?, VarlinkError> {
-        if let run = migration { return .success(run) }
-        if let job = maintenance, job.kind == .restore {
+    func begin() -> Result<MigrationRun?, VarlinkError> {
+        if let run { return .success(run) }
+        if host?.isRestoring == true {
             return .failure(.migrationFailed("a restore is running; migrate when it has ended"))
         }
         // A swap that stopped part way comes first: its copies are verified, and a new build
@@ -97,7 +134,7 @@ extension Broker {
                                                  + "Fix that, then run seam migrate again (or restart seamd)"))
             }
             log.info("finished the swap of \(names) that had stopped part way")
-            resumeChannels(in: reopenStores(pending, changed: true))
+            if let host { host.resumeChannels(in: host.reopenStores(pending, changed: true)) }
         }
         // A save that committed in one file and waits to complete in the other is completed
         // first: with that other store closed, every save would be refused until the migration
@@ -105,27 +142,27 @@ extension Broker {
         do { try context.finishUnfinished() } catch {
             return .failure(.migrationFailed("\(error.description); no migration begins while a save waits to complete"))
         }
-        refetchIfInvalidated()  // what it finished, subscribers hear of now, not at the next save
+        host?.refetchIfInvalidated()  // what it finished, subscribers hear of now, not at the next save
         let plan: MigrationPlan
         do { plan = try storeDirectory.planInService() } catch {
             return .failure(.migrationFailed("cannot plan the migration: \(error)"))
         }
         guard !plan.isEmpty else { return .success(nil) }
         let stores = StoreDirectory.touched(by: plan)
-        var spec = configuration.supervision.migrator
-        spec.command += ["--worker", "--stores", stores.joined(separator: ","), configuration.dataDirectory]
+        var spec = migrator
+        spec.command += ["--worker", "--stores", stores.joined(separator: ","), dataDirectory]
         let worker = SupervisedProcess(spec: spec)
         let run = MigrationRun(plan: plan, stores: stores, worker: worker, now: clock.monotonic)
-        migration = run
+        self.run = run
         for name in stores { context.close(name, reason: unavailableReason(run)) }
-        rowCache.removeAll()
+        host?.storesClosed(stores)
         log.info("migrating \(run.summary): \(stores.joined(separator: ", ")) closed until it ends")
         for f in plan.files where !f.carried.isEmpty {
             log.info("\(f.configuration).sqlite: keeping what is not Seam's: " + f.carried.map(\.summary).joined(separator: ", "))
         }
         supervisor.launch(worker)
         // A worker that could not even start has already ended the run.
-        guard migration === run else { return .failure(.migrationFailed(lastMigration?.error ?? "the worker did not start")) }
+        guard self.run === run else { return .failure(.migrationFailed(last?.error ?? "the worker did not start")) }
         return .success(run)
     }
 
@@ -137,13 +174,13 @@ extension Broker {
 
     // MARK: - org.seam.Migration
 
-    func migrationCall(_ call: Call, _ c: Connection) -> [UInt8] {
+    func call(_ call: Call, _ c: Connection) -> [UInt8] {
         let result: Result<JSONObject, VarlinkError>
         switch call.member {
         case "Plan": result = migrationPlan()
         case "Migrate": return migrate(call, c)
         case "Report", "Finished", "Failed":
-            guard let run = migration, run.worker.connection === c, run.life.takesWorkerCalls else {
+            guard let run, run.worker.connection === c, run.life.takesWorkerCalls else {
                 result = .failure(.permissionDenied("only the migration worker seamd started for the running migration may call "
                                                     + call.member + "; to migrate, call org.seam.Migration.Migrate"))
                 break
@@ -166,7 +203,7 @@ extension Broker {
     }
 
     private func migrationPlan() -> Result<JSONObject, VarlinkError> {
-        if let run = migration {
+        if let run {
             return .success(["needed": .bool(true), "running": .bool(true), "stores": .array(run.stores.map(JSON.string)),
                              "text": .string(run.plan.description)])
         }
@@ -186,7 +223,7 @@ extension Broker {
                          id: call.id).frame()
         }
         let run: MigrationRun
-        switch beginMigration() {
+        switch begin() {
         case .failure(let e): return Reply(e, id: call.id).frame()
         case .success(nil):
             return Reply(parameters: ["state": .string("current"), "stores": .array([])], id: call.id).frame()
@@ -238,9 +275,9 @@ extension Broker {
                 case .success(let backups): reply = Reply(parameters: ["backups": .array(backups.map(JSON.string))], id: id)
                 case .failure(let refusal): reply = Reply(.migrationFailed(refusal.message), id: id)
                 }
-                if queue(frame: reply.frame(), to: c) { flush(c) }
+                host?.deliver(reply.frame(), to: c)
                 c.repliesOwed -= 1
-                closeIfFinished(c)
+                host?.settle(c)
             }
         }
     }
@@ -314,8 +351,8 @@ extension Broker {
     }
 
     /// The worker process ended (or never started). Before it concluded, that is a failure.
-    func migrationWorkerEnded(_ p: SupervisedProcess, _ how: String) {
-        guard let run = migration, run.worker === p else { return }
+    func workerEnded(_ p: SupervisedProcess, _ how: String) {
+        guard let run, run.worker === p else { return }
         perform(run.life.handle(.workerEnded(how)), for: run)
     }
 
@@ -323,7 +360,7 @@ extension Broker {
     /// its old version) but those of a swap that stopped part way (`unfinishedSwap`: what stops
     /// it); resumes the channels on them; tells the watchers.
     private func end(_ run: MigrationRun, error: String?, backups: [String] = [], unfinishedSwap: StoreError? = nil) {
-        migration = nil
+        self.run = nil
         let seconds = clock.monotonic - run.startedAt
         if error != nil {
             let removed = storeDirectory.removeCopies(run.plan.files.map(\.configuration))
@@ -334,9 +371,9 @@ extension Broker {
             // Half swapped, a store is not served: its other half may be at another version.
             for name in run.stores { context.close(name, reason: Context.unfinishedSwapReason(unfinishedSwap)) }
         } else {
-            back = reopenStores(run.stores, changed: error == nil)
+            back = host?.reopenStores(run.stores, changed: error == nil) ?? []
         }
-        lastMigration = MigrationOutcome(stores: run.stores, error: error, backups: backups, seconds: seconds)
+        last = MigrationOutcome(stores: run.stores, error: error, backups: backups, seconds: seconds)
         if let error, unfinishedSwap != nil {
             log.error("migration of \(run.stores.joined(separator: ", ")) failed after \(describeSeconds(seconds)): \(error)")
             tellWatchers(run, Reply(.migrationFailed(error), id: nil))
@@ -347,7 +384,7 @@ extension Broker {
         } else {
             log.info("migrated \(run.stores.joined(separator: ", ")) in \(describeSeconds(seconds)); originals kept in "
                      + backups.joined(separator: ", "))
-            pruneBackups()
+            host?.pruneBackups()
             var done: JSONObject = ["state": .string("done"), "stores": .array(run.stores.map(JSON.string)),
                                     "progress": progressJSON(run), "backups": .array(backups.map(JSON.string))]
             // Migrated, and yet not serving: said here, not only in the log (seamd tries again).
@@ -361,18 +398,18 @@ extension Broker {
         run.watchers = []
         for c in watching {
             c.repliesOwed -= 1
-            closeIfFinished(c)
+            host?.settle(c)
         }
         // The channels on a half-swapped store end (it comes back only when a person has acted);
         // those on a store still to reopen wait for it, and resume when it does.
-        resumeChannels(in: unfinishedSwap == nil ? back : run.stores)
+        host?.resumeChannels(in: unfinishedSwap == nil ? back : run.stores)
     }
 
     private func tellWatchers(_ run: MigrationRun, _ reply: Reply) {
         for (c, id) in run.watchers where !c.closed {
             var r = reply
             r.id = id
-            if queue(frame: r.frame(), to: c) { flush(c) }
+            host?.deliver(r.frame(), to: c)
         }
         run.watchers.removeAll { $0.connection.closed }
     }
@@ -388,167 +425,17 @@ extension Broker {
         ])
     }
 
-    // MARK: - Stores that return
-
-    /// Reopens stores a migration closed (`changed`: a swap replaced their files) and, once none
-    /// is outdated, a new store that waited for them (a migration might have filled it). Returns
-    /// those that opened: the caller resumes their channels (`resumeChannels`). One that does
-    /// not open (no descriptors left, an I/O error) stays closed, its channels waiting as they
-    /// are, and is tried again after 1 s, then less and less often, up to every 60 s.
-    func reopenStores(_ names: [String], changed: Bool) -> [String] {
-        var back = names.filter { reopenStore($0, changed: changed) }
-        if !context.hasOutdatedStores {
-            for (name, why) in context.closedStores.sorted(by: { $0.key < $1.key }) where why == Context.waitingForMigration {
-                if reopenStore(name, changed: true) { back.append(name) }
-            }
-        }
-        // Whether the history waits for a sync worker could not be read while the synced store
-        // was closed (at start, say): it is read now, as `Broker.init` does.
-        if back.contains(context.options.historyConfiguration), !context.syncConfigured, Self.hasSyncedBefore(context) {
-            context.syncConfigured = true
-        }
-        return back
-    }
-
-    /// One try at opening a closed store; a failure is logged, said as the store's reason, and
-    /// the next try scheduled. True when the store is open (a new store may still wait).
-    private func reopenStore(_ name: String, changed: Bool) -> Bool {
-        let earlier = reopening.removeValue(forKey: name)
-        if let t = earlier?.timer { loop.cancel(t) }
-        // A file swapped in is taken as changed until it has opened, however many tries that takes.
-        let changed = changed || earlier?.changed == true
-        do {
-            try context.reopen(name, changed: changed)
-        } catch {
-            var retry = earlier ?? StoreReopening(changed: changed)
-            retry.changed = changed
-            retry.failures += 1
-            let delay = retry.backoff.delay(afterRunning: 0)
-            retry.timer = loop.after(delay) { [unowned self] in self.retryReopening(name) }
-            reopening[name] = retry
-            context.setClosedReason(name, "it could not be opened again: \(error); seamd tries again, every minute at most")
-            log.error("\(name) store did not open again (try \(retry.failures)): \(error); trying again in \(describeSeconds(delay))")
-            return false
-        }
-        guard context.storeNames.contains(name) else { return false }
-        if let earlier { log.info("\(name) store is open again, after \(earlier.failures) failed tr\(earlier.failures == 1 ? "y" : "ies")") }
-        return true
-    }
-
-    /// The timer of a store that did not open: it is tried again, and its channels resume if it opens.
-    private func retryReopening(_ name: String) {
-        guard !stopping, reopening[name] != nil else { return }
-        reopening[name]?.timer = nil
-        // A migration that closed it meanwhile reopens it as it ends (taking `changed` from here);
-        // one whose swap stopped part way leaves it to the person who finishes that swap.
-        if migration?.stores.contains(name) == true || storeDirectory.unfinishedSwap.contains(name) { return }
-        resumeChannels(in: reopenStores([name], changed: false))
-    }
-
-    // MARK: - Channels on a store that returns
-
-    /// Every channel on the stores that came back is rebuilt against their entities as now
-    /// held (a migration may have added attributes) and its subscribers get a fresh result,
-    /// marked as a resync from where they were; a channel that no longer checks ends with the error.
-    func resumeChannels(in stores: [String]) {
-        var entities = Set<String>()
-        for model in context.schema.models { for name in stores { for e in model.current.entities(in: name) { entities.insert(e.name) } } }
-        // Subscribers waiting for a channel still loading: that load is dropped with its
-        // channel, and their first reply is built from the rebuilt one.
-        let stranded = Set(subscriptions.channels.values.filter { !$0.isLoaded && entities.contains($0.entity) }
-            .flatMap { $0.subscriptions.keys })
-        var touched: [ObjectIdentifier: Connection] = [:]
-        for (s, error) in subscriptions.rebuild(entities: entities, context: context) {
-            let c = s.connection
-            guard !c.closed else { continue }
-            if let error {
-                if queue(frame: Reply(error, id: s.callID).frame(), to: c) { touched[ObjectIdentifier(c)] = c }
-                if stranded.contains(s.id) { firstReplyDone(c) }
-            } else if stranded.contains(s.id) {
-                s.flow = SubscriptionFlow(loadingAt: context.sequence)
-                buildFirstReply(s)
-            } else {
-                // Owed a resync from where it was, sent once its connection has read what is queued.
-                s.flow.fallBehind(from: s.lastSequence)
-                c.owesResync = true
-                touched[ObjectIdentifier(c)] = c
-            }
-        }
-        for c in touched.values { flush(c) }
-    }
-
-    // MARK: - Status
-
-    func storesStatus() -> [JSON] {
-        let layout = StoreLayout(directory: configuration.dataDirectory)
-        let generations = Backups.list(layout)
-        return context.schema.configurations.map { name in
-            let path = layout.store(name)
-            var o: JSONObject = ["name": .string(name), "path": .string(path), "size": .integer(FileSystem.size(path) ?? 0)]
-            o["state"] = .string(storeState(name))
-            o["readOnly"] = .bool(context.readOnly[name] != nil)
-            if let why = context.readOnly[name] { o["readOnlyReason"] = .string(why) }
-            if let note = context.olderThanTold[name] { o["note"] = .string(note) }
-            if let versions = context.servedVersions[name] {
-                o["versions"] = .array(versions.sorted { $0.key < $1.key }.map { model, version in
-                    let v = version.version
-                    return .object(["model": .string(model), "version": .integer(Int64(v)),
-                                    "current": .integer(Int64(context.schema.model(model)?.current.version ?? v))])
-                })
-            } else {
-                o["versions"] = .null
-            }
-            o["reason"] = context.closedStores[name].map(JSON.string) ?? .null
-            let kept = generations.last { $0.stores.contains(name) && FileSystem.exists($0.file(name)) }
-            o["backup"] = kept.map { .string($0.file(name)) } ?? .null
-            if let c = context.checkpointing(name) {
-                o["checkpoints"] = .integer(Int64(c.checkpoints))
-                o["checkpointError"] = c.lastFailure.map(JSON.string) ?? .null
-                o["walFrames"] = .integer(Int64(c.walFrames))
-                o["writeHolds"] = .integer(Int64(c.writeHolds))
-            }
-            // With full durability: how often its writer has flushed the WAL (about once per save).
-            if let n = context.walSyncs[name] { o["walSyncs"] = .integer(Int64(n)) }
-            return .object(o)
-        }
-    }
-
-    func migrationStatus() -> JSON {
-        var o: JSONObject = ["running": .bool(migration != nil)]
-        if let run = migration {
+    func status() -> JSON {
+        var o: JSONObject = ["running": .bool(run != nil)]
+        if let run {
             o["stores"] = .array(run.stores.map(JSON.string))
             o["progress"] = progressJSON(run)
             o["worker"] = run.worker.pid.map { .integer(Int64($0)) } ?? .null
         }
-        if let last = lastMigration {
+        if let last {
             o["last"] = .object(["stores": .array(last.stores.map(JSON.string)), "error": last.error.map(JSON.string) ?? .null,
                                  "backups": .array(last.backups.map(JSON.string)), "seconds": .double(last.seconds)])
         }
         return .object(o)
-    }
-
-    /// Removes the oldest generations of backups/ past seamd.json's bound, saying which.
-    func pruneBackups() {
-        let bound = configuration.supervision.backupBound
-        guard bound.keep != nil || bound.maxBytes != nil else { return }
-        do {
-            for g in try Backups.prune(storeDirectory.layout, bound: bound) {
-                log.info("removed the backup \(g.name) (\(g.stores.joined(separator: ", ")), \(g.bytes) bytes): past seamd.json's "
-                         + "bound on backups (" + [bound.keep.map { "keep \($0)" }, bound.maxBytes.map { "maxBytes \($0)" }]
-                            .compactMap { $0 }.joined(separator: ", ") + ")")
-            }
-        } catch {
-            log.warning("cannot prune backups/: \(error)")
-        }
-    }
-
-    /// Every generation in backups/, oldest first, as `Status` lists them.
-    func backupsStatus() -> JSON {
-        .array(Backups.list(StoreLayout(directory: configuration.dataDirectory)).map { g in
-            .object(["name": .string(g.name), "path": .string(g.path), "reason": .string(g.reason),
-                     "createdAt": .string(RFC3339.format(g.createdAt)), "stores": .array(g.stores.map(JSON.string)),
-                     "versions": .object(JSONObject(uniqueKeysWithValues: g.versions.sorted { $0.key < $1.key }.map { ($0.key, JSON.integer(Int64($0.value))) })),
-                     "bytes": .integer(g.bytes)])
-        })
     }
 }
