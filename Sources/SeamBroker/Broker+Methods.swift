@@ -39,7 +39,7 @@ extension Broker {
         case "org.seam.Sync":
             return syncCall(call, c)
         case "org.seam.Maintenance":
-            return maintenanceCall(call, c)
+            return maintenance.call(call, c)
         default:
             guard let service = configuration.interfaces.first(where: { $0.name == call.interface }) else {
                 result = .failure(.interfaceNotFound(call.interface))
@@ -620,7 +620,7 @@ extension Broker {
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
                 "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": supervisor.status(),
                 "plugins": pluginsStatus(), "migration": migrations.status(), "backups": backupsStatus(),
-                "maintenance": maintenanceStatus(), "readers": readersStatus(), "saveInSteps": stepsStatus(),
+                "maintenance": maintenance.status(), "readers": readersStatus(), "saveInSteps": stepsStatus(),
                 "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]
     }
 

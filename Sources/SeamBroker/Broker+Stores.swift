@@ -168,8 +168,8 @@ extension Broker {
 }
 
 /// What the broker does for its `MigrationCoordinator`.
-extension Broker: MigrationHost {
-    var isRestoring: Bool { maintenance?.kind == .restore }
+extension Broker: JobHost {
+    var isRestoring: Bool { maintenance.isRestoring }
 
     func storesClosed(_ names: [String]) { rowCache.removeAll() }
 

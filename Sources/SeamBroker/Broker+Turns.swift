@@ -59,7 +59,7 @@ extension Broker {
     /// queued, no read, commit or save in steps running, no store check or held write pending.
     var isResting: Bool {
         runnable.count == 0 && offLoop.isEmpty && stepping == nil && !stepCommitting && parkedForChecks.isEmpty
-            && parkedForHeldWrites.isEmpty && heldForSync.isEmpty && maintenance == nil
+            && parkedForHeldWrites.isEmpty && heldForSync.isEmpty && maintenance.job == nil
     }
 
     /// What is wrong with the broker's connections while it rests (`isResting`), and with how

@@ -66,7 +66,7 @@ public final class Broker {
     var rowCache = RowCache()
     var stopping = false
     /// The backup, check or restore running (`org.seam.Maintenance`).
-    var maintenance: MaintenanceJob?
+    let maintenance: MaintenanceRunner
     /// The threads that run reads off the loop, and what they hand back (`Broker+Reads`).
     let readers: ReaderPool
     /// What the readers and the committer hand back, each to what asked for it.
@@ -154,6 +154,8 @@ public final class Broker {
         supervisor = Supervisor(loop: loop, log: log, socketPath: configuration.socketPath)
         migrations = MigrationCoordinator(context: opened, loop: loop, log: log, supervisor: supervisor,
                                           dataDirectory: configuration.dataDirectory, migrator: configuration.supervision.migrator)
+        maintenance = MaintenanceRunner(context: opened, loop: loop, log: log, migrations: migrations,
+                                        dataDirectory: configuration.dataDirectory)
         if let fd = configuration.listenDescriptor {
             listener = fd
             ownsSocketFile = false
@@ -229,6 +231,7 @@ public final class Broker {
         context.willCloseStore = { _, path, attachment in readers.release(path, attachment: attachment) }
         supervisor.host = self
         migrations.host = self
+        maintenance.host = self
         supervisor.startAll(configuration.supervision)
         pruneBackups()
         if configuration.supervision.migratesAtStart { migrations.startAtStart() }

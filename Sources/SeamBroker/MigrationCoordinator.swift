@@ -58,8 +58,9 @@ struct MigrationOutcome {
     var seconds: Double
 }
 
-/// What a `MigrationCoordinator` asks of the broker that hosts it.
-protocol MigrationHost: AnyObject {
+/// What the broker's long jobs on the stores — a migration (`MigrationCoordinator`), a backup,
+/// check or restore (`MaintenanceRunner`) — ask of the broker that hosts them.
+protocol JobHost: AnyObject {
     /// Whether a restore runs now (no migration begins then).
     var isRestoring: Bool { get }
     /// The stores a run closes are closed: what the broker keeps of their rows goes.
@@ -72,6 +73,8 @@ protocol MigrationHost: AnyObject {
     func resumeChannels(in stores: [String])
     /// A migration kept the originals in backups/: the oldest generations past the bound go.
     func pruneBackups()
+    /// What the stores noticed (a file put back, damage found) is logged and told.
+    func reportStoreNotices()
     /// Sends a frame to a connection that watches (queued, then flushed).
     func deliver(_ frame: [UInt8], to c: Connection)
     /// A reply `c` was owed has been sent (or is no longer owed): it may close if it is done.
@@ -90,7 +93,7 @@ final class MigrationCoordinator {
     /// The migration running now, and how the last one ended.
     private(set) var run: MigrationRun?
     private(set) var last: MigrationOutcome?
-    weak var host: (any MigrationHost)?
+    weak var host: (any JobHost)?
     private let context: Context
     private let loop: EventLoop
     private let log: Logger

@@ -39,12 +39,33 @@ private struct Handed<T>: @unchecked Sendable {
 }
 
 /// `org.seam.Maintenance`: `seam backup`, `seam check` and `seam restore` while seamd serves.
-extension Broker {
-    func maintenanceCall(_ call: Call, _ c: Connection) -> [UInt8] {
+/// One job at a time; its work runs on a thread of its own, and the loop tells its watchers.
+final class MaintenanceRunner {
+    /// The backup, check or restore running now.
+    private(set) var job: MaintenanceJob?
+    weak var host: (any JobHost)?
+    private let context: Context
+    private let loop: EventLoop
+    private let log: Logger
+    private let migrations: MigrationCoordinator
+    private let dataDirectory: String
+
+    init(context: Context, loop: EventLoop, log: Logger, migrations: MigrationCoordinator, dataDirectory: String) {
+        self.context = context
+        self.loop = loop
+        self.log = log
+        self.migrations = migrations
+        self.dataDirectory = dataDirectory
+    }
+
+    private var clock: any Clock { loop.clock }
+    private var storeDirectory: StoreDirectory { migrations.storeDirectory }
+    var isRestoring: Bool { job?.kind == .restore }
+    func call(_ call: Call, _ c: Connection) -> [UInt8] {
         guard c.hello?.role == "cli" else {
             return Reply(.permissionDenied("\(call.member) takes a client that said Hello as cli"), id: call.id).frame()
         }
-        if let running = maintenance {
+        if let running = job {
             return Reply(.maintenanceFailed("a \(running.kind.rawValue) is running; try again when it has ended"), id: call.id).frame()
         }
         let started: Result<MaintenanceJob, VarlinkError>
@@ -78,12 +99,12 @@ extension Broker {
             return .failure(.maintenanceFailed("cannot start the \(job.kind.rawValue): \(error)"))
         }
         job.waker = waker
-        maintenance = job
+        self.job = job
         let reporter = Reporter(events: job.events, waker: waker)
         do {
             try Threads.detach { work(reporter) }
         } catch {
-            maintenance = nil
+            self.job = nil
             loop.forget(waker.descriptor)
             return .failure(.maintenanceFailed("cannot start the \(job.kind.rawValue)'s thread: \(error)"))
         }
@@ -123,13 +144,13 @@ extension Broker {
             case .progress(let store, let done, let total):
                 job.progress = (store, done, total)
                 for (c, id, more) in job.watchers where more && !c.closed {
-                    if queue(frame: Reply(parameters: ["state": .string("running"), "progress": progressJSON(job)], continues: true,
-                                          id: id).frame(), to: c) { flush(c) }
+                    host?.deliver(Reply(parameters: ["state": .string("running"), "progress": progressJSON(job)], continues: true,
+                                        id: id).frame(), to: c)
                 }
             case .finished(let outcome):
                 let result = job.conclude?(outcome) ?? outcome
-                maintenance = nil
-                reportStoreNotices()
+                self.job = nil
+                host?.reportStoreNotices()
                 let seconds = clock.monotonic - job.startedAt
                 switch result {
                 case .success: log.info("\(job.kind.rawValue) done in \(describeSeconds(seconds))")
@@ -145,8 +166,8 @@ extension Broker {
                         reply = Reply(parameters: p, id: id)
                     case .failure(let e): reply = Reply(e, id: id)
                     }
-                    if queue(frame: reply.frame(), to: c) { flush(c) }
-                    closeIfFinished(c)
+                    host?.deliver(reply.frame(), to: c)
+                    host?.settle(c)
                 }
                 job.watchers = []
                 if let waker = job.waker { loop.forget(waker.descriptor) }
@@ -162,8 +183,8 @@ extension Broker {
                         "elapsed": .double(clock.monotonic - job.startedAt)])
     }
 
-    func maintenanceStatus() -> JSON {
-        guard let job = maintenance else { return .null }
+    func status() -> JSON {
+        guard let job else { return .null }
         return .object(["kind": .string(job.kind.rawValue), "progress": progressJSON(job)])
     }
 
@@ -179,27 +200,27 @@ extension Broker {
         if let m = migrations.run { return .failure(.maintenanceFailed("a migration is running (\(m.summary)); back up when it has ended")) }
         // A file removed or replaced under seamd is put back first: what is copied is the store.
         context.verifyFiles()
-        reportStoreNotices()
+        host?.reportStoreNotices()
         let names = context.schema.configurations
         if let closed = names.first(where: { !context.storeNames.contains($0) }) {
             return .failure(.maintenanceFailed("the \(closed) store is not open (\(context.closedStores[closed] ?? "closed")); a set holds "
                                                + "every store as one moment, so none is taken"))
         }
-        if FileSystem.join(directory, "") == FileSystem.join(configuration.dataDirectory, "") {
+        if FileSystem.join(directory, "") == FileSystem.join(dataDirectory, "") {
             return .failure(.invalidRequest("a backup set goes into a directory of its own, not the data directory", field: "directory"))
         }
         // The stores whole: a save that waits to complete in its second file completes first.
         do { try context.finishUnfinished() } catch {
             return .failure(.maintenanceFailed("\(error.description); no backup is taken while a save waits to complete"))
         }
-        refetchIfInvalidated()
+        host?.refetchIfInvalidated()
         do { try BackupSet.prepare(directory) } catch { return .failure(.invalidRequest(error.description, field: "directory")) }
         var readers: [(name: String, db: Database)] = []
         do {
             for name in names {
                 var o = Database.Options()
                 o.readOnly = true
-                let db = try Database(path: StoreLayout(directory: configuration.dataDirectory).store(name), options: o)
+                let db = try Database(path: StoreLayout(directory: dataDirectory).store(name), options: o)
                 try db.execute("BEGIN")
                 _ = try db.scalar("SELECT count(*) FROM sqlite_schema")  // the snapshot starts here
                 readers.append((name, db))
@@ -207,8 +228,8 @@ extension Broker {
         } catch {
             return .failure(.maintenanceFailed("cannot read the stores: \(error)"))
         }
-        let leaseText = (try? FileSystem.read(StoreLayout(directory: configuration.dataDirectory).sequenceLease)) ?? []
-        var set = BackupSet(directory: directory, createdAt: clock.now, dataDirectory: configuration.dataDirectory,
+        let leaseText = (try? FileSystem.read(StoreLayout(directory: dataDirectory).sequenceLease)) ?? []
+        var set = BackupSet(directory: directory, createdAt: clock.now, dataDirectory: dataDirectory,
                             sequence: context.sequence, stores: [])
         for name in names {
             let versions = context.servedVersions[name] ?? [:]
@@ -241,8 +262,8 @@ extension Broker {
         if let m = migrations.run { return .failure(.maintenanceFailed("a migration is running (\(m.summary)); check when it has ended")) }
         // A file removed or replaced under seamd is put back first: what is checked is the store.
         context.verifyFiles()
-        reportStoreNotices()
-        let layout = StoreLayout(directory: configuration.dataDirectory)
+        host?.reportStoreNotices()
+        let layout = StoreLayout(directory: dataDirectory)
         let names = context.schema.configurations.filter { FileSystem.kind(layout.store($0)) == "file" }
         let job = MaintenanceJob(kind: .check, now: clock.monotonic)
         job.conclude = { [unowned self] outcome in
@@ -284,7 +305,7 @@ extension Broker {
         if !storeDirectory.unfinishedSwap.isEmpty {
             return .failure(.maintenanceFailed("a migration's swap stopped part way; run `seam migrate` to finish it first"))
         }
-        let layout = StoreLayout(directory: configuration.dataDirectory)
+        let layout = StoreLayout(directory: dataDirectory)
         let set: BackupSet
         do {
             set = try BackupSet.read(directory)
@@ -297,7 +318,7 @@ extension Broker {
         var replaced: [String: Int] = [:]
         for versions in context.servedVersions.values { for (model, v) in versions { replaced[model] = max(replaced[model] ?? 0, v.version) } }
         for name in names { context.close(name, reason: "being restored from \(directory); try again when it is back") }
-        rowCache.removeAll()
+        host?.storesClosed(names)
         log.info("restoring \(names.joined(separator: ", ")) from \(directory) (taken \(RFC3339.format(set.createdAt)) from "
                  + "\(set.dataDirectory), sequence \(set.sequence)); the stores are closed until it ends")
         let job = MaintenanceJob(kind: .restore, now: clock.monotonic)
@@ -316,8 +337,8 @@ extension Broker {
             }
             let swapped: Bool
             if case .success = result { swapped = true } else { swapped = false }
-            let back = reopenStores(names, changed: swapped)
-            resumeChannels(in: back)
+            let back = host?.reopenStores(names, changed: swapped) ?? []
+            host?.resumeChannels(in: back)
             if swapped { log.info("restored from \(directory); the files they replaced are in backups/") }
             return result
         }
