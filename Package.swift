@@ -118,7 +118,7 @@ let package = Package(
         .testTarget(name: "SeamProtocolTests", dependencies: ["SeamProtocol", "SeamJSON", "SeamSchema"]),
         .testTarget(
             name: "SeamBrokerTests",
-            dependencies: ["SeamBroker", "SeamSystem", "SeamClient", "SeamProtocol", "SeamJSON", "SeamSchema", "SeamStore", "SeamTestSupport"]
+            dependencies: ["SeamBroker", "SeamSystem", "SeamClient", "SeamProtocol", "SeamJSON", "SeamSchema", "SeamStore", "SeamContext", "SeamTestSupport"]
         ),
         .testTarget(
             name: "SeamTimerServiceTests",

@@ -60,7 +60,7 @@ extension Broker {
                   + "about them (none of those saves is certain to be there; their clients reconnect and look), and every "
                   + "subscription resyncs")
         heldForSync.removeAll()
-        for c in held where !c.closed { close(c) }
+        for c in held where !c.closed { connections.close(c) }
         rowCache.removeAll()
         refetchIfInvalidated()
     }
@@ -78,6 +78,6 @@ extension Broker {
         context.syncCommits()
         let held = heldForSync.values
         heldForSync.removeAll(keepingCapacity: true)
-        for c in held where !c.closed { flush(c) }
+        for c in held where !c.closed { connections.flush(c) }
     }
 }

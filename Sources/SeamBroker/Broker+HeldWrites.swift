@@ -98,9 +98,9 @@ extension Broker {
             }
             c.parked = nil
             handleFrame(frame, from: c)
-            flush(c)
+            connections.flush(c)
             schedule(c)  // its later calls: in turns, with everyone else's
-            closeIfFinished(c)
+            connections.closeIfFinished(c)
         }
     }
 }

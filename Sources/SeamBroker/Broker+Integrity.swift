@@ -62,8 +62,8 @@ extension Broker {
             c.parked = nil
             handleFrame(frame, from: c)
             processFrames(c)
-            flush(c)
-            closeIfFinished(c)
+            connections.flush(c)
+            connections.closeIfFinished(c)
         }
     }
 

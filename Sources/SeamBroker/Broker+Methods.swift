@@ -37,7 +37,7 @@ extension Broker {
         case "org.seam.Migration":
             return migrations.call(call, c)
         case "org.seam.Sync":
-            return syncCall(call, c)
+            return sync.call(call, c)
         case "org.seam.Maintenance":
             return maintenance.call(call, c)
         default:
@@ -82,7 +82,7 @@ extension Broker {
         guard let hello = c.hello else { return }
         for s in c.subscriptions.values.sorted(by: { $0.id < $1.id }) where !hello.capabilities.mayRead(s.channel.entity) {
             subscriptions.remove(s)
-            queue(frame: Reply(.permissionDenied("\(hello.author) may no longer read \(s.channel.entity) (its last Hello); "
+            connections.queue(frame: Reply(.permissionDenied("\(hello.author) may no longer read \(s.channel.entity) (its last Hello); "
                                                  + "subscription \(s.id) ended"), id: s.callID).frame(), to: c)
         }
     }
@@ -184,12 +184,12 @@ extension Broker {
         }
         // Let in on the reserve past the cap (`Limits.reservedConnections`): a person's `seam`
         // stays; anyone else takes the place of an idle connection, or is turned away.
-        if role != "cli", clientConnections > Limits.maxConnectionsPerUID {
-            if let idle = oldestIdleConnection(sparing: c) {
+        if role != "cli", connections.clientConnections > Limits.maxConnectionsPerUID {
+            if let idle = connections.oldestIdleConnection(sparing: c) {
                 log.info("closing \(idle.label), the oldest idle connection, for \(c.label)")
-                close(idle)
+                connections.close(idle)
             } else {
-                _ = loop.after(0) { [unowned self] in close(c) }
+                _ = loop.after(0) { [unowned self] in connections.close(c) }
                 return .failure(.limitReached("this user holds \(Limits.maxConnectionsPerUID) connections, each of them in use; "
                                               + "close some (seam status lists them) and connect again"))
             }
@@ -232,69 +232,14 @@ extension Broker {
     func entity(_ p: JSONObject) -> Result<Entity, VarlinkError> {
         guard let name = p["entity"]?.stringValue else { return .failure(.invalidParameter("entity")) }
         do { return .success(try context.servedEntity(name)) } catch {
-            return .failure(Self.varlink(error))
+            return .failure(VarlinkError(error))
         }
     }
 
-    /// A fetch request from a call's parameters. Without a limit, Fetch returns at most
-    /// `Limits.maxFetchRows` (`defaultLimit`); a subscription has no limit unless it asks.
-    func request(_ p: JSONObject, defaultLimit: Int? = Limits.maxFetchRows, offset allowsOffset: Bool = true)
-        -> Result<FetchRequest, VarlinkError>
-    {
-        let e: Entity
-        switch entity(p) {
-        case .success(let x): e = x
-        case .failure(let err): return .failure(err)
-        }
-        var r = FetchRequest(e.name)
-        switch p["predicate"] {
-        case nil, .null?: break
-        case .string(let s)?: r.predicate = s
-        default: return .failure(.invalidParameter("predicate"))
-        }
-        switch p["parameters"] {
-        case nil, .null?: break
-        case .object(let o)?:
-            for (k, v) in o {
-                guard let value = WireValues.parameter(v) else { return .failure(.invalidParameter("parameters.\(k)")) }
-                r.parameters[k] = value
-            }
-        default: return .failure(.invalidParameter("parameters"))
-        }
-        switch p["sort"] {
-        case nil, .null?: break
-        case .string(let s)?: r.sort = s
-        default: return .failure(.invalidParameter("sort"))
-        }
-        switch p["limit"] {
-        case nil, .null?: break
-        case .integer(let n)? where n >= 0 && n <= Int64(Limits.maxFetchRows): r.limit = Int(n)
-        default: return .failure(.invalidParameter("limit"))
-        }
-        // Any offset: a result is paged through with it, so rows past 100,000 must be reachable.
-        switch allowsOffset ? p["offset"] : nil {
-        case nil, .null?: break
-        case .integer(let n)? where n >= 0: r.offset = Int(n)
-        default: return .failure(.invalidParameter("offset"))
-        }
-        switch p["fields"] {
-        case nil, .null?: break
-        case .array(let a)?:
-            var fields: [String] = []
-            let known = context.schema.entity(r.entity)?.entity
-            for f in a {
-                guard let s = f.stringValue else { return .failure(.invalidParameter("fields")) }
-                guard known?.attribute(s) != nil else {
-                    return .failure(.invalidRequest("\(r.entity) has no attribute '\(s)'", field: "fields"))
-                }
-                // A name given twice is one field: a row object holds each key once.
-                if !fields.contains(s) { fields.append(s) }
-            }
-            r.attributes = fields
-        default: return .failure(.invalidParameter("fields"))
-        }
-        if r.limit == nil { r.limit = defaultLimit }
-        return .success(r)
+    /// A fetch request from a call's parameters, for the entity as its store serves it
+    /// (`WireRequests.fetch`).
+    func request(_ p: JSONObject, defaultLimit: Int? = Limits.maxFetchRows, offset: Bool = true) -> Result<FetchRequest, VarlinkError> {
+        entity(p).flatMap { WireRequests.fetch(p, entity: $0, schema: context.schema, defaultLimit: defaultLimit, offset: offset) }
     }
 
     /// `Fetch`: the rows are written from the store straight into the reply's bytes.
@@ -306,7 +251,7 @@ extension Broker {
         case .failure(let e): return Reply(e, id: id).frame()
         }
         let rows: [Row]
-        do { rows = try context.fetch(r) } catch { return Reply(Self.varlink(error), id: id).frame() }
+        do { rows = try context.fetch(r) } catch { return Reply(VarlinkError(error), id: id).frame() }
         let order = r.attributes.map { [Entity.identity] + $0.filter { $0 != Entity.identity } }
             ?? context.schema.entity(r.entity)!.entity.attributes.map(\.name)
         let sequence = context.sequence
@@ -349,7 +294,7 @@ extension Broker {
             }
             let order = [Entity.identity] + (r.attributes ?? []).filter { $0 != Entity.identity }
             let row: (attributes: [Attribute], values: [AttributeValue])?
-            do { row = try context.rowValues(e.name, u) } catch { return Reply(Self.varlink(error), id: id).frame() }
+            do { row = try context.rowValues(e.name, u) } catch { return Reply(VarlinkError(error), id: id).frame() }
             let sequence = context.sequence
             return Reply.frame(id: id) { w in
                 w.key("rows")
@@ -368,7 +313,7 @@ extension Broker {
     func quickFetch(_ q: QuickFetch, from c: Connection) -> [UInt8] {
         if let denied = deniedRead(c, member: "Fetch", entity: q.entity) { return Reply(denied, id: q.id).frame() }
         let e: Entity
-        do { e = try context.servedEntity(q.entity) } catch { return Reply(Self.varlink(error), id: q.id).frame() }
+        do { e = try context.servedEntity(q.entity) } catch { return Reply(VarlinkError(error), id: q.id).frame() }
         return cachedRow(e, q.uuid, id: q.id)
     }
 
@@ -377,7 +322,7 @@ extension Broker {
         var encoded = rowCache.row(e.name, u)
         if encoded == nil {
             let row: (attributes: [Attribute], values: [AttributeValue])?
-            do { row = try context.rowValues(e.name, u) } catch { return Reply(Self.varlink(error), id: id).frame() }
+            do { row = try context.rowValues(e.name, u) } catch { return Reply(VarlinkError(error), id: id).frame() }
             if let row {
                 var w = JSONStreamWriter(capacity: 256)
                 WireValues.writeRow(row.attributes, row.values, into: &w)
@@ -411,7 +356,7 @@ extension Broker {
         do {
             return .success(["count": .integer(Int64(try context.count(r))), "sequence": .integer(context.sequence)])
         } catch {
-            return .failure(Self.varlink(error))
+            return .failure(VarlinkError(error))
         }
     }
 
@@ -428,85 +373,15 @@ extension Broker {
         guard let hello = c.hello else {
             return .failure(.permissionDenied("this connection is read-only: call org.seam.Store.Hello before saving"))
         }
-        return Self.saveRequest(p, schema: context.schema, types: attributeTypes).map { ($0, hello.author) }
-    }
-
-    /// Save's parameters read into a request, against `schema`, with `types` giving an entity's
-    /// attribute types: pure, so that a big one can be read off the loop (`Broker+Steps`).
-    static func saveRequest(_ p: JSONObject, schema: Schema, types: (Entity) -> [String: AttributeType]) -> Result<SaveRequest, VarlinkError> {
-        var request = SaveRequest()
-        var entities = EntityTypes(schema: schema)
-        for kind in SaveRequest.Kind.allCases {
-            let key = kind.listName
-            switch p[key] {
-            case nil, .null?: continue
-            case .array(let items)?:
-                for (i, item) in items.enumerated() {
-                    guard case .object(let o) = item, let entityName = o["entity"]?.stringValue else {
-                        return .failure(.invalidParameter("\(key)[\(i)]"))
-                    }
-                    guard let (e, types) = entities.lookup(entityName, types: types) else {
-                        return .failure(.invalidRequest("no entity named '\(entityName)'", field: "\(key)[\(i)].entity"))
-                    }
-                    let uuid = o["uuid"]?.stringValue
-                    if kind.namesRow && uuid == nil { return .failure(.invalidParameter("\(key)[\(i)].uuid")) }
-                    var values: [String: AttributeValue] = [:]
-                    if kind.carriesValues {
-                        guard case .object(let v)? = o["values"] else { return .failure(.invalidParameter("\(key)[\(i)].values")) }
-                        values.reserveCapacity(v.count)
-                        for (name, json) in v {
-                            guard let type = types[name] else {
-                                return .failure(.invalidRequest("\(e.name) has no attribute '\(name)'", field: "\(key)[\(i)].values.\(name)"))
-                            }
-                            switch WireValues.decode(json, as: type) {
-                            case .success(let value): values[name] = value
-                            case .failure(let why):
-                                return .failure(.invalidRequest("\(e.name).\(name): \(why)", field: "\(key)[\(i)].values.\(name)"))
-                            }
-                        }
-                    }
-                    request.add(kind, e.name, uuid: uuid, values)
-                }
-            default:
-                return .failure(.invalidParameter(key))
-            }
-        }
-        request.valuesChecked = true
-        switch p["unchangedSince"] {
-        case nil, .null?: break
-        case let value?:
-            guard let since = value.int64Value, since >= 0 else { return .failure(.invalidParameter("unchangedSince")) }
-            request.unchangedSince = since
-        }
-        return .success(request)
+        return WireRequests.save(p, schema: context.schema, types: attributeTypes).map { ($0, hello.author) }
     }
 
     /// A save recognised from its frame's bytes (see `QuickSave`): the reply `dispatch` would
     /// give the same call, or nil when the general path must read it (no Hello yet, an entity,
     /// attribute or value it refuses: its errors are written in one place).
     func quickSave(_ q: QuickSave, from c: Connection) -> [UInt8]? {
-        guard let hello = c.hello, let request = Self.request(q, schema: context.schema, types: attributeTypes) else { return nil }
+        guard let hello = c.hello, let request = WireRequests.save(q, schema: context.schema, types: attributeTypes) else { return nil }
         return save(request, author: hello.author, c, id: q.id)
-    }
-
-    /// A plain save's request, or nil when the general path must read it (see `quickSave`): pure.
-    static func request(_ q: QuickSave, schema: Schema, types: (Entity) -> [String: AttributeType]) -> SaveRequest? {
-        var request = SaveRequest()
-        var entities = EntityTypes(schema: schema)
-        for (kind, items) in [(SaveRequest.Kind.insert, q.inserts), (.update, q.updates), (.delete, q.deletes)] {
-            for item in items {
-                guard let (e, types) = entities.lookup(item.entity, types: types) else { return nil }
-                var values: [String: AttributeValue] = [:]
-                values.reserveCapacity(item.values.count)
-                for v in item.values {
-                    guard let type = types[v.name], case .success(let value) = WireValues.decode(v.value, as: type) else { return nil }
-                    values[v.name] = value
-                }
-                guard request.add(kind, e.name, uuid: item.uuid, values) else { return nil }
-            }
-        }
-        request.valuesChecked = true
-        return request
     }
 
     /// `e`'s attribute types by name, made once per entity: a save looks up every value's.
@@ -534,7 +409,7 @@ extension Broker {
         // A big one is written in steps, between everyone else's calls (`Broker+Steps`).
         if let begun = saveInSteps(request, author: author, c, id: id, answers: answers) { return begun }
         let set: ChangeSet?
-        do { set = try commit(request, author: author) } catch { return Reply(Self.varlink(error, in: request), id: id).frame() }
+        do { set = try commit(request, author: author) } catch { return Reply(WireRequests.error(error, in: request), id: id).frame() }
         // Link rules may change rows of entities the caller may not read (the broker's doing,
         // as PROTOCOL.md says); the reply lists only those it may.
         let shows = c.hello.flatMap { $0.capabilities.reads == nil ? nil : $0.capabilities.mayRead }
@@ -588,7 +463,7 @@ extension Broker {
                 }
             }
             publish(set)
-            noteCommitForSync(set)
+            sync.noteCommit(set)
             return set
         } catch {
             context.syncCommits()  // a save that failed after committing: still on the disk before its error is told
@@ -608,7 +483,7 @@ extension Broker {
         endSubscriptions(of: subscriptions.refetchAll(context: context))
         for c in connections.values where !c.subscriptions.isEmpty {
             owedResyncs(c)
-            flush(c)
+            connections.flush(c)
         }
     }
 
@@ -650,71 +525,5 @@ extension Broker {
             for (k, v) in (c.hello?.capabilities ?? .everything).json { o[k] = v }
             return .object(o)
         })
-    }
-
-    /// A save's error as the varlink error a client receives, a value's naming its place in
-    /// the call (`inserts[2].values.name`): the request holds the call's inserts, updates and
-    /// deletes in that order.
-    static func varlink(_ error: ContextError, in request: SaveRequest) -> VarlinkError {
-        let attribute: String
-        switch error.kind {
-        case .unknownAttribute(_, let a), .wrongType(_, let a, _, _), .missingValue(_, let a), .valueTooLarge(_, let a, _, _),
-             .recordTooLarge(_, let a, _, _), .invalidValue(_, let a, _):
-            attribute = a
-        default:
-            return varlink(error)
-        }
-        guard let i = error.operation, request.operations.indices.contains(i) else { return varlink(error) }
-        func kind(_ op: SaveRequest.Operation) -> Int {
-            switch op {
-            case .insert: return 0
-            case .update: return 1
-            case .delete: return 2
-            }
-        }
-        let k = kind(request.operations[i])
-        let place = request.operations[..<i].filter { kind($0) == k }.count
-        let member = ["inserts", "updates", "deletes"][k]
-        let field = "\(member)[\(place)]" + (k == 2 ? "" : ".values.\(attribute)")
-        if let limit = error.byteLimit { return .valueTooLarge(error.description, field: field, limit: limit) }
-        return .invalidRequest(error.description, field: field)
-    }
-
-    /// A context error as the varlink error a client receives.
-    public static func varlink(_ error: ContextError) -> VarlinkError {
-        switch error.kind {
-        case .notFound(let e, let u): return .notFound(entity: e, uuid: u)
-        case .duplicate, .constraint, .deleteDenied, .changedSince, .historyForgotten: return .conflict(error.description)
-        case .sequenceAhead(let since, let sequence): return .sequenceAhead(since: since, sequence: sequence)
-        case .unknownAttribute(_, let a): return .invalidRequest(error.description, field: a)
-        case .valueTooLarge(_, let a, _, let limit), .recordTooLarge(_, let a, _, let limit):
-            return .valueTooLarge(error.description, field: a, limit: limit)
-        case .wrongType(_, let a, _, _), .missingValue(_, let a), .invalidValue(_, let a, _):
-            return .invalidRequest(error.description, field: a)
-        case .unknownEntity: return .invalidRequest(error.description, field: "entity")
-        case .query(let q, let field): return .invalidRequest(q.description, field: field)
-        case .snapshotUnsupported: return .invalidRequest(error.description)
-        case .storeUnavailable(let store, _, _): return .storeUnavailable(store: store, error.description)
-        case .storeReadOnly(let store, let path, _): return .storeReadOnly(store: store, path: path, error.description)
-        case .store, .database: return .storeFailure(error.description)
-        }
-    }
-}
-
-/// An entity of a save's operations and its attribute types, looked up once for a run of
-/// operations on one entity (a 1,000-row save names one entity a thousand times).
-struct EntityTypes {
-    let schema: Schema
-    private var last: (name: String, entity: Entity, types: [String: AttributeType])?
-
-    init(schema: Schema) { self.schema = schema }
-
-    /// Entity `name` and its attribute types (from `types`), nil when the schema has none so named.
-    mutating func lookup(_ name: String, types: (Entity) -> [String: AttributeType]) -> (Entity, [String: AttributeType])? {
-        if let last, last.name == name { return (last.entity, last.types) }
-        guard let e = schema.entity(name)?.entity else { return nil }
-        let found = (name: name, entity: e, types: types(e))
-        last = found
-        return (found.entity, found.types)
     }
 }

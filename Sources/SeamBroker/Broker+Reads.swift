@@ -101,8 +101,8 @@ extension Broker {
             let error: VarlinkError? = if case .failed(let f) = outcome { readError(f) } else { nil }
             guard !c.closed else { return }
             switch outcome {
-            case .frame(let bytes): send(frame: bytes, to: c)
-            case .failed: send(Reply(error!, id: id), to: c)
+            case .frame(let bytes): connections.send(frame: bytes, to: c)
+            case .failed: connections.send(Reply(error!, id: id), to: c)
             case .built, .channelLoaded, .tooManyRows, .readSave, .ran: break
             }
             resumeAfterRead(c)
@@ -115,11 +115,11 @@ extension Broker {
             // Its client left while the read ran: the calls it sent before are handled, then it closes.
             processFrames(c)
             // Unless a call waits again — for a reader, or parked for a store — which ends it then.
-            if !c.awaitingRead, c.parked == nil { close(c) }
+            if !c.awaitingRead, c.parked == nil { connections.close(c) }
             return
         }
         schedule(c)
-        if c.readClosed { closeIfFinished(c) }
+        if c.readClosed { connections.closeIfFinished(c) }
     }
 
     /// A reader's failure as the error its caller gets. Damage SQLite found closes the store
@@ -136,7 +136,7 @@ extension Broker {
             return .storeUnavailable(store: store, "the \(store) store's file was removed or replaced a moment ago and seamd is "
                                      + "putting its data back; try again in a second")
         case .damaged(let store, let e):
-            return Self.varlink(context.reportDamage(e, store: store))
+            return VarlinkError(context.reportDamage(e, store: store))
         case .database(let e):
             return .storeFailure("\(e)")
         }
@@ -154,7 +154,7 @@ extension Broker {
         case .failure(let e): return Reply(e, id: id).frame()
         }
         let target: ReadTarget
-        do { target = try context.readTarget(r.entity) } catch { return Reply(Self.varlink(error), id: id).frame() }
+        do { target = try context.readTarget(r.entity) } catch { return Reply(VarlinkError(error), id: id).frame() }
         let costLimit = configuration.limits.predicateCost
         answerLater(c, id: id) { connections in
             let plan: ReadPlan
@@ -199,7 +199,7 @@ extension Broker {
         r.limit = nil
         let request = r
         let target: ReadTarget
-        do { target = try context.readTarget(r.entity) } catch { return Reply(Self.varlink(error), id: id).frame() }
+        do { target = try context.readTarget(r.entity) } catch { return Reply(VarlinkError(error), id: id).frame() }
         let costLimit = configuration.limits.predicateCost
         answerLater(c, id: id) { connections in
             let plan: ReadPlan
@@ -225,7 +225,7 @@ extension Broker {
             if let predicate, let refused = tooCostly(predicate, limit: costLimit) { return .failure(refused) }
             return .success(plan)
         } catch {
-            return .failure(varlink(error))
+            return .failure(VarlinkError(error))
         }
     }
 

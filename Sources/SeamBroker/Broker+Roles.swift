@@ -1,11 +1,20 @@
 import SeamProtocol
 import SeamSystem
 
+/// What the broker does for its `ConnectionTable` (the rest of `ConnectionHost` — `schedule`,
+/// `processFrames`, `startResync`, `mustHoldOutput`, `holdForSync` — is where its work is).
+extension Broker: ConnectionHost {
+    func connectionClosed(_ c: Connection) {
+        runnable.remove(Int(c.fd))
+        for s in Array(c.subscriptions.values) { subscriptions.remove(s) }
+    }
+}
+
 /// What the broker does for its `Supervisor`: serves each role's socket as a connection that
 /// already holds the role, handles what an ended role sent, and hears of one-shot workers.
 extension Broker: SupervisorHost {
     func connect(role p: SupervisedProcess, fd: Int32, peer: PeerCredentials) -> Connection {
-        let c = register(fd, peer: peer)
+        let c = connections.register(fd, peer: peer)
         c.supervisedAs = p.spec.name
         // A built-in role may touch everything; a plugin, what its Hello declares.
         c.hello = Connection.Hello(version: Interfaces.protocolVersions.max() ?? 1, role: p.spec.role, name: p.spec.pluginName,
@@ -22,14 +31,14 @@ extension Broker: SupervisorHost {
         // still in the socket, then it closes unless a call waits (for a reader, for the
         // stores' checks): the rest are handled after it (`resumeAfterRead`, `collectChecks`).
         let actions = c.life.handle(.roleEnded)
-        perform(actions.subtracting(.closeUnlessCallOut), for: c)
+        connections.perform(actions.subtracting(.closeUnlessCallOut), for: c)
         guard actions.contains(.closeUnlessCallOut) else { return }
         var reads = 0
-        while reads < 4096, !c.hasCallOut, read(c) {
+        while reads < 4096, !c.hasCallOut, connections.read(c) {
             reads += 1
             processFrames(c)
         }
-        closeUnlessCallOut(c)
+        connections.closeUnlessCallOut(c)
     }
 
     func oneShotEnded(_ p: SupervisedProcess, _ how: String) {

@@ -54,7 +54,7 @@ extension Broker {
     func saveInSteps(_ request: SaveRequest, author: String, _ c: Connection, id: JSON?, answers: Bool) -> [UInt8]? {
         guard request.operations.count > Self.stepsAbove, stepping == nil else { return nil }
         let save: SteppedSave?
-        do { save = try context.beginSteps(request, author: author) } catch { return Reply(Self.varlink(error, in: request), id: id).frame() }
+        do { save = try context.beginSteps(request, author: author) } catch { return Reply(WireRequests.error(error, in: request), id: id).frame() }
         guard let save else { return nil }
         save.commitsElsewhere = true
         refetchIfInvalidated()  // a save that had committed in part was finished first
@@ -131,7 +131,7 @@ extension Broker {
         c.awaitingRead = false
         if case .success(let set?) = result {
             publish(set)
-            noteCommitForSync(set)
+            sync.noteCommit(set)
         }
         if context.hasNotices { reportStoreNotices() }
         if !c.closed {
@@ -142,7 +142,7 @@ extension Broker {
                 let capabilities = c.hello.flatMap { $0.capabilities.reads == nil ? nil : $0.capabilities }
                 answerLater(c, id: id) { _ in .frame(Self.saveReply(set, id: id, shows: capabilities.map { caps in { caps.mayRead($0) } })) }
             case .failure(let error) where running.answers:
-                send(Reply(Self.varlink(error, in: running.request), id: id), to: c)
+                connections.send(Reply(WireRequests.error(error, in: running.request), id: id), to: c)
                 resumeAfterRead(c)
             default:
                 resumeAfterRead(c)
@@ -174,19 +174,19 @@ extension Broker {
         c.awaitingRead = true
         onReader(for: c, { _ in
             let types: (Entity) -> [String: AttributeType] = { $0.attributeTypes }
-            if let q = QuickSave(frame), let request = Self.request(q, schema: schema, types: types) {
+            if let q = QuickSave(frame), let request = WireRequests.save(q, schema: schema, types: types) {
                 return .readSave(.success(request), id: q.id, answers: true)
             }
             guard let json = try? JSON.decode(frame, limits: JSONLimits(maxDepth: Limits.maxJSONDepth)), let call = try? Call(json),
                   call.method == "org.seam.Store.Save"
             else { return .readSave(nil, id: nil, answers: true) }
-            return .readSave(Self.saveRequest(call.parameters, schema: schema, types: types), id: call.id, answers: !call.oneway)
+            return .readSave(WireRequests.save(call.parameters, schema: schema, types: types), id: call.id, answers: !call.oneway)
         }, then: { [unowned self] outcome in
             c.awaitingRead = false
             guard !c.closed else { return }
             guard case .readSave(let read?, let id, let answers) = outcome, let hello = c.hello else {
                 handleFrame(frame, from: c, readOffLoop: false)
-                flush(c)
+                connections.flush(c)
                 return resumeAfterRead(c)
             }
             // A store it writes may have begun to hold its writes meanwhile: it waits, as read.
@@ -194,12 +194,12 @@ extension Broker {
             switch read {
             case .success(let request):
                 let reply = save(request, author: hello.author, c, id: id, answers: answers)
-                if answers { send(frame: reply, to: c) }
+                if answers { connections.send(frame: reply, to: c) }
             case .failure(let error):
-                if answers { send(Reply(error, id: id), to: c) }
+                if answers { connections.send(Reply(error, id: id), to: c) }
             }
             if context.hasNotices { reportStoreNotices() }
-            flush(c)
+            connections.flush(c)
             if !c.awaitingRead { resumeAfterRead(c) }  // else it began a save in steps
         })
     }

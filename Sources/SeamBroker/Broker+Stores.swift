@@ -32,7 +32,7 @@ extension Broker {
         }
         // Whether the history waits for a sync worker could not be read while the synced store
         // was closed (at start, say): it is read now, as `Broker.init` does.
-        if back.contains(context.options.historyConfiguration), !context.syncConfigured, Self.hasSyncedBefore(context) {
+        if back.contains(context.options.historyConfiguration), !context.syncConfigured, SyncBridge.hasSyncedBefore(context) {
             context.syncConfigured = true
         }
         return back
@@ -90,7 +90,7 @@ extension Broker {
             let c = s.connection
             guard !c.closed else { continue }
             if let error {
-                if queue(frame: Reply(error, id: s.callID).frame(), to: c) { touched[ObjectIdentifier(c)] = c }
+                if connections.queue(frame: Reply(error, id: s.callID).frame(), to: c) { touched[ObjectIdentifier(c)] = c }
                 if stranded.contains(s.id) { firstReplyDone(c) }
             } else if stranded.contains(s.id) {
                 s.flow = SubscriptionFlow(loadingAt: context.sequence)
@@ -102,7 +102,7 @@ extension Broker {
                 touched[ObjectIdentifier(c)] = c
             }
         }
-        for c in touched.values { flush(c) }
+        for c in touched.values { connections.flush(c) }
     }
 
     // MARK: - Status
@@ -173,7 +173,7 @@ extension Broker: JobHost {
 
     func storesClosed(_ names: [String]) { rowCache.removeAll() }
 
-    func deliver(_ frame: [UInt8], to c: Connection) { if queue(frame: frame, to: c) { flush(c) } }
+    func deliver(_ frame: [UInt8], to c: Connection) { if connections.queue(frame: frame, to: c) { connections.flush(c) } }
 
-    func settle(_ c: Connection) { closeIfFinished(c) }
+    func settle(_ c: Connection) { connections.closeIfFinished(c) }
 }

@@ -18,7 +18,7 @@ extension Broker {
         request.limit = min(request.limit ?? cap + 1, cap + 1)
         let plan: ReadPlan
         do { plan = try context.readPlan(request, kind: .rows) } catch {
-            return failFirstReplies(of: channel, Self.varlink(error))
+            return failFirstReplies(of: channel, VarlinkError(error))
         }
         let (predicate, sorting, limit, fields) = (query.predicate, query.sorting, query.request.limit, query.fields)
         onReader(for: c, { connections in
@@ -60,7 +60,7 @@ extension Broker {
                                         sequence: at, lastSent: s.lastSequence, queued: c.pendingOutput, budget: channel.backlogBudget(outboxLimits), room: outboxRoom(c)), for: s)
                     if s.flow.isBehind, !wasBehind { fellBehind(s) }
                 }
-                flush(c)
+                connections.flush(c)
                 firstReplyDone(c)
             }
         case .tooManyRows:
@@ -84,7 +84,7 @@ extension Broker {
     private func failFirstReplies(of channel: Channel, _ error: VarlinkError) {
         for s in waitingForFirstReply(channel) {
             subscriptions.remove(s)
-            send(Reply(error, id: s.callID), to: s.connection)
+            connections.send(Reply(error, id: s.callID), to: s.connection)
             firstReplyDone(s.connection)
         }
     }
@@ -106,7 +106,7 @@ extension Broker {
                     // Nothing it sees changed since: the empty diff, at once.
                     let frame = Subscriptions.frame(s, Subscriptions.diffBody(sequence: now, QueryDiff(), fields: window.fields))
                     perform(s.flow.built(frame, sequence: now), for: s)
-                    flush(s.connection)
+                    connections.flush(s.connection)
                     return firstReplyDone(s.connection)
                 }
                 work = { _ in
@@ -130,7 +130,7 @@ extension Broker {
                 if s.since == nil { s.channel.resultBytes = frame.count }
                 perform(s.flow.built(frame, sequence: sequence), for: s)
                 if s.flow.isBehind { fellBehind(s) }
-                flush(c)
+                connections.flush(c)
             }
             firstReplyDone(c)
         }
@@ -154,7 +154,7 @@ extension Broker {
         guard !c.resyncInFlight, !c.closed, !c.discardsOutput else { return }
         guard let s = c.subscriptions.values.filter(\.flow.isBehind).min(by: { $0.id < $1.id }) else {
             c.owesResync = false
-            return closeIfFinished(c)
+            return connections.closeIfFinished(c)
         }
         let now = context.sequence
         guard case .build(let from)? = s.flow.drained(now: now).first else { return }
@@ -175,7 +175,7 @@ extension Broker {
             }
             perform(s.flow.built(frame, sequence: sequence), for: s)
             if s.flow.isBehind { fellBehind(s) }
-            flush(c)
+            connections.flush(c)
         })
     }
 

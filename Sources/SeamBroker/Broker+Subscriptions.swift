@@ -64,7 +64,7 @@ extension Broker {
         case .failure(let e): return .failure(e)
         }
         let entity: Entity
-        do { entity = try context.servedEntity(request.entity) } catch { return .failure(Self.varlink(error)) }
+        do { entity = try context.servedEntity(request.entity) } catch { return .failure(VarlinkError(error)) }
         var since: Int64?
         switch p["since"] {
         case nil, .null?: break
@@ -85,7 +85,7 @@ extension Broker {
         subscriptions.remove(s)
         // The save its result reflects: where it stopped hearing, if it fell behind (a resume
         // from there gets what it missed), else the latest.
-        queue(frame: Subscriptions.frame(s, Subscriptions.endBody(sequence: s.missedFrom ?? context.sequence), continues: false), to: c)
+        connections.queue(frame: Subscriptions.frame(s, Subscriptions.endBody(sequence: s.missedFrom ?? context.sequence), continues: false), to: c)
         return .success([:])
     }
 
@@ -115,7 +115,7 @@ extension Broker {
                 if perform(actions, for: s) { touched[ObjectIdentifier(c)] = c }
             }
         }
-        for c in touched.values { flush(c) }
+        for c in touched.values { connections.flush(c) }
     }
 
     /// A subscription stopped being sent diffs: its connection is owed a resync once it has read
@@ -143,7 +143,7 @@ extension Broker {
             switch action {
             case .send(let frame, let sequence):
                 s.lastSequence = sequence
-                guard queue(frame: frame, to: s.connection) else { return false }
+                guard connections.queue(frame: frame, to: s.connection) else { return false }
                 queued = true
             case .build:
                 break  // the caller plans it (`startResync`)
@@ -164,12 +164,12 @@ extension Broker {
             log.warning("channel \(channel.id) (\(channel.entity)) ends its subscriptions: \(why)")
             for s in channel.subscriptions.values.sorted(by: { $0.id < $1.id }) {
                 subscriptions.remove(s)
-                if queue(frame: Reply(error, id: s.callID).frame(), to: s.connection) {
+                if connections.queue(frame: Reply(error, id: s.callID).frame(), to: s.connection) {
                     touched[ObjectIdentifier(s.connection)] = s.connection
                 }
             }
         }
-        if flushing { for c in touched.values { flush(c) } }
+        if flushing { for c in touched.values { connections.flush(c) } }
         return Array(touched.values)
     }
 

@@ -47,7 +47,7 @@ extension Broker {
             runnable.charge(fd, seconds: ended - began)
             noteActivity(of: c, at: ended)
             schedule(c)  // more left: behind the others
-            if c.readClosed { closeIfFinished(c) }
+            if c.readClosed { connections.closeIfFinished(c) }
         }
         // A big save in steps has a turn like any connection's (`Broker+Steps`).
         if stepsMayRun { takeStepTurn(seconds: Self.stepSeconds) }
@@ -66,7 +66,7 @@ extension Broker {
     /// it files them: empty when every one is where it may rest.
     func restingProblems() -> [String] {
         var problems: [String] = []
-        for (fd, c) in connections {
+        for (fd, c) in connections.byDescriptor {
             if c.fd != fd { problems.append("\(c.label) filed under fd \(fd)") }
             problems += c.restingProblems(limits: outboxLimits)
             if c.calls == 0, clock.monotonic - c.connectedAt > configuration.handshakeTimeout + 1 {

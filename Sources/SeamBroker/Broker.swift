@@ -50,18 +50,17 @@ public final class Broker {
     let listener: Int32
     let ownsSocketFile: Bool
     let startedAt: Double
-    var connections: [Int32: Connection] = [:]
+    /// Every client and role connection, and their reading and writing (`ConnectionTable`).
+    let connections: ConnectionTable
     let subscriptions = Subscriptions()
-    var nextConnectionID = 0
     /// The role processes seamd starts and keeps running (`Broker+Roles`).
     let supervisor: Supervisor
     /// The migration running now, and how the last one ended (`MigrationCoordinator`).
     let migrations: MigrationCoordinator
     /// Stores that did not open again after a migration, tried again with backoff.
     var reopening: [String: StoreReopening] = [:]
-    /// The sync worker's `Listen` calls, and its last `Report`.
-    var syncListeners: [(connection: Connection, callID: JSON?)] = []
-    var syncReport: JSONObject?
+    /// `org.seam.Sync`: the sync worker's side of the broker (`SyncBridge`).
+    let sync: SyncBridge
     /// Rows by uuid as the wire encodes them; exact, because every save evicts what it touched.
     var rowCache = RowCache()
     var stopping = false
@@ -98,8 +97,6 @@ public final class Broker {
     var attributeTypesByEntity: [String: [String: AttributeType]] = [:]
     /// The connection whose turn it is, and whether it is the round's last (`runTurns`).
     var turn: (connection: Connection, last: Bool)?
-    /// Where every read lands before its bytes join a connection's frame decoder (one thread: one buffer).
-    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
     public private(set) var exitStatus: Int32 = 0
 
     /// Takes the store directory's lock, opens (creating or migrating) the stores, and listens.
@@ -139,7 +136,7 @@ public final class Broker {
             throw BrokerError("cannot open the stores: \(error)")
         }
         // And while a store that synced before may sync again (see `reloadSync`).
-        if !options.syncConfigured, Self.hasSyncedBefore(opened) { opened.syncConfigured = true }
+        if !options.syncConfigured, SyncBridge.hasSyncedBefore(opened) { opened.syncConfigured = true }
         context = opened
         // Said before the socket listens: a client that connects finds them in the log.
         for done in opened.recovered { log.info("recovered: \(done)") }
@@ -151,9 +148,11 @@ public final class Broker {
             throw BrokerError("cannot start the reader threads: \(error)")
         }
         loop.spinSeconds = configuration.spinSeconds
+        connections = ConnectionTable(loop: loop, log: log, handshakeTimeout: configuration.handshakeTimeout, limits: configuration.limits)
         supervisor = Supervisor(loop: loop, log: log, socketPath: configuration.socketPath)
         migrations = MigrationCoordinator(context: opened, loop: loop, log: log, supervisor: supervisor,
                                           dataDirectory: configuration.dataDirectory, migrator: configuration.supervision.migrator)
+        sync = SyncBridge(context: opened, supervisor: supervisor, configurationPath: configuration.syncConfigurationPath)
         maintenance = MaintenanceRunner(context: opened, loop: loop, log: log, migrations: migrations,
                                         dataDirectory: configuration.dataDirectory)
         if let fd = configuration.listenDescriptor {
@@ -172,13 +171,11 @@ public final class Broker {
         }
     }
 
-    deinit { scratch.deallocate() }
-
     /// The broker's clock (`Configuration.clock`).
     var clock: any Clock { loop.clock }
 
     /// What a connection may leave unread (`Limits`, unless a test made them smaller).
-    var outboxLimits: BrokerLimits.OutboxLimits { configuration.limits.outbox }
+    var outboxLimits: BrokerLimits.OutboxLimits { connections.outboxLimits }
 
     /// Serves until SIGTERM, SIGINT or SIGHUP (the terminal it runs in closed), then shuts
     /// down cleanly: roles stopped, socket removed.
@@ -229,9 +226,11 @@ public final class Broker {
         // A store that closes (a migration, a restore, damage) is let go of by every reader first.
         let readers = self.readers
         context.willCloseStore = { _, path, attachment in readers.release(path, attachment: attachment) }
+        connections.host = self
         supervisor.host = self
         migrations.host = self
         maintenance.host = self
+        sync.sink = self
         supervisor.startAll(configuration.supervision)
         pruneBackups()
         if configuration.supervision.migratesAtStart { migrations.startAtStart() }
@@ -251,7 +250,7 @@ public final class Broker {
         do { (ours, theirs) = try UnixSocket.pair() } catch { throw BrokerError("cannot make a socket pair: \(error)") }
         UnixSocket.setNonBlocking(ours, true)
         if let sendBufferBytes { UnixSocket.setSendBuffer(ours, bytes: sendBufferBytes) }
-        admit(ours)
+        connections.admit(ours)
         return (theirs, connections[ours]?.id ?? 0)
     }
 
@@ -267,121 +266,7 @@ public final class Broker {
                 log.error("accept failed: \(error)")
                 return
             }
-            admit(fd)
-        }
-    }
-
-    private func admit(_ fd: Int32) {
-        let peer: PeerCredentials
-        do { peer = try UnixSocket.peerCredentials(fd) } catch {
-            log.warning("refused a peer whose credentials cannot be read: \(error)")
-            Descriptors.close(fd)
-            return
-        }
-        guard peer.uid == Environment.userID else {
-            log.warning("refused pid \(peer.pid) of uid \(peer.uid): only uid \(Environment.userID) may connect")
-            Descriptors.close(fd)
-            return
-        }
-        let held = clientConnections
-        if held >= Limits.maxConnectionsPerUID, let idle = oldestIdleConnection() {
-            log.info("\(held) connections, the most one user may hold: closing \(idle.label), the oldest that "
-                     + (idle.calls == 0 ? "has sent nothing" : "has not said Hello") + ", for a new one")
-            close(idle)
-        }
-        // Past the cap, a connection is let in on the reserve, to say Hello as a person's `seam`.
-        guard held < Limits.maxConnectionsPerUID + Limits.reservedConnections else {
-            log.warning("refused pid \(peer.pid): uid \(peer.uid) already holds \(held) connections, each of them in use")
-            let c = Connection(fd: fd, id: 0, peer: peer, now: clock.monotonic)
-            c.enqueue(Reply(.permissionDenied("too many connections for this user (\(Limits.maxConnectionsPerUID))"), id: nil).frame())
-            _ = try? c.flush()
-            Descriptors.close(fd)
-            return
-        }
-        let connection = register(fd, peer: peer)
-        connection.handshakeTimer = loop.after(configuration.handshakeTimeout) { [unowned self] in
-            if connection.calls == 0, !connection.closed {
-                self.log.info("\(connection.label) sent nothing for \(self.configuration.handshakeTimeout) s; closing it")
-                self.close(connection)
-            }
-        }
-        log.debug("\(connection.label) connected")
-    }
-
-    /// Connections of clients that connected by themselves (not the roles seamd started).
-    var clientConnections: Int { connections.values.lazy.filter { $0.supervisedAs == nil }.count }
-
-    /// The connection to close for a new one when the cap is reached: the oldest that has sent
-    /// nothing, else the oldest that has not said Hello; nil when every one is in use.
-    func oldestIdleConnection(sparing spared: Connection? = nil) -> Connection? {
-        var silent: Connection?
-        var anonymous: Connection?
-        for c in connections.values where c.supervisedAs == nil && c !== spared && !c.closed {
-            // A whole call read and not yet handled (its Hello, say, behind a busy turn) is not
-            // silence: the client spoke (the isolation bench's good client was closed so, once).
-            if c.decoder.hasCompleteFrame() { continue }
-            if c.calls == 0 {
-                if silent.map({ c.id < $0.id }) ?? true { silent = c }
-            } else if c.hello == nil, !c.awaitingRead {
-                if anonymous.map({ c.id < $0.id }) ?? true { anonymous = c }
-            }
-        }
-        return silent ?? anonymous
-    }
-
-    /// A new connection on `fd`, watched by the loop.
-    func register(_ fd: Int32, peer: PeerCredentials) -> Connection {
-        nextConnectionID += 1
-        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, now: clock.monotonic)
-        connections[fd] = connection
-        do {
-            try loop.watch(fd, .read) { [unowned self] events in self.handle(connection, events) }
-        } catch {
-            log.error("cannot watch \(connection.label): \(error)")
-            close(connection)
-        }
-        return connection
-    }
-
-    private func handle(_ c: Connection, _ events: EventLoop.Events) {
-        if c.readClosed {
-            // Only room to write and the peer's full close are watched now.
-            if events.peerGone { return hungUp(c) }
-            if events.writable { flush(c) }
-            return
-        }
-        if events.writable { flush(c) }
-        if events.readable || events.hangup { read(c) }
-    }
-
-    /// Reads once per readiness event: level-triggered epoll reports the socket again if more
-    /// is waiting, so a second read that would only say "nothing yet" is saved. True when it
-    /// read something (more may be waiting).
-    @discardableResult
-    func read(_ c: Connection) -> Bool {
-        guard !c.closed else { return false }
-        let result: UnixSocket.ReadResult
-        do { result = try UnixSocket.read(c.fd, into: scratch) } catch {
-            log.debug("\(c.label): \(error)")
-            close(c)
-            return false
-        }
-        switch result {
-        case .closed:
-            readEnded(c)
-            return false
-        case .wouldBlock:
-            return false
-        case .bytes(let n):
-            c.decoder.append(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
-            if c.callsPaused, c.decoder.pendingBytes > outboxLimits.maxWaitingCallBytes {
-                log.warning("\(c.label) sends calls without reading the replies (\(c.pendingOutput) bytes queued, "
-                            + "\(c.decoder.pendingBytes) bytes of calls waiting); closing it")
-                close(c)
-                return false
-            }
-            schedule(c)
-            return true
+            connections.admit(fd)
         }
     }
 
@@ -396,7 +281,7 @@ public final class Broker {
             // calls it pipelined are read (a client blocked writing them must not wait on us)
             // but kept unhandled until `flush` has written everything queued.
             if c.pendingOutput > outboxLimits.pauseCallsBytes, !c.discardsOutput {
-                perform(c.life.handle(.outboxPastPause), for: c)
+                connections.perform(c.life.handle(.outboxPastPause), for: c)
                 return
             }
             let frame: ArraySlice<UInt8>
@@ -405,9 +290,9 @@ public final class Broker {
                 frame = f
             } catch {
                 log.info("\(c.label): \(error); closing it")
-                send(Reply(.invalidRequest("\(error); closing the connection"), id: nil), to: c)
-                flush(c)
-                close(c)
+                connections.send(Reply(.invalidRequest("\(error); closing the connection"), id: nil), to: c)
+                connections.flush(c)
+                connections.close(c)
                 return
             }
             c.calls += 1
@@ -436,187 +321,30 @@ public final class Broker {
         // The hottest calls, read straight from their bytes; anything they do not recognise
         // (errors included) takes the general path below.
         if let q = QuickFetch(frame) {
-            send(frame: quickFetch(q, from: c), to: c)
+            connections.send(frame: quickFetch(q, from: c), to: c)
             return
         }
         if let q = QuickSave(frame), let reply = quickSave(q, from: c) {
-            send(frame: reply, to: c)
+            connections.send(frame: reply, to: c)
             return
         }
         let json: JSON
         do { json = try JSON.decode(frame, limits: JSONLimits(maxDepth: Limits.maxJSONDepth)) } catch {
-            send(Reply(.invalidRequest("the message is not valid JSON: \(error)"), id: nil), to: c)
+            connections.send(Reply(.invalidRequest("the message is not valid JSON: \(error)"), id: nil), to: c)
             return
         }
         let call: Call
         do { call = try Call(json) } catch {
-            send(Reply(error, id: json["id"].flatMap { $0.isNull ? nil : $0 }), to: c)
+            connections.send(Reply(error, id: json["id"].flatMap { $0.isNull ? nil : $0 }), to: c)
             return
         }
         let reply = dispatch(call, from: c)
         if !call.oneway {
-            send(frame: reply, to: c)
+            connections.send(frame: reply, to: c)
         } else if c.pendingOutput > 0 {
-            flush(c)  // what it queued for others (an Unsubscribe's end, a narrowing Hello's errors)
+            connections.flush(c)  // what it queued for others (an Unsubscribe's end, a narrowing Hello's errors)
         }
         if context.hasNotices { reportStoreNotices() }
-    }
-
-    func send(_ reply: Reply, to c: Connection) { send(frame: reply.frame(), to: c) }
-
-    /// Sends a reply frame; an empty one means the call is answered later (see `Finished`).
-    func send(frame: [UInt8], to c: Connection) {
-        guard !frame.isEmpty, !c.discardsOutput else { return }
-        if mustHoldOutput {  // group commit: nothing leaves before the saves are committed and on the disk
-            if queue(frame: frame, to: c) { holdForSync(c) }
-            return
-        }
-        // The common case — nothing queued before it — writes the reply straight from its own
-        // bytes; what the socket does not take is queued as it is.
-        if c.pendingOutput == 0, !c.closed {
-            let written: Int
-            do { written = try UnixSocket.write(c.fd, frame, from: 0, atMost: Outbox.writeSliceBytes) } catch {
-                writeFailed(c, error)
-                return
-            }
-            if written == frame.count { return }
-            c.enqueue(frame, written: written)  // the rest, without copying it
-            flush(c)
-            return
-        }
-        if queue(frame: frame, to: c) { flush(c) }
-    }
-
-    /// Queues a frame without writing it yet (the caller flushes); false when the connection is
-    /// closed, or has just been closed for reading too slowly.
-    @discardableResult
-    func queue(frame: [UInt8], to c: Connection) -> Bool {
-        guard !c.closed, !c.discardsOutput else { return false }
-        let before = c.pendingOutput
-        c.enqueue(frame)
-        // One frame is never too much on its own (a result or a diff may be large: clients accept
-        // frames up to `Limits.maxReplyFrameBytes`), nor on top of the little a connection may
-        // leave unread before its calls and diffs wait (`pauseCallsBytes`); frames left unread
-        // beyond that are, once they pass the limit.
-        if before > outboxLimits.pauseCallsBytes, c.pendingOutput > outboxLimits.maxOutboxBytes {
-            log.warning("\(c.label) reads too slowly (\(c.pendingOutput) bytes queued); closing it")
-            close(c)
-            return false
-        }
-        return true
-    }
-
-    /// Writes what the socket takes. Once the client has read everything queued, the calls it
-    /// sent meanwhile (paused, `Limits.pauseCallsBytes`) are handled, and then the resyncs its
-    /// connection is owed follow, a batch at a time (`queueResyncs`), from this loop.
-    func flush(_ c: Connection) {
-        if mustHoldOutput { return holdForSync(c) }
-        guard !c.closed, !c.discardsOutput else { return }
-        let drained: Bool
-        do { drained = try c.flush() } catch {
-            writeFailed(c, error)
-            return
-        }
-        perform(c.life.handle(.written(drained: drained)), for: c)
-    }
-
-    /// Does what a connection's lifecycle says.
-    func perform(_ actions: ConnectionLifecycle.Actions, for c: Connection) {
-        guard !actions.isEmpty else { return }
-        if actions.contains(.dropOutbox) { c.outbox = Outbox() }
-        if actions.contains(.watch) { watch(c) }
-        if actions.contains(.handleCalls) { processFrames(c) }
-        if actions.contains(.resumeCallsNextTurn) { resumeCalls(c) }
-        // All read: the resyncs still owed (the calls that waited went first).
-        if actions.contains(.afterDrain) { if c.owesResync { startResync(c) } else { closeIfFinished(c) } }
-        if actions.contains(.closeIfFinished) { closeIfFinished(c) }
-        if actions.contains(.closeUnlessCallOut) { closeUnlessCallOut(c) }
-    }
-
-    /// Handles the calls that waited on `c` (`Limits.pauseCallsBytes`), then flushes: from the
-    /// loop's next turn, never from inside whatever flushed it (a commit's diffs, a migration's
-    /// resyncs), so that one connection's calls never run in the middle of another's. (An
-    /// Unsubscribe among them spares its subscription the resync it was owed.)
-    private func resumeCalls(_ c: Connection) {
-        _ = loop.after(0) { [weak self, weak c] in
-            guard let self, let c, !c.closed else { return }
-            // A turn's worth now, the rest in turns (`schedule`); a half-closed connection with
-            // calls still in its decoder is not closed meanwhile (`closeIfFinished`).
-            self.processFrames(c, budget: self.configuration.limits.callsPerTurn)
-            self.schedule(c)
-            self.perform(c.life.handle(.resumed), for: c)
-            self.flush(c)
-            if c.discardsOutput { self.closeIfFinished(c) }  // flush writes nothing then
-        }
-    }
-
-    /// Tells epoll what `c` waits for (`ConnectionLifecycle.interest`): calls until its client
-    /// closed its writing half, and room to write while anything is queued; nothing once its
-    /// end is no longer watched.
-    private func watch(_ c: Connection) {
-        guard !c.closed else { return }
-        let interest = c.life.interest
-        switch c.life.input {
-        case .open: loop.change(c.fd, interest.write ? [.read, .write] : .read)
-        case .ended: loop.change(c.fd, interest.write ? .write : [], halfClose: false)
-        case .unwatched: loop.forget(c.fd)
-        }
-    }
-
-    /// The client closed its writing half (or the whole connection): every call it sent is
-    /// read. A client may close only that half and go on reading (as `socat` and shell
-    /// pipelines do), so the connection stays while there is something for it: replies
-    /// queued, calls that wait for it to read them, subscriptions. It closes once there is
-    /// none (`closeIfFinished`), or when the client closes entirely (`hungUp`).
-    private func readEnded(_ c: Connection) {
-        log.debug("\(c.label) closed its end")
-        perform(c.life.handle(.inputEnded), for: c)
-    }
-
-    /// Closes a connection whose client closed its writing half once nothing is left for it:
-    /// every call it sent handled, and (while anyone reads) no reply queued or owed, no
-    /// subscription. Calls that wait or are being handled keep it, whoever reads.
-    func closeIfFinished(_ c: Connection) {
-        if c.life.isFinished(c.remaining) { close(c) }
-    }
-
-    /// The client of a connection that closed its writing half is gone altogether: the calls
-    /// that waited for it to read are still handled (one-way saves among them), their replies
-    /// dropped, and the connection closed.
-    private func hungUp(_ c: Connection) {
-        log.debug("\(c.label) disconnected")
-        perform(c.life.handle(.hungUp), for: c)
-    }
-
-    /// Closes a connection nobody reads, unless a call of it waits — for a reader, or parked for
-    /// the stores' checks: it is handled then (with the calls after it), and the connection
-    /// closed (`resumeAfterRead`, `collectChecks`). Its end is not watched meanwhile (it would
-    /// be reported on every turn).
-    func closeUnlessCallOut(_ c: Connection) {
-        if c.hasCallOut { perform(c.life.handle(.callOutAsItGoes), for: c) } else { close(c) }
-    }
-
-    /// A write to `c` failed. When its peer has gone (it closed its end), the calls it sent
-    /// before it went are still in the socket: they are read and handled to the end (its
-    /// end of file, or now when that was read already), which then closes the connection, and
-    /// their replies dropped. A client that sends and exits (one-way
-    /// saves, say) loses nothing. Any other failure closes the connection. Calls that waited
-    /// for their client to read are handled (their replies dropped): they may be all it sent.
-    func writeFailed(_ c: Connection, _ error: SystemError) {
-        log.debug("\(c.label): \(error)")
-        guard error.errno == SystemError.brokenPipe || error.errno == SystemError.connectionReset else { return close(c) }
-        perform(c.life.handle(.peerGone), for: c)
-    }
-
-    func close(_ c: Connection) {
-        guard !c.closed else { return }
-        _ = c.life.handle(.closed)
-        runnable.remove(Int(c.fd))
-        if let t = c.handshakeTimer { loop.cancel(t) }
-        loop.forget(c.fd)
-        Descriptors.close(c.fd)
-        connections[c.fd] = nil
-        for s in Array(c.subscriptions.values) { subscriptions.remove(s) }
     }
 
     // MARK: - Shutdown
@@ -630,11 +358,11 @@ public final class Broker {
         Descriptors.close(listener)
         if ownsSocketFile { try? FileSystem.remove(configuration.socketPath) }
         for c in connections.values {
-            for s in c.subscriptions.values where s.callID != nil { queue(frame: Reply(.shuttingDown, id: s.callID).frame(), to: c) }
+            for s in c.subscriptions.values where s.callID != nil { connections.queue(frame: Reply(.shuttingDown, id: s.callID).frame(), to: c) }
             // Their calls are ended: the saves that roles still send while they stop (drained
             // below) must not reach them as diffs after it. A subscriber resumes elsewhere.
             for s in Array(c.subscriptions.values) { subscriptions.remove(s) }
-            queue(frame: Reply(.shuttingDown, id: nil).frame(), to: c)
+            connections.queue(frame: Reply(.shuttingDown, id: nil).frame(), to: c)
         }
         // Half a second, all told, for clients to take what is queued: one that does not read
         // must not hold the shutdown up.
@@ -650,7 +378,7 @@ public final class Broker {
         }
         supervisor.stopAll(grace: 2)
         readers.stop()
-        for c in Array(connections.values) { close(c) }
+        for c in Array(connections.values) { connections.close(c) }
         // Every store on the disk, then the open marker removed: a clean close.
         context.finish()
         lock.release()

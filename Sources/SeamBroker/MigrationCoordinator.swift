@@ -58,9 +58,17 @@ struct MigrationOutcome {
     var seconds: Double
 }
 
+/// Where the broker's parts send frames to the connections that asked for them.
+protocol ReplySink: AnyObject {
+    /// Sends a frame to a connection that watches (queued, then flushed).
+    func deliver(_ frame: [UInt8], to c: Connection)
+    /// A reply `c` was owed has been sent (or is no longer owed): it may close if it is done.
+    func settle(_ c: Connection)
+}
+
 /// What the broker's long jobs on the stores — a migration (`MigrationCoordinator`), a backup,
 /// check or restore (`MaintenanceRunner`) — ask of the broker that hosts them.
-protocol JobHost: AnyObject {
+protocol JobHost: ReplySink {
     /// Whether a restore runs now (no migration begins then).
     var isRestoring: Bool { get }
     /// The stores a run closes are closed: what the broker keeps of their rows goes.
@@ -75,10 +83,6 @@ protocol JobHost: AnyObject {
     func pruneBackups()
     /// What the stores noticed (a file put back, damage found) is logged and told.
     func reportStoreNotices()
-    /// Sends a frame to a connection that watches (queued, then flushed).
-    func deliver(_ frame: [UInt8], to c: Connection)
-    /// A reply `c` was owed has been sent (or is no longer owed): it may close if it is done.
-    func settle(_ c: Connection)
 }
 
 /// Migration as a role (design.md): seamd owns the files in service, and a separate process

@@ -70,6 +70,6 @@ public struct ServiceCall {
             throw .permissionDenied("this connection is read-only: call org.seam.Store.Hello before saving")
         }
         if let denied = check(request) { throw denied }
-        do { return try saver(request, author) } catch { throw Broker.varlink(error) }
+        do { return try saver(request, author) } catch { throw VarlinkError(error) }
     }
 }

@@ -277,7 +277,7 @@ final class Subscriptions {
             old.subscriptions = [:]
             do throws(VarlinkError) {
                 let entity: Entity
-                do { entity = try context.servedEntity(old.entity) } catch { throw Broker.varlink(error) }
+                do { entity = try context.servedEntity(old.entity) } catch { throw VarlinkError(error) }
                 let fresh = try channel(for: try Query(request: old.request, fields: old.fields, entity: entity), context: context)
                 for s in members {
                     s.channel = fresh
@@ -371,7 +371,7 @@ final class Subscriptions {
         var capped = request
         capped.limit = min(request.limit ?? cap + 1, cap + 1)
         let rows: [Row]
-        do { rows = try context.fetch(capped) } catch { throw Broker.varlink(error) }
+        do { rows = try context.fetch(capped) } catch { throw VarlinkError(error) }
         guard rows.count <= cap else { throw past }
         return rows
     }

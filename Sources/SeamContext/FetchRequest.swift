@@ -33,6 +33,15 @@ public struct SaveRequest: Sendable {
         case update(entity: String, uuid: String, values: [String: AttributeValue])
         case delete(entity: String, uuid: String)
 
+        /// Its kind: insert, update or delete.
+        public var kind: Kind {
+            switch self {
+            case .insert: .insert
+            case .update: .update
+            case .delete: .delete
+            }
+        }
+
         /// The entity it changes.
         public var entity: String {
             switch self {

@@ -118,7 +118,7 @@ public enum TimerService {
     }
 
     private static func row(_ entity: String, _ uuid: String, _ call: ServiceCall) throws(VarlinkError) -> [String: AttributeValue]? {
-        do { return try call.context.row(entity, uuid)?.values } catch { throw Broker.varlink(error) }
+        do { return try call.context.row(entity, uuid)?.values } catch { throw VarlinkError(error) }
     }
 
     static func start(_ p: JSONObject, _ call: ServiceCall) throws(VarlinkError) -> JSONObject {
@@ -127,7 +127,7 @@ public enum TimerService {
         guard let timer = try row("Timer", timerUUID, call) else { throw notFound("timer", timerUUID) }
         let existing: [Row]
         do { existing = try call.context.fetch(FetchRequest("Session", where: "timerUUID == $t", parameters: ["t": .uuid(timerUUID)])) } catch {
-            throw Broker.varlink(error)
+            throw VarlinkError(error)
         }
         var request = SaveRequest()
         var replaced: String?
@@ -162,7 +162,7 @@ public enum TimerService {
         // The sound too — when the Session table as served has it: a Local store may be served
         // at a version before sounds while its migration is pending (or after it failed).
         let served: Entity
-        do { served = try call.context.servedEntity("Session") } catch { throw Broker.varlink(error) }
+        do { served = try call.context.servedEntity("Session") } catch { throw VarlinkError(error) }
         if served.attribute("sound") != nil { values["sound"] = timer["sound"] }
         if let note { values["note"] = note }
         request.insert("Session", values)
@@ -241,7 +241,7 @@ public enum TimerService {
 
     static func clear(_ call: ServiceCall) throws(VarlinkError) -> JSONObject {
         let finished: [Row]
-        do { finished = try call.context.fetch(FetchRequest("Session", where: "state == 'finished'")) } catch { throw Broker.varlink(error) }
+        do { finished = try call.context.fetch(FetchRequest("Session", where: "state == 'finished'")) } catch { throw VarlinkError(error) }
         guard !finished.isEmpty else { return ["deleted": .integer(0), "sequence": .null] }
         let set = try call.save(SaveRequest(finished.map { .delete(entity: "Session", uuid: $0.uuid) }))
         return ["deleted": .integer(Int64(finished.count)), "sequence": set.map { .integer($0.sequence) } ?? .null]

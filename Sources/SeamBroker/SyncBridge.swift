@@ -10,17 +10,35 @@ import SeamSystem
 /// commits through `Listen`, and reports its state for `seam sync status`. Its saves carry the
 /// author `sync`, set here from the connection, so that imported changes are never exported
 /// again.
-extension Broker {
-    func syncCall(_ call: Call, _ c: Connection) -> [UInt8] {
+final class SyncBridge {
+    /// The worker's `Listen` calls, and its last `Report`.
+    private var listeners: [(connection: Connection, callID: JSON?)] = []
+    private var report: JSONObject?
+    weak var sink: (any ReplySink)?
+    private let context: Context
+    private let supervisor: Supervisor
+    /// Where `seam sync setup` writes the sync configuration (nil: seamd runs without roles).
+    private let configurationPath: String?
+
+    init(context: Context, supervisor: Supervisor, configurationPath: String?) {
+        self.context = context
+        self.supervisor = supervisor
+        self.configurationPath = configurationPath
+    }
+
+    /// Whether anyone listens (the worker, once it has called `Listen`).
+    var isListened: Bool { !listeners.isEmpty }
+
+    func call(_ call: Call, _ c: Connection) -> [UInt8] {
         let result: Result<JSONObject, VarlinkError>
         switch call.member {
-        case "Status": result = .success(syncStatus())
+        case "Status": result = .success(status())
         case "Now":
             guard c.hello != nil else { return Reply(.permissionDenied("say Hello first"), id: call.id).frame() }
             guard hasSyncWorker else {
                 return Reply(.syncNotConfigured("sync is not configured: run `seam sync setup URL`"), id: call.id).frame()
             }
-            tellSyncListeners(event: "now")
+            tell(event: "now")
             result = .success([:])
         case "Reload":
             guard c.hello?.role == "cli" else { return Reply(.permissionDenied("Reload takes a client that said Hello as cli"), id: call.id).frame() }
@@ -36,12 +54,12 @@ extension Broker {
             case "Acknowledge": result = acknowledge(call.parameters)
             case "Listen":
                 guard call.more else { return Reply(.expectedMore, id: call.id).frame() }
-                syncListeners.append((c, call.id))
+                listeners.append((c, call.id))
                 c.repliesOwed += 1  // a stream for as long as the connection lasts
                 return Reply(parameters: ["event": .string("listening"), "sequence": .integer(context.sequence)],
                              continues: true, id: call.id).frame()
             default:
-                syncReport = call.parameters
+                report = call.parameters
                 result = .success([:])
             }
         default: result = .failure(.methodNotFound(call.method))
@@ -61,7 +79,7 @@ extension Broker {
 
     /// Starts, restarts or stops the sync worker as the sync configuration now says.
     private func reloadSync() -> Result<JSONObject, VarlinkError> {
-        guard let path = configuration.syncConfigurationPath else {
+        guard let path = configurationPath else {
             return .failure(.syncNotConfigured("this seamd runs without roles (--no-roles): restart it with them to sync"))
         }
         let existing = supervisor.active(role: "sync")
@@ -81,7 +99,7 @@ extension Broker {
             return .success(["action": .string("restarted")])
         case (false, let p?):
             supervisor.retire(p)
-            syncReport = nil
+            report = nil
             return .success(["action": .string("stopped")])
         case (false, nil):
             return .success(["action": .string("none")])
@@ -101,7 +119,7 @@ extension Broker {
         var last = since
         read: while true {
             let sets: [ChangeSet]
-            do { sets = try context.history(since: last, limit: 64) } catch { return .failure(Self.varlink(error)) }
+            do { sets = try context.history(since: last, limit: 64) } catch { return .failure(VarlinkError(error)) }
             if sets.isEmpty { break }
             for set in sets {
                 if !changes.isEmpty && changes.count + set.changes.count > limit { break read }
@@ -123,7 +141,7 @@ extension Broker {
 
     private func acknowledge(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
         guard let through = p["through"]?.int64Value, through >= 0 else { return .failure(.invalidParameter("through")) }
-        do { try context.purgeHistory(through: min(through, context.sequence)) } catch { return .failure(Self.varlink(error)) }
+        do { try context.purgeHistory(through: min(through, context.sequence)) } catch { return .failure(VarlinkError(error)) }
         return .success([:])
     }
 
@@ -144,30 +162,30 @@ extension Broker {
 
     /// Tells the sync worker something happened: a local commit it has to export, or a
     /// person asking for a sync now.
-    func tellSyncListeners(event: String) {
-        guard !syncListeners.isEmpty else { return }
-        syncListeners.removeAll { $0.connection.closed }
+    func tell(event: String) {
+        guard !listeners.isEmpty else { return }
+        listeners.removeAll { $0.connection.closed }
         let frame = Reply(parameters: ["event": .string(event), "sequence": .integer(context.sequence)], continues: true, id: nil)
-        for (c, id) in syncListeners {
+        for (c, id) in listeners {
             var r = frame
             r.id = id
-            if queue(frame: r.frame(), to: c) { flush(c) }
+            sink?.deliver(r.frame(), to: c)
         }
     }
 
     /// After a commit: the sync worker hears of it unless the worker made it, or it touched
     /// nothing that syncs.
-    func noteCommitForSync(_ set: ChangeSet) {
-        guard !syncListeners.isEmpty, set.author != "sync" else { return }
+    func noteCommit(_ set: ChangeSet) {
+        guard !listeners.isEmpty, set.author != "sync" else { return }
         let synced = context.options.historyConfiguration
         guard set.changes.contains(where: { $0.store == synced }) else { return }
-        tellSyncListeners(event: "commit")
+        tell(event: "commit")
     }
 
-    func syncStatus() -> JSONObject {
+    func status() -> JSONObject {
         let worker = supervisor.active(role: "sync")
         var o: JSONObject = ["configured": .bool(worker != nil), "running": .bool(worker?.pid != nil)]
-        if let report = syncReport { for (k, v) in report { o[k] = v } }
+        if let report { for (k, v) in report { o[k] = v } }
         // A worker that is not running says nothing itself: how it last ended does.
         if let worker, worker.pid == nil, let e = worker.lastError { o["lastError"] = .string(e) }
         return o
