@@ -143,7 +143,7 @@ struct SyncPlanner {
 
     /// One record's write: the local row's changes merged over the server's version, field by
     /// field (`FieldVersion.merge`), the uuid left out (it has a column).
-    func planWrite(_ r: SyncWorker.Outgoing, over current: ServerRecord?) -> Write {
+    func planWrite(_ r: SyncExport.Outgoing, over current: ServerRecord?) -> Write {
         guard let current else {
             guard let row = r.row else { return .nothing(deletedThere: false) }
             let merged = merge(r, row, over: nil)
@@ -160,7 +160,7 @@ struct SyncPlanner {
 
     /// The local row's changes put over the server's version (nil: it has none); `mine` when the
     /// merged fields are exactly the local row's.
-    func merge(_ r: SyncWorker.Outgoing, _ row: JSONObject, over current: ServerRecord?) -> (fields: JSONObject, versions: JSONObject, mine: Bool) {
+    func merge(_ r: SyncExport.Outgoing, _ row: JSONObject, over current: ServerRecord?) -> (fields: JSONObject, versions: JSONObject, mine: Bool) {
         let attributes = synced[r.key.type] ?? []
         var stamps = r.stamps
         if r.edited, let current {

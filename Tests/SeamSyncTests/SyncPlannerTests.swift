@@ -77,8 +77,8 @@ final class SyncPlannerTests: XCTestCase {
     // MARK: - Export
 
     func outgoing(_ key: RecordKey, _ row: JSONObject?, stamps: [String: String] = [:], edited: Bool = true,
-                  knownTag: Int64? = nil) -> SyncWorker.Outgoing {
-        SyncWorker.Outgoing(key: key, row: row, stamps: stamps, edited: edited, knownTag: knownTag)
+                  knownTag: Int64? = nil) -> SyncExport.Outgoing {
+        SyncExport.Outgoing(key: key, row: row, stamps: stamps, edited: edited, knownTag: knownTag)
     }
 
     func v(_ seconds: Double, _ device: String) -> String { FieldVersion.stamp(time: seconds, device: device) }

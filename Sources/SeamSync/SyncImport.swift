@@ -1,0 +1,287 @@
+import SeamClient
+import SeamJSON
+import SeamPostgres
+import SeamProtocol
+import SeamSchema
+import SeamSystem
+
+/// The import: the zone's records since the `server` token, read through a cursor a batch at a
+/// time and applied through seamd (`SyncPlanner.planImport` decides what each one does), each
+/// batch's save with the token it reaches; a batch seamd refuses for one record is applied again
+/// in halves, and that record set aside.
+struct SyncImport {
+    let shared: SyncState
+    let pg: PostgresConnection
+
+    /// Server records per import save: larger than an export's batch, since a new machine may
+    /// have a great many.
+    static let importBatch = 2000
+
+    /// Whether the Cloud store holds no row of a synced entity and no SyncRecord.
+    private func storeHoldsNothingSynced() throws -> Bool {
+        for entity in shared.synced.keys.sorted() + ["SyncRecord"] where try shared.broker.count(entity) > 0 { return false }
+        return true
+    }
+
+    /// Applies the server's records since the server token. Returns the records applied.
+    ///
+    /// The records are read through a cursor, in change-tag order, a batch at a time: one query
+    /// whose plan walks the `(zone, change_tag)` index, rather than a query per batch, which
+    /// the planner may answer by sorting every remaining record (it does, on a table filled
+    /// since it last gathered statistics — a new machine's case). A pass ends when the cursor
+    /// does; records committed meanwhile are read by the next pass, up to the last tag the
+    /// zone had when the import began: later ones are the next cycle's (their notification
+    /// wakes it), after an export. Without that bound, other machines writing all the time kept
+    /// the import going pass after pass, and nothing edited here was exported meanwhile. Tags
+    /// of one zone commit in order (exports hold the zone's lock), so the token never passes an
+    /// uncommitted record.
+    ///
+    /// A machine's first import into a store with none of the synced rows and no SyncRecord
+    /// (a new machine) needs no lookups: every record is new, except those it has already
+    /// inserted during this import (a record changed on the server meanwhile comes again).
+    func importChanges() throws -> Int {
+        let token = shared.tokens["server"]?.value ?? 0
+        var state = ImportState(token: token, fresh: token == 0 ? try storeHoldsNothingSynced() : false, movesToken: true)
+        let last = try pg.query("SELECT coalesce(max(change_tag), 0) FROM seam.records WHERE zone = session_user").first?[0] ?? nil
+        let ceiling = last.flatMap { Int64($0) } ?? 0
+        return try importRecords(where: { "change_tag > \($0) AND change_tag <= \(ceiling)" }, [], &state)
+    }
+
+    /// Applies the zone's records that `condition` (given the token, with `parameters`) selects,
+    /// in change-tag order, through a cursor (see `importChanges`). When `state.movesToken`, pass
+    /// after pass, each from where the last left the token, until one reads nothing; else one.
+    /// Returns the records applied.
+    func importRecords(where condition: (Int64) -> String, _ parameters: [String?], _ state: inout ImportState) throws -> Int {
+        while true {
+            let read = try pg.transaction {
+                let condition = condition(state.token)
+                // A record's fields and versions past the bound are not even read: it is set aside.
+                let bound = ServerSchema.maxRecordBytes
+                try pg.query("DECLARE seam_import NO SCROLL CURSOR FOR SELECT record_type, uuid::text, "
+                             + "CASE WHEN octet_length(fields::text) <= \(bound) THEN fields::text END, change_tag, deleted, "
+                             + "octet_length(fields::text), CASE WHEN octet_length(versions::text) <= \(bound) THEN versions::text END "
+                             + "FROM seam.records WHERE zone = session_user AND \(condition) ORDER BY change_tag", parameters)
+                var read = 0
+                // Leaving early (the server went away mid-pass): the last batch's save is
+                // answered before anything else is asked of seamd, so its reply is not lost.
+                defer {
+                    if let batch = state.saving { _ = try? shared.broker.finish(batch.id) }
+                    state.saving = nil
+                }
+                while true {
+                    // The server reads the next batch while seamd saves the last.
+                    let rows = try pg.query("FETCH \(Self.importBatch) FROM seam_import")
+                    // Decoded while seamd saves the last batch.
+                    let now = WallClock.now()
+                    let records = rows.map { Self.serverRecord($0, now: now) }
+                    try finishBatch(&state)
+                    guard !rows.isEmpty else { return read }
+                    for part in Self.parts(rows) {
+                        try finishBatch(&state)
+                        try apply(Array(part), &state, decoded: Array(records[part.indices]))
+                    }
+                    read += rows.count
+                }
+            }
+            if read == 0 || !state.movesToken { return state.applied }
+        }
+    }
+
+    /// A record as the import's cursor read it (type, uuid, fields or null past the bound, tag,
+    /// deleted, the fields' size, versions or null past the bound): its fields, or why it is
+    /// set aside. A tombstone's fields do not matter.
+    static func serverRecord(_ row: [String?], now: Double) -> Result<JSONObject, SetAsideReason> {
+        if row[4] == "t" { return .success([:]) }
+        guard let text = row[2] else {
+            return .failure(SetAsideReason("its fields take \(row[5] ?? "?") bytes on the server, past the \(ServerSchema.maxRecordBytes) a "
+                                           + "synced record may take"))
+        }
+        guard let fields = (try? JSON.decode(text))?.objectValue else {
+            return .failure(SetAsideReason("its fields on the server are not a JSON object"))
+        }
+        guard let versionsText = row.count > 6 ? row[6] : "{}", let versions = (try? JSON.decode(versionsText))?.objectValue else {
+            return .failure(SetAsideReason("its field versions on the server are not a JSON object of bounded size"))
+        }
+        for (field, version) in versions {
+            guard let text = version.stringValue, let micros = FieldVersion.micros(of: text) else {
+                return .failure(SetAsideReason("the version of its field '\(field.prefix(64))' is no version"))
+            }
+            if Double(micros) / 1_000_000 > now + FieldVersion.futureTolerance {
+                let days = Int((Double(micros) / 1_000_000 - now) / 86_400)
+                return .failure(SetAsideReason("the version of its field '\(field.prefix(64))' is dated \(days) days ahead of this machine's "
+                                               + "clock: it would win every edit of that field"))
+            }
+        }
+        return .success(fields)
+    }
+
+    /// A fetched batch cut where its records' fields pass `SaveBuilder.partBytes` (with a
+    /// record's own overhead), so that each part's save is a frame seamd takes: a batch of
+    /// timers with long notes could be tens of megabytes. Each part is a save of its own, with
+    /// the token of its last record.
+    static func parts(_ rows: [[String?]]) -> [ArraySlice<[String?]>] {
+        var parts: [ArraySlice<[String?]>] = []
+        var start = 0, bytes = 0
+        for (i, row) in rows.enumerated() {
+            let size = (row[2]?.utf8.count ?? 0) + 256
+            if i > start && bytes + size > SaveBuilder.partBytes {
+                parts.append(rows[start..<i])
+                start = i
+                bytes = 0
+            }
+            bytes += size
+        }
+        parts.append(rows[start...])
+        return parts
+    }
+
+    /// Where an import stands between batches.
+    struct ImportState {
+        var token: Int64
+        let fresh: Bool
+        /// Whether the batches move the `server` token (the import); not when they bring
+        /// earlier records (`coverGainedEntities`).
+        let movesToken: Bool
+        var applied = 0
+        var insertedHere: Set<RecordKey> = []
+        /// The last batch's save, sent and not yet answered.
+        var saving: Batch?
+    }
+
+    /// One batch's save, sent, with what it takes to apply the batch again.
+    struct Batch {
+        var id: JSON
+        var rows: [[String?]]
+        /// The server token before the batch, in memory and in the store.
+        var token: Int64
+        var tokenRow: (uuid: String, value: Int64)?
+        /// The records the save applies.
+        var applied: Int
+        /// The records set aside before the batch (the save would have changed the list).
+        var setAsideBefore: SetAsideList
+    }
+
+    /// Waits for the last batch's save. One refused because a local save touched one of its
+    /// records after the pending records were read (`Conflict`, from `unchangedSince`) is
+    /// applied again: the record is pending now, so the server's version no longer goes over it.
+    private func finishBatch(_ state: inout ImportState) throws {
+        for attempt in 1...SyncState.raceAttempts {
+            guard let batch = state.saving, let refusal = waitForSave(&state) else { return }
+            if Self.isRefusedRecord(refusal) {
+                try applyAgainInHalves(batch, refused: refusal, &state)
+                return
+            }
+            guard SyncState.isRace(refusal), attempt < SyncState.raceAttempts else { throw refusal }
+            shared.log("a local save touched records of the import's batch meanwhile; applying it again (\(refusal))")
+            state.token = batch.token
+            shared.tokens["server"] = batch.tokenRow
+            shared.setAside = batch.setAsideBefore
+            try apply(batch.rows, &state)
+        }
+    }
+
+    /// Waits for the answer to the batch's save in flight, if any: nil when it was applied (and
+    /// counted), else why seamd refused it.
+    private func waitForSave(_ state: inout ImportState) -> ClientError? {
+        guard let batch = state.saving else { return nil }
+        state.saving = nil
+        do {
+            _ = try shared.broker.finish(batch.id)
+            state.applied += batch.applied
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Whether seamd refused a save for what a record holds (`InvalidRequest`: a value this
+    /// build cannot store, written by another client or build), not for a race or a failure.
+    static func isRefusedRecord(_ error: Error) -> Bool {
+        ["org.seam.Store.InvalidRequest", "org.seam.Store.ValueTooLarge"].contains((error as? ClientError)?.remoteName)
+    }
+
+    /// A batch seamd refused for what a record holds, applied again in halves, each half that
+    /// seamd refuses in halves again, down to the record it refuses: that one is passed over
+    /// (logged; it comes again when it changes on the server) and the token moves past it, the
+    /// rest are applied. One bad record among 2,000 costs some 20 saves, not 2,000. Else it
+    /// would stop every later server change from reaching this machine, at every cycle.
+    private func applyAgainInHalves(_ batch: Batch, refused refusal: ClientError, _ state: inout ImportState) throws {
+        state.token = batch.token
+        shared.tokens["server"] = batch.tokenRow
+        shared.setAside = batch.setAsideBefore
+        try applyHalves(batch.rows[...], refused: refusal, &state)
+    }
+
+    /// `rows`, which seamd refused (`refusal`), applied in halves.
+    private func applyHalves(_ rows: ArraySlice<[String?]>, refused refusal: ClientError, _ state: inout ImportState) throws {
+        guard rows.count == 1, let row = rows.first else {
+            let middle = rows.startIndex + rows.count / 2
+            for half in [rows[..<middle], rows[middle...]] where !half.isEmpty {
+                let token = state.token, tokenRow = shared.tokens["server"], listBefore = shared.setAside
+                try apply(Array(half), &state)
+                guard let refused = waitForSave(&state) else { continue }
+                guard Self.isRefusedRecord(refused) else { throw refused }
+                state.token = token
+                shared.tokens["server"] = tokenRow
+                shared.setAside = listBefore
+                try applyHalves(half, refused: refused, &state)
+            }
+            return
+        }
+        shared.log("the server's \(row[0] ?? "?") \(row[1] ?? "?") (change tag \(row[3] ?? "?")) cannot be stored here, set "
+            + "aside: \(refusal). Correct or delete it on the server; it comes again when it changes.")
+        guard let tag = row[3].flatMap({ Int64($0) }), let type = row[0], let uuid = row[1] else { return }
+        var save = SaveBuilder()
+        if state.movesToken { shared.tokenChange("server", tag, into: &save) }
+        let reason: String = if case .remote(let e) = refusal.kind { e.parameters["message"]?.stringValue ?? "\(e)" } else { "\(refusal)" }
+        if shared.setAside.add(.init(type: type, uuid: uuid, tag: tag, reason: "this store refuses it: " + reason)) { shared.setAside.change(into: &save) }
+        try save.send(shared.broker)
+        if state.movesToken { state.token = tag }
+    }
+
+    /// Applies one batch of server records (in change-tag order) as one save, with the token;
+    /// the save is sent, not waited for (`finishBatch`).
+    ///
+    /// `decoded`: `serverRecord` of each row, when the caller has it already.
+    private func apply(_ rows: [[String?]], _ state: inout ImportState, decoded: [Result<JSONObject, SetAsideReason>]? = nil) throws {
+        let token = state.token, fresh = state.fresh, tokenRow = shared.tokens["server"], setAsideBefore = shared.setAside
+        let last = rows.last?[3].flatMap { Int64($0) } ?? token
+        var incoming: [SyncPlanner.Incoming] = []
+        var listChanged = false
+        let now = WallClock.now()
+        for (i, row) in rows.enumerated() {
+            guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }), shared.synced[type] != nil else { continue }
+            let key = RecordKey(type: type, uuid: uuid)
+            switch decoded?[i] ?? Self.serverRecord(row, now: now) {
+            case .success(let fields):
+                incoming.append(SyncPlanner.Incoming(key: key, fields: fields, tag: tag, deleted: row[4] == "t"))
+            case .failure(let why):
+                shared.log("the server's \(type) \(uuid) (change tag \(tag)) is set aside: \(why). Correct or delete it on the server; "
+                    + "it comes again when it changes")
+                listChanged = shared.setAside.add(.init(type: type, uuid: uuid, tag: tag, reason: why.description)) || listChanged
+            }
+        }
+        // A record that comes again (changed on the server meanwhile) is looked up as usual.
+        let lookups = !fresh || incoming.contains { state.insertedHere.contains($0.key) }
+        let known = lookups ? try shared.syncRecords(incoming.map(\.key)) : [:]
+        let existing = lookups ? try shared.existingRows(incoming.map(\.key)) : []
+        // Records changed here since the last export (saves that raced this cycle, read just
+        // before this batch is applied): the server's version must not overwrite them, nor
+        // bring a deleted one back. The next export merges them; the import after it brings
+        // the merged record.
+        let pending = try shared.pendingChanges()
+        let local = SyncPlanner.Local(known: known, existing: existing, pending: Set(pending.changed.keys), fresh: fresh)
+        let plan = shared.planner.planImport(incoming, local: local, now: now)
+        var save = plan.save
+        save.unchangedSince = pending.through
+        for key in plan.cleared { listChanged = shared.setAside.remove(key) || listChanged }
+        state.insertedHere.formUnion(plan.insertedHere)
+        if state.movesToken { shared.tokenChange("server", last, into: &save) }
+        if listChanged { shared.setAside.change(into: &save) }
+        shared.testPause?("import-save")
+        if let id = try save.begin(shared.broker) {
+            state.saving = Batch(id: id, rows: rows, token: token, tokenRow: tokenRow, applied: plan.applied, setAsideBefore: setAsideBefore)
+        }
+        if state.movesToken { state.token = last }
+    }
+}
