@@ -406,8 +406,8 @@ extension Broker {
                                        + "saves, each of which is atomic"), id: id).frame()
         }
         if let denied = deniedWrite(c, request) { return Reply(denied, id: id).frame() }
-        // A big one is written in steps, between everyone else's calls (`Broker+Steps`).
-        if let begun = saveInSteps(request, author: author, c, id: id, answers: answers) { return begun }
+        // A big one is written in steps, between everyone else's calls (`SteppedSaves`).
+        if let begun = steps.begin(request, author: author, c, id: id, answers: answers) { return begun }
         let set: ChangeSet?
         do { set = try commit(request, author: author) } catch { return Reply(WireRequests.error(error, in: request), id: id).frame() }
         // Link rules may change rows of entities the caller may not read (the broker's doing,
@@ -495,7 +495,7 @@ extension Broker {
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
                 "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": supervisor.status(),
                 "plugins": pluginsStatus(), "migration": migrations.status(), "backups": backupsStatus(),
-                "maintenance": maintenance.status(), "readers": readersStatus(), "saveInSteps": stepsStatus(),
+                "maintenance": maintenance.status(), "readers": readersStatus(), "saveInSteps": steps.status(),
                 "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]
     }
 

@@ -44,7 +44,7 @@ extension Broker {
                   then: @escaping (ReadOutcome) -> Void) {
         let (id, poster) = offLoop.expect { [unowned self] outcome, seconds in
             if let c { charge(c, readSeconds: seconds) }
-            noteActivity(of: c)
+            steps.noteActivity(of: c)
             then(outcome)
         }
         readers.submit(priority: c.map(readPriority) ?? .role, lane: lane ?? c.map(readLane) ?? .light) { connections in
@@ -87,7 +87,7 @@ extension Broker {
         // the loop has told anyone of it, waits until it has: the save's diff must come before
         // the result that holds it, and then be dropped (`SubscriptionFlow`).
         offLoop.take { [unowned self] outcome in
-            guard stepCommitting, let at = outcome.resultSequence else { return false }
+            guard steps.committing, let at = outcome.resultSequence else { return false }
             return at > context.sequence
         }
     }

@@ -10,6 +10,17 @@ extension Broker: ConnectionHost {
     }
 }
 
+/// What the broker does for its `WriteGate`: a parked call is handled when its store lets it.
+extension Broker: WriteGateHost {
+    func resume(_ c: Connection, _ frame: ArraySlice<UInt8>, laterCalls: WriteGate.LaterCalls) {
+        handleFrame(frame, from: c)
+        if laterCalls == .now { processFrames(c) }
+        connections.flush(c)
+        if laterCalls == .inTurns { schedule(c) }  // with everyone else's
+        connections.closeIfFinished(c)
+    }
+}
+
 /// What the broker does for its `Supervisor`: serves each role's socket as a connection that
 /// already holds the role, handles what an ended role sent, and hears of one-shot workers.
 extension Broker: SupervisorHost {

@@ -9,7 +9,7 @@ import SeamSystem
 extension Broker {
     /// Starts taking turns on the loop.
     func takeTurns() {
-        loop.inTurns(pending: { [unowned self] in !runnable.isEmpty || stepsMayRun }, run: { [unowned self] in runTurns() })
+        loop.inTurns(pending: { [unowned self] in !runnable.isEmpty || steps.mayRun }, run: { [unowned self] in runTurns() })
         loop.atEndOfRound { [unowned self] in releaseHeld() }
     }
 
@@ -45,12 +45,12 @@ extension Broker {
             processFrames(c, budget: configuration.limits.callsPerTurn, until: began + Self.turnSeconds)
             let ended = WallClock.monotonic()
             runnable.charge(fd, seconds: ended - began)
-            noteActivity(of: c, at: ended)
+            steps.noteActivity(of: c, at: ended)
             schedule(c)  // more left: behind the others
             if c.readClosed { connections.closeIfFinished(c) }
         }
-        // A big save in steps has a turn like any connection's (`Broker+Steps`).
-        if stepsMayRun { takeStepTurn(seconds: Self.stepSeconds) }
+        // A big save in steps has a turn like any connection's (`SteppedSaves`).
+        if steps.mayRun { steps.takeTurn(seconds: SteppedSaves.stepSeconds) }
     }
 }
 
@@ -58,8 +58,8 @@ extension Broker {
     /// Whether the broker has nothing left to do until a client or the clock moves: no turn
     /// queued, no read, commit or save in steps running, no store check or held write pending.
     var isResting: Bool {
-        runnable.count == 0 && offLoop.isEmpty && stepping == nil && !stepCommitting && parkedForChecks.isEmpty
-            && parkedForHeldWrites.isEmpty && heldForSync.isEmpty && maintenance.job == nil
+        runnable.count == 0 && offLoop.isEmpty && steps.running == nil && !steps.committing && writeGate.isEmpty
+            && heldForSync.isEmpty && maintenance.job == nil
     }
 
     /// What is wrong with the broker's connections while it rests (`isResting`), and with how

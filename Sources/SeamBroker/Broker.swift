@@ -72,22 +72,10 @@ public final class Broker {
     let offLoop = OffLoopResults()
     /// Connections with calls read and not yet handled, in turn order (`Broker+Turns`).
     var runnable = TurnQueue()
-    /// Connections whose next call writes, held while a store's check at open runs (`parked`).
-    var parkedForChecks: [Connection] = []
-    /// Connections whose next call waits for a store that holds its writes (`Broker+HeldWrites`).
-    var parkedForHeldWrites: [(connection: Connection, writes: Set<String>?)] = []
-    /// The big save being written in steps, while one is (`Broker+Steps`).
-    var stepping: Stepping?
-    /// When the save in steps may take its next turn (it rests while others are busy); when a
-    /// connection other than the last to save in steps last had a turn or a read answered; and
-    /// that connection.
-    var stepsResumeAt = 0.0
-    /// Whether the save in steps' commit runs on its thread now (`Broker+Steps`), and the
-    /// subscribers' results that wait for it (`takeReadOutcomes`).
-    var stepCommitting = false
-    let committer = WorkerThread()
-    var othersActiveAt = 0.0
-    weak var lastStepper: Connection?
+    /// Calls that may write, held while a store's check at open runs or a store holds its writes.
+    let writeGate: WriteGate
+    /// The big save written in steps, while one is (`SteppedSaves`).
+    let steps: SteppedSaves
     /// Wakes the loop when a store's check at open has finished.
     var checksWaker: EventLoop.Waker?
     /// Connections with replies or diffs held until the saves of this round are on the disk
@@ -148,6 +136,8 @@ public final class Broker {
             throw BrokerError("cannot start the reader threads: \(error)")
         }
         loop.spinSeconds = configuration.spinSeconds
+        steps = SteppedSaves(context: opened, loop: loop, offLoop: offLoop)
+        writeGate = WriteGate(context: opened, interfaces: configuration.interfaces)
         connections = ConnectionTable(loop: loop, log: log, handshakeTimeout: configuration.handshakeTimeout, limits: configuration.limits)
         supervisor = Supervisor(loop: loop, log: log, socketPath: configuration.socketPath)
         migrations = MigrationCoordinator(context: opened, loop: loop, log: log, supervisor: supervisor,
@@ -218,7 +208,7 @@ public final class Broker {
         }
         // A store's checkpointer says, from its thread, when the writes it held may go on.
         do {
-            let waker = try loop.waker { [unowned self] in resumeHeldWrites() }
+            let waker = try loop.waker { [unowned self] in writeGate.resumeHeldWrites() }
             context.whenWritesResume = { waker.wake() }
         } catch {
             throw BrokerError("cannot watch the checkpoint threads: \(error)")
@@ -227,6 +217,8 @@ public final class Broker {
         let readers = self.readers
         context.willCloseStore = { _, path, attachment in readers.release(path, attachment: attachment) }
         connections.host = self
+        writeGate.host = self
+        steps.host = self
         supervisor.host = self
         migrations.host = self
         maintenance.host = self
@@ -302,13 +294,9 @@ public final class Broker {
             }
             // A call that may write waits, with every call after it, while a store is being
             // checked at open (`collectChecks` handles them once the checks end).
-            if mustWaitForChecks(frame) {
-                c.parked = frame
-                parkedForChecks.append(c)
-                return
-            }
+            if writeGate.parkIfChecking(c, frame) { return }
             // A call that may write into a store holding its writes waits for it, likewise.
-            if parkIfHeld(c, frame) { return }
+            if writeGate.parkIfHeld(c, frame) { return }
             handleFrame(frame, from: c)
         }
     }

@@ -35,7 +35,7 @@ final class Connection {
     /// A call of this connection runs on a reader (`Broker+Reads`): its later calls wait for its reply.
     var awaitingRead = false
     /// A call that writes, read while a store's check at open was running: it and the calls
-    /// after it wait until the checks end (`Broker.parkedForChecks`).
+    /// after it wait until the checks end (`WriteGate`).
     var parked: ArraySlice<UInt8>?
 
     struct Hello {

@@ -15,7 +15,7 @@ public struct ServiceInterface: Sendable {
     /// The varlink interface definition, as `GetInterfaceDescription` returns it.
     public let description: String
     /// The entities a method may write, by member (nil: any). A call waits while a store it may
-    /// write holds its writes (`Broker+HeldWrites`): one that says which goes on while the other
+    /// write holds its writes (`WriteGate`): one that says which goes on while the other
     /// store's writes wait (the ticker's alarms, which write Sessions alone, while a writer of
     /// timers waits for the Cloud store).
     let writes: @Sendable (_ member: String) -> Set<String>?

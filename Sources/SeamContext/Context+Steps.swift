@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// While it runs, its store is the save's alone (`steppedStore`): nothing else may write into it
 /// or read it through this context's connections, which would see its rows before they are
-/// committed — the owner holds such calls until it ends (`Broker+HeldWrites`), and a save into it
+/// committed — the owner holds such calls until it ends (`WriteGate`), and a save into it
 /// is refused here should one come. Closing its store ends it (`failed`).
 public final class SteppedSave {
     /// What a step left.

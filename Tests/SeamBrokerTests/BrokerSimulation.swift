@@ -492,7 +492,7 @@ final class BrokerSimulation {
                 s.reading && connections().contains { $0.id == s.connection && $0.pendingOutput > 0 }
             }
             if !took, !unread, broker.broker.isResting { return }
-            if !broker.broker.offLoop.isEmpty || broker.broker.stepping != nil { broker.turn(maxWait: 0.001) }
+            if !broker.broker.offLoop.isEmpty || broker.broker.steps.running != nil { broker.turn(maxWait: 0.001) }
         }
         throw fail("the broker did not come to rest: \(broker.broker.restingProblems())")
     }

@@ -5,7 +5,7 @@ import SeamProtocol
 import SeamTestSupport
 import XCTest
 
-/// A store holds its writes while its WAL is drained (`Broker+HeldWrites`): a writer that never
+/// A store holds its writes while its WAL is drained (`WriteGate`): a writer that never
 /// pauses makes its own store's calls wait now and then; the other store's writer is never
 /// parked, nothing is refused or lost, and every parked call is answered.
 final class HeldWritesTests: BrokerTestCase {

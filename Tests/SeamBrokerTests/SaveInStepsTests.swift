@@ -5,7 +5,7 @@ import SeamProtocol
 import SeamTestSupport
 import XCTest
 
-/// A big save is written in steps (`Broker+Steps`): while it runs, another client's saves into
+/// A big save is written in steps (`SteppedSaves`): while it runs, another client's saves into
 /// the other store and its reads are answered; a save into its store waits and comes after it;
 /// it is still one save — one number, one reply, one diff for a subscriber — and its caller's
 /// next call is answered after it.

@@ -122,7 +122,7 @@ final class FaultCampaign {
         _ = try? c.hello()
         for _ in 0..<n {
             let entity = chance(2) ? "Timer" : "Session"
-            // Now and then a big save, which seamd writes in steps (Broker+Steps).
+            // Now and then a big save, which seamd writes in steps (SteppedSaves).
             if chance(6) {
                 guard bigSave(entity, on: c) else { return }
                 continue

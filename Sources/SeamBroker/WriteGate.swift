@@ -2,11 +2,20 @@ import SeamContext
 import SeamJSON
 import SeamProtocol
 
-/// Writes that wait for their store. A store holds its writes
+/// What the write gate asks of the broker that hosts it.
+protocol WriteGateHost: AnyObject {
+    /// When the calls after a parked one are handled: at once, or in turns with everyone else's.
+    typealias LaterCalls = WriteGate.LaterCalls
+    /// A parked call may go on: `frame` is handled now, then `c`'s later calls as `laterCalls` says.
+    func resume(_ c: Connection, _ frame: ArraySlice<UInt8>, laterCalls: LaterCalls)
+}
+
+/// Writes that wait for their store (`WriteGate`): while a store's check at open runs, or a store
+/// holds its writes. A store holds its writes
 ///
 /// - while its checkpointer copies the WAL back after a writer that never paused long enough for
 ///   it (`Context.storesHoldingWrites`), a few milliseconds;
-/// - while a big save is written into it in steps (`Broker+Steps`), whose transaction is open.
+/// - while a big save is written into it in steps (`SteppedSaves`), whose transaction is open.
 ///
 /// A call that may write into such a store waits, with every later call of its connection
 /// (`Connection.parked`), until the hold ends (`resumeHeldWrites`: woken by the checkpointer, or
@@ -14,7 +23,38 @@ import SeamProtocol
 /// of timers that never pauses makes itself wait now and then, and no longer the ticker's alarms,
 /// which write Sessions alone. (Reads of a store held by a save in steps go to the store's
 /// read-only connection, which sees what is committed: `Context.readConnection`.)
-extension Broker {
+///
+/// While a store's check at open runs (`Context.isChecking`), every call that may write waits,
+/// with the calls after it, until the checks end (`resumeAfterChecks`).
+final class WriteGate {
+    enum LaterCalls { case now, inTurns }
+
+    weak var host: (any WriteGateHost)?
+    private let context: Context
+    /// The application's interfaces: what each method writes (`ServiceInterface.writes`).
+    private let interfaces: [ServiceInterface]
+    /// Connections whose next call writes, held while a store's check at open runs.
+    private var waitingForChecks: [Connection] = []
+    /// Connections whose next call waits for a store that holds its writes, and the stores it may write.
+    private var waitingForHolds: [(connection: Connection, writes: Set<String>?)] = []
+
+    init(context: Context, interfaces: [ServiceInterface]) {
+        self.context = context
+        self.interfaces = interfaces
+    }
+
+    /// Whether no call waits here.
+    var isEmpty: Bool { waitingForChecks.isEmpty && waitingForHolds.isEmpty }
+
+    /// The methods that only read: served while a store's check at open runs. Every other call
+    /// may write, and waits.
+    static let readOnlyMethods: Set<String> = [
+        "org.varlink.service.GetInfo", "org.varlink.service.GetInterfaceDescription",
+        "org.seam.Store.Hello", "org.seam.Store.Schema", "org.seam.Store.Fetch", "org.seam.Store.Count", "org.seam.Store.Status",
+        "org.seam.Store.Subscribe", "org.seam.Store.Unsubscribe", "org.seam.Migration.Plan", "org.seam.Sync.Status",
+        "org.seam.Maintenance.Backup", "org.seam.Maintenance.Check",
+    ]
+
     /// The methods seamd cannot tell the stores of that read them on the loop: they wait while a
     /// save in steps holds a store (its open transaction is on the loop's connection).
     static let loopReadingMethods: Set<String> = [
@@ -30,6 +70,37 @@ extension Broker {
         return held
     }
 
+    /// Whether a call of `c` in `frame` must wait for the stores' checks at open — it is a call
+    /// that may write — and if so, parks `c` with it (and every later call of it).
+    func parkIfChecking(_ c: Connection, _ frame: ArraySlice<UInt8>) -> Bool {
+        guard mustWaitForChecks(frame) else { return false }
+        c.parked = frame
+        waitingForChecks.append(c)
+        return true
+    }
+
+    private func mustWaitForChecks(_ frame: ArraySlice<UInt8>) -> Bool {
+        guard context.isChecking else { return false }
+        if QuickFetch(frame) != nil { return false }
+        guard let json = try? JSON.decode(frame, limits: JSONLimits(maxDepth: Limits.maxJSONDepth)),
+              let method = json["method"]?.stringValue
+        else { return false }  // answered as an error, which writes nothing
+        return !Self.readOnlyMethods.contains(method)
+    }
+
+    /// The stores' checks at open have ended: the calls that waited for them go on, each
+    /// connection's later calls at once after its parked one.
+    func resumeAfterChecks() {
+        guard !context.isChecking else { return }
+        let waiting = waitingForChecks
+        waitingForChecks = []
+        for c in waiting where !c.closed {
+            guard let frame = c.parked else { continue }
+            c.parked = nil
+            host?.resume(c, frame, laterCalls: .now)
+        }
+    }
+
     /// Whether a call of `c` in `frame` must wait — it may write into a store that holds its
     /// writes now — and if so, parks `c` with it.
     func parkIfHeld(_ c: Connection, _ frame: ArraySlice<UInt8>) -> Bool {
@@ -37,7 +108,7 @@ extension Broker {
         let written = storesWritten(by: frame)
         guard mustWait(writing: written) else { return false }
         c.parked = frame
-        parkedForHeldWrites.append((c, written))
+        waitingForHolds.append((c, written))
         return true
     }
 
@@ -69,7 +140,7 @@ extension Broker {
         }
         let dot = method.lastIndex(of: ".") ?? method.startIndex
         let interface = String(method[..<dot]), member = String(method[method.index(after: dot)...])
-        guard let service = configuration.interfaces.first(where: { $0.name == interface }),
+        guard let service = interfaces.first(where: { $0.name == interface }),
               let entities = service.writes(member)
         else { return nil }
         return stores(of: Array(entities))
@@ -87,20 +158,17 @@ extension Broker {
     /// came); one whose store still holds waits on. (What each may write was worked out when it
     /// was parked: a 1,000-row save is not read again at every look.)
     func resumeHeldWrites() {
-        guard !parkedForHeldWrites.isEmpty else { return }
-        let waiting = parkedForHeldWrites
-        parkedForHeldWrites = []
+        guard !waitingForHolds.isEmpty else { return }
+        let waiting = waitingForHolds
+        waitingForHolds = []
         for (c, written) in waiting where !c.closed {
             guard let frame = c.parked else { continue }
             if mustWait(writing: written) {
-                parkedForHeldWrites.append((c, written))
+                waitingForHolds.append((c, written))
                 continue
             }
             c.parked = nil
-            handleFrame(frame, from: c)
-            connections.flush(c)
-            schedule(c)  // its later calls: in turns, with everyone else's
-            connections.closeIfFinished(c)
+            host?.resume(c, frame, laterCalls: .inTurns)
         }
     }
 }
