@@ -118,7 +118,13 @@ final class ServiceTests: XCTestCase {
                          {"name": "probe", "command": ["/usr/bin/python3", "-c", "\#(Self.probe)"]}]}
             """#)
         defer { broker.stop() }
-        Thread.sleep(forTimeInterval: 3.5)
+        // Until both failing roles have been started again once (at 1 s), and wait for the next
+        // try, and the probe runs.
+        try eventually(10, "the failing roles restarted once and the probe running") {
+            let now = try roles(broker)
+            return now.count == 4 && now[1...2].allSatisfy { ($0["restarts"]?.int64Value ?? 0) >= 1 && $0["state"]?.stringValue == "waiting" }
+                && now[3]["state"]?.stringValue == "running"
+        }
         let all = try roles(broker)
         XCTAssertEqual(all.map { $0["name"]?.stringValue }, ["ticker", "plugin:ghost", "plugin:crasher", "plugin:probe"])
         guard all.count == 4 else { return XCTFail(broker.log) }
@@ -128,9 +134,10 @@ final class ServiceTests: XCTestCase {
         XCTAssertEqual(all[1]["lastError"]?.stringValue, "program not found: /nonexistent/seam-ghost (looked beside seamd and on PATH)")
         XCTAssertEqual(all[2]["lastError"]?.stringValue, "exited with status 3: cannot go on")
         for r in all[1...2] {
-            // Starts at 0, 1, 3 s (then 7, 15, …): at most three in 3.5 s.
+            // Starts at 0, 1, 3 s (then 7, 15, …): backing off, its next start ahead, not a busy loop.
             XCTAssertLessThanOrEqual(r["restarts"]?.int64Value ?? 99, 2, "backoff, not a busy loop: \(r)")
-            XCTAssertGreaterThanOrEqual(r["restarts"]?.int64Value ?? 0, 1)
+            XCTAssertEqual(r["state"]?.stringValue, "waiting", "\(r)")
+            XCTAssertGreaterThan(r["restartIn"]?.doubleValue ?? 0, 0, "\(r)")
         }
         status = try SeamConnection.connect(path: broker.socketPath).status()
         XCTAssertEqual(status["roles"]?.arrayValue?.count, 4)
