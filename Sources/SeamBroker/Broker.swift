@@ -53,7 +53,7 @@ public final class Broker {
     /// Every client and role connection, and their reading and writing (`ConnectionTable`).
     let connections: ConnectionTable
     let subscriptions = Subscriptions()
-    /// The role processes seamd starts and keeps running (`Broker+Roles`).
+    /// The role processes seamd starts and keeps running (`Broker+Hosts`).
     let supervisor: Supervisor
     /// The migration running now, and how the last one ended (`MigrationCoordinator`).
     let migrations: MigrationCoordinator

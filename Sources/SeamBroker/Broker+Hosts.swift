@@ -1,3 +1,7 @@
+// The broker as the host of its parts: what each part (`ConnectionTable`, `WriteGate`,
+// `Supervisor`) asks of it, in one place. (`JobHost` and `ReplySink` are in `Broker+Stores`;
+// `SteppedSavesHost` in `Broker+Steps`.)
+
 import SeamProtocol
 import SeamSystem
 
