@@ -26,9 +26,6 @@ final class SyncBridge {
         self.configurationPath = configurationPath
     }
 
-    /// Whether anyone listens (the worker, once it has called `Listen`).
-    var isListened: Bool { !listeners.isEmpty }
-
     func call(_ call: Call, _ c: Connection) -> [UInt8] {
         let result: Result<JSONObject, VarlinkError>
         switch call.member {
