@@ -4,10 +4,9 @@ import SeamProtocol
 
 /// What the write gate asks of the broker that hosts it.
 protocol WriteGateHost: AnyObject {
-    /// When the calls after a parked one are handled: at once, or in turns with everyone else's.
-    typealias LaterCalls = WriteGate.LaterCalls
-    /// A parked call may go on: `frame` is handled now, then `c`'s later calls as `laterCalls` says.
-    func resume(_ c: Connection, _ frame: ArraySlice<UInt8>, laterCalls: LaterCalls)
+    /// A parked call may go on: `frame` is handled now, then `c`'s later calls as `laterCalls` says
+    /// (at once, or in turns with everyone else's).
+    func resume(_ c: Connection, _ frame: ArraySlice<UInt8>, laterCalls: WriteGate.LaterCalls)
 }
 
 /// Writes that wait for their store (`WriteGate`): while a store's check at open runs, or a store
