@@ -15,19 +15,19 @@ extension Broker {
         switch call.interface {
         case "org.varlink.service":
             switch call.member {
-            case "GetInfo": result = .success(getInfo())
-            case "GetInterfaceDescription": result = describe(call.parameters)
+            case "GetInfo": result = .success(Introspection.info(serving: configuration.interfaces))
+            case "GetInterfaceDescription": result = Introspection.describe(call.parameters, serving: configuration.interfaces)
             default: result = .failure(.methodNotFound(call.method))
             }
         case "org.seam.Store":
-            if let denied = deniedRead(c, call) { return Reply(denied, id: call.id).frame() }
+            if let denied = c.hello?.deniedRead(member: call.member, entity: call.parameters["entity"]?.stringValue) { return Reply(denied, id: call.id).frame() }
             switch call.member {
             case "Hello": result = hello(call.parameters, c)
-            case "Schema": result = .success(schemaInfo())
+            case "Schema": result = .success(Introspection.schema(context.schema))
             case "Fetch":
-                if let uuid = call.parameters["uuid"], !uuid.isNull { return fetch(call.parameters, id: call.id) }
-                return fetchOnReader(call.parameters, id: call.id, c)
-            case "Count": return countOnReader(call.parameters, id: call.id, c)
+                if let uuid = call.parameters["uuid"], !uuid.isNull { return fetchOne(call.parameters, uuid, id: call.id) }
+                return readOnReader(call, c)
+            case "Count": return readOnReader(call, c)
             case "Save": return save(call.parameters, c, id: call.id, answers: !call.oneway)
             case "Status": result = .success(status())
             case "Subscribe": return subscribe(call, c)
@@ -46,7 +46,7 @@ extension Broker {
                 break
             }
             let serviceCall = ServiceCall(context: context, author: c.hello?.author, clock: clock,
-                                          check: { [unowned self] request in self.deniedWrite(c, request) }) { [unowned self] request, author throws(ContextError) in
+                                          check: { [unowned self] request in c.hello?.deniedWrite(request) }) { [unowned self] request, author throws(ContextError) in
                 try self.commit(request, author: author)
             }
             result = service.handler(call.member, call.parameters, serviceCall)
@@ -59,23 +59,6 @@ extension Broker {
 
     // MARK: - Capabilities
 
-    /// A Fetch, Count or Subscribe of an entity the connection did not declare it reads.
-    func deniedRead(_ c: Connection, _ call: Call) -> VarlinkError? {
-        deniedRead(c, member: call.member, entity: call.parameters["entity"]?.stringValue)
-    }
-
-    func deniedRead(_ c: Connection, member: String, entity: String?) -> VarlinkError? {
-        guard let hello = c.hello, hello.capabilities.reads != nil else { return nil }
-        switch member {
-        case "Fetch", "Count", "Subscribe": break
-        default: return nil
-        }
-        guard let entity, !hello.capabilities.mayRead(entity) else { return nil }
-        return .permissionDenied("\(hello.author) may read \(Capabilities.describe(hello.capabilities.reads))"
-                                 + (hello.declared ? " (declared in its Hello)" : " (a plugin reads only what its Hello declares)")
-                                 + ", not \(entity); declare it in capabilities.reads")
-    }
-
     /// After a Hello that changed what the connection may read: its subscriptions on entities it
     /// may no longer read end, each with PermissionDenied (its last reply).
     func endSubscriptionsOutsideCapabilities(_ c: Connection) {
@@ -87,104 +70,20 @@ extension Broker {
         }
     }
 
-    /// A save that touches an entity the connection may not write.
-    func deniedWrite(_ c: Connection, _ request: SaveRequest) -> VarlinkError? {
-        guard let hello = c.hello else { return nil }
-        for op in request.operations {
-            let entity: String
-            switch op {
-            case .insert(let e, _), .update(let e, _, _), .delete(let e, _): entity = e
-            }
-            guard !hello.capabilities.mayWrite(entity) else { continue }
-            let may = Capabilities.describe(hello.capabilities.writes)
-            return .permissionDenied("\(hello.author) may write \(may)"
-                                     + (hello.declared ? " (declared in its Hello)" : " (a plugin writes only what its Hello declares)")
-                                     + ", not \(entity); declare it in capabilities.writes")
-        }
-        return nil
-    }
-
-    // MARK: - org.varlink.service
-
-    /// Every interface served: the broker's own and the application's.
-    var interfaceDescriptions: [String: String] {
-        var all = Interfaces.all
-        for i in configuration.interfaces { all[i.name] = i.description }
-        return all
-    }
-
-    func getInfo() -> JSONObject {
-        ["vendor": .string(Interfaces.vendor), "product": .string(Interfaces.product), "version": .string(Interfaces.version),
-         "url": .string(Interfaces.url), "interfaces": .array(interfaceDescriptions.keys.sorted().map(JSON.string))]
-    }
-
-    func describe(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
-        guard let name = p["interface"]?.stringValue else { return .failure(.invalidParameter("interface")) }
-        guard let text = interfaceDescriptions[name] else { return .failure(.interfaceNotFound(name)) }
-        return .success(["description": .string(text)])
-    }
-
     // MARK: - org.seam.Store
 
-    /// Roles only the connections seamd hands to the processes it starts may hold.
-    static let builtInRoles: Set<String> = ["ticker", "migrate", "sync"]
-
+    /// `Hello`: the connection holds what `Connection.Hello.negotiate` settles, if there is room
+    /// for one more client.
     func hello(_ p: JSONObject, _ c: Connection) -> Result<JSONObject, VarlinkError> {
-        guard let version = p["version"]?.int64Value else { return .failure(.invalidParameter("version")) }
-        guard Interfaces.protocolVersions.contains(Int(version)) else {
-            return .failure(.unsupportedVersion(Interfaces.protocolVersions))
-        }
-        var declared: Capabilities?
-        if let json = p["capabilities"], !json.isNull {
-            switch Capabilities.parse(json, known: { self.context.schema.entity($0) != nil }) {
-            case .success(let caps): declared = caps
-            case .failure(let e): return .failure(e)
-            }
-        }
-        if c.supervisedAs != nil, var assigned = c.hello {
-            // seamd handed this connection to a process it started: the role is already known
-            // and is not the client's to change; Hello settles the version and may narrow what
-            // it touches.
-            assigned.version = Int(version)
-            if let declared {
-                assigned.capabilities = declared
-                assigned.declared = true
-            }
-            c.hello = assigned
-            endSubscriptionsOutsideCapabilities(c)
-            return .success(["version": .integer(version), "role": .string(assigned.role), "author": .string(assigned.author),
-                             "product": .string("\(Interfaces.product) \(Interfaces.version)"), "sequence": .integer(context.sequence)])
-        }
-        let role: String
-        switch p["role"] {
-        case nil, .null?: role = "cli"
-        case .string(let r)?: role = r
-        default: return .failure(.invalidParameter("role"))
-        }
-        let name: String?
-        switch p["name"] {
-        case nil, .null?: name = nil
-        case .string(let n)?: name = n
-        default: return .failure(.invalidParameter("name"))
-        }
-        if let name, !Self.isValidName(name) {
-            return .failure(.invalidRequest("a client name is 1 to 64 letters, digits, '-', '_' or '.'", field: "name"))
-        }
-        let author: String
-        switch role {
-        case "cli": author = "cli"
-        case "plugin":
-            guard let name else { return .failure(.invalidRequest("a plugin says its name", field: "name")) }
-            author = "plugin:\(name)"
-        case _ where Self.builtInRoles.contains(role):
-            return .failure(.permissionDenied("the role '\(role)' belongs to a process seamd starts; a client that connects by "
-                                              + "itself is 'cli' or 'plugin'"))
-        default:
-            return .failure(.invalidRequest("unknown role '\(role)': use 'cli' or 'plugin'", field: "role"))
+        let supervised = c.supervisedAs != nil && c.hello != nil
+        let hello: Connection.Hello
+        switch Connection.Hello.negotiate(p, assigned: supervised ? c.hello : nil, known: { self.context.schema.entity($0) != nil }) {
+        case .success(let h): hello = h
+        case .failure(let e): return .failure(e)
         }
         // Let in on the reserve past the cap (`Limits.reservedConnections`): a person's `seam`
         // stays; anyone else takes the place of an idle connection, or is turned away.
-        if role != "cli", connections.clientConnections > Limits.maxConnectionsPerUID {
+        if !supervised, hello.role != "cli", connections.clientConnections > Limits.maxConnectionsPerUID {
             if let idle = connections.oldestIdleConnection(sparing: c) {
                 log.info("closing \(idle.label), the oldest idle connection, for \(c.label)")
                 connections.close(idle)
@@ -194,39 +93,10 @@ extension Broker {
                                               + "close some (seam status lists them) and connect again"))
             }
         }
-        c.hello = Connection.Hello(version: Int(version), role: role, name: name, author: author,
-                                   capabilities: declared ?? (role == "plugin" ? .nothing : .everything), declared: declared != nil)
+        c.hello = hello
         endSubscriptionsOutsideCapabilities(c)
-        log.debug("\(c.label) said hello")
-        return .success(["version": .integer(version), "role": .string(role), "author": .string(author),
-                         "product": .string("\(Interfaces.product) \(Interfaces.version)"), "sequence": .integer(context.sequence)])
-    }
-
-    static func isValidName(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 64 && s.utf8.allSatisfy { b in
-            (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 45 || b == 95 || b == 46
-        }
-    }
-
-    func schemaInfo() -> JSONObject {
-        let models: [JSON] = context.schema.models.map { m in
-            let v = m.current
-            let entities: [JSON] = v.entities.map { e in
-                .object(["name": .string(e.name), "configuration": .string(v.configuration(of: e.name) ?? ""),
-                         "attributes": .array(e.attributes.map { a in
-                             .object(["name": .string(a.name), "type": .string(a.type.rawValue), "optional": .bool(a.isOptional)])
-                         }),
-                         "links": .array(e.links.map { l in
-                             .object(["attribute": .string(l.attribute), "target": .string(l.target),
-                                      "deleteRule": .string(l.deleteRule.rawValue)])
-                         })])
-            }
-            return .object(["name": .string(m.name), "version": .integer(Int64(v.version)), "hash": .string(v.hashes.model),
-                            "configurations": .object(JSONObject(uniqueKeysWithValues: v.hashes.configurations.sorted { $0.key < $1.key }
-                                .map { ($0.key, JSON.string($0.value)) })),
-                            "entities": .array(entities)])
-        }
-        return ["models": .array(models)]
+        if !supervised { log.debug("\(c.label) said hello") }
+        return .success(hello.reply(sequence: context.sequence))
     }
 
     func entity(_ p: JSONObject) -> Result<Entity, VarlinkError> {
@@ -242,39 +112,8 @@ extension Broker {
         entity(p).flatMap { WireRequests.fetch(p, entity: $0, schema: context.schema, defaultLimit: defaultLimit, offset: offset) }
     }
 
-    /// `Fetch`: the rows are written from the store straight into the reply's bytes.
-    func fetch(_ p: JSONObject, id: JSON?) -> [UInt8] {
-        if let uuid = p["uuid"], !uuid.isNull { return fetchOne(p, uuid, id: id) }
-        let r: FetchRequest
-        switch request(p) {
-        case .success(let x): r = x
-        case .failure(let e): return Reply(e, id: id).frame()
-        }
-        let rows: [Row]
-        do { rows = try context.fetch(r) } catch { return Reply(VarlinkError(error), id: id).frame() }
-        let order = r.attributes.map { [Entity.identity] + $0.filter { $0 != Entity.identity } }
-            ?? context.schema.entity(r.entity)!.entity.attributes.map(\.name)
-        let sequence = context.sequence
-        return Reply.frame(id: id, capacity: 256 + rows.count * 64 * order.count) { w in
-            w.key("rows")
-            w.beginArray()
-            for row in rows {
-                w.beginObject()
-                for name in order {
-                    guard let v = row.values[name] else { continue }
-                    w.key(name)
-                    WireValues.write(v, into: &w)
-                }
-                w.endObject()
-            }
-            w.endArray()
-            w.key("sequence")
-            w.integer(sequence)
-        }
-    }
-
     /// `Fetch(entity, uuid)`: the one row with that uuid (or none), by the primary key.
-    private func fetchOne(_ p: JSONObject, _ uuid: JSON, id: JSON?) -> [UInt8] {
+    func fetchOne(_ p: JSONObject, _ uuid: JSON, id: JSON?) -> [UInt8] {
         guard let u = uuid.stringValue else { return Reply(.invalidParameter("uuid"), id: id).frame() }
         for key in ["predicate", "parameters", "sort", "limit", "offset"] where p[key] != nil && p[key] != .null {
             return Reply(.invalidRequest("a Fetch by uuid takes no \(key): the uuid names the one row", field: key), id: id).frame()
@@ -295,15 +134,12 @@ extension Broker {
             let order = [Entity.identity] + (r.attributes ?? []).filter { $0 != Entity.identity }
             let row: (attributes: [Attribute], values: [AttributeValue])?
             do { row = try context.rowValues(e.name, u) } catch { return Reply(VarlinkError(error), id: id).frame() }
-            let sequence = context.sequence
-            return Reply.frame(id: id) { w in
-                w.key("rows")
-                w.beginArray()
-                if let row { WireValues.writeRow(order, Dictionary(uniqueKeysWithValues: zip(row.attributes.map(\.name), row.values)), into: &w) }
-                w.endArray()
-                w.key("sequence")
-                w.integer(sequence)
+            let encoded = row.map { row in
+                var w = JSONStreamWriter(capacity: 256)
+                WireValues.writeRow(order, Dictionary(uniqueKeysWithValues: zip(row.attributes.map(\.name), row.values)), into: &w)
+                return w.finish()
             }
+            return ReadJobs.rowReply(encoded, sequence: context.sequence, id: id)
         }
         return cachedRow(e, u, id: id)
     }
@@ -311,7 +147,7 @@ extension Broker {
     /// A fetch by uuid recognised from its frame's bytes (see `QuickFetch`): what `dispatch`
     /// and `fetchOne` do for the same call, without a JSON tree.
     func quickFetch(_ q: QuickFetch, from c: Connection) -> [UInt8] {
-        if let denied = deniedRead(c, member: "Fetch", entity: q.entity) { return Reply(denied, id: q.id).frame() }
+        if let denied = c.hello?.deniedRead(member: "Fetch", entity: q.entity) { return Reply(denied, id: q.id).frame() }
         let e: Entity
         do { e = try context.servedEntity(q.entity) } catch { return Reply(VarlinkError(error), id: q.id).frame() }
         return cachedRow(e, q.uuid, id: q.id)
@@ -331,33 +167,7 @@ extension Broker {
                 encoded = bytes
             }
         }
-        let sequence = context.sequence
-        return Reply.frame(id: id, capacity: 96 + (encoded?.count ?? 0)) { w in
-            w.key("rows")
-            w.beginArray()
-            if let encoded { w.encoded(encoded[...]) }
-            w.endArray()
-            w.key("sequence")
-            w.integer(sequence)
-        }
-    }
-
-    func count(_ p: JSONObject) -> Result<JSONObject, VarlinkError> {
-        var r: FetchRequest
-        // Count takes no sort, limit, offset or fields; like any parameter a method does not know,
-        // they are ignored (not checked, and no ORDER BY for a count).
-        var p = p
-        for ignored in ["sort", "limit", "offset", "fields"] { p[ignored] = nil }
-        switch request(p) {
-        case .success(let x): r = x
-        case .failure(let e): return .failure(e)
-        }
-        r.limit = nil
-        do {
-            return .success(["count": .integer(Int64(try context.count(r))), "sequence": .integer(context.sequence)])
-        } catch {
-            return .failure(VarlinkError(error))
-        }
+        return ReadJobs.rowReply(encoded, sequence: context.sequence, id: id)
     }
 
     /// A Save read by the general path: its reply frame.
@@ -405,7 +215,7 @@ extension Broker {
                                        + "(limits.pluginSaveOperations), this one \(request.operations.count); split it into several "
                                        + "saves, each of which is atomic"), id: id).frame()
         }
-        if let denied = deniedWrite(c, request) { return Reply(denied, id: id).frame() }
+        if let denied = c.hello?.deniedWrite(request) { return Reply(denied, id: id).frame() }
         // A big one is written in steps, between everyone else's calls (`SteppedSaves`).
         if let begun = steps.begin(request, author: author, c, id: id, answers: answers) { return begun }
         let set: ChangeSet?
@@ -494,36 +304,8 @@ extension Broker {
                 "connections": .integer(Int64(connections.count)), "subscriptions": .integer(Int64(subscriptions.count)),
                 "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
                 "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": supervisor.status(),
-                "plugins": pluginsStatus(), "migration": migrations.status(), "backups": backupsStatus(),
-                "maintenance": maintenance.status(), "readers": readersStatus(), "saveInSteps": steps.status(),
+                "plugins": connections.pluginsStatus(), "migration": migrations.status(), "backups": backupsStatus(),
+                "maintenance": maintenance.status(), "readers": readers.status(limits: configuration.limits), "saveInSteps": steps.status(),
                 "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]
-    }
-
-    /// The reader threads: jobs waiting and running in each lane, and the limits they run under.
-    func readersStatus() -> JSON {
-        let load = readers.load
-        let limits = configuration.limits
-        return .object([
-            "light": .object(["threads": .integer(Int64(readers.threads.light)), "waiting": .integer(Int64(load.light.waiting)),
-                              "running": .integer(Int64(load.light.running))]),
-            "heavy": .object(["threads": .integer(Int64(readers.threads.heavy)), "waiting": .integer(Int64(load.heavy.waiting)),
-                              "running": .integer(Int64(load.heavy.running))]),
-            "limits": .object(["predicateCost": .integer(Int64(limits.predicateCost)), "querySeconds": .double(limits.querySeconds),
-                               "callsPerTurn": .integer(Int64(limits.callsPerTurn)),
-                               "pluginSaveOperations": .integer(Int64(limits.pluginSaveOperations)),
-                               "checkpointFrames": .integer(Int64(limits.checkpointFrames))]),
-        ])
-    }
-
-    /// The plugins connected now, with what they may read and write (null: every entity).
-    func pluginsStatus() -> JSON {
-        let plugins = connections.values.filter { $0.hello?.role == "plugin" }.sorted { $0.id < $1.id }
-        return .array(plugins.map { c in
-            var o: JSONObject = ["name": .string(c.hello?.name ?? ""), "author": .string(c.hello?.author ?? ""),
-                                 "pid": .integer(Int64(c.peer.pid)), "supervised": .bool(c.supervisedAs != nil),
-                                 "declared": .bool(c.hello?.declared ?? false)]
-            for (k, v) in (c.hello?.capabilities ?? .everything).json { o[k] = v }
-            return .object(o)
-        })
     }
 }

@@ -43,41 +43,14 @@ extension Broker {
     func onReader(for c: Connection?, lane: ReaderPool.Lane? = nil, _ work: @escaping @Sendable (ReaderPool.Connections) -> ReadOutcome,
                   then: @escaping (ReadOutcome) -> Void) {
         let (id, poster) = offLoop.expect { [unowned self] outcome, seconds in
-            if let c { charge(c, readSeconds: seconds) }
+            c?.charge(readSeconds: seconds)
             steps.noteActivity(of: c)
             then(outcome)
         }
-        readers.submit(priority: c.map(readPriority) ?? .role, lane: lane ?? c.map(readLane) ?? .light) { connections in
+        readers.submit(priority: c?.readPriority ?? .role, lane: lane ?? c?.readLane ?? .light) { connections in
             let start = WallClock.monotonic()
             let outcome = work(connections)
             poster.post(id, outcome, seconds: WallClock.monotonic() - start)
-        }
-    }
-
-    /// How long a plugin's reads may take, on a moving average (`Connection.readAverage`),
-    /// before its next ones run on the heavy lane: one slow read moves it there; many quick ones
-    /// never do.
-    static let heavyReadSeconds = 0.01
-
-    /// The lane of `c`'s next read: for a plugin (or a client that has not said Hello) whose reads
-    /// lately took long, the heavy one. The roles' and a person's reads stay on the light lane,
-    /// however large (the ticker's first result is).
-    func readLane(_ c: Connection) -> ReaderPool.Lane {
-        readPriority(c) == .plugin && c.readAverage > Self.heavyReadSeconds ? .heavy : .light
-    }
-
-    /// Folds one read's time into `c`'s average: a quarter of the way to each new read.
-    private func charge(_ c: Connection, readSeconds: Double) {
-        c.readAverage += (readSeconds - c.readAverage) / 4
-    }
-
-    /// Whose read goes first: the built-in roles', then people's (`seam`), then plugins'.
-    func readPriority(_ c: Connection) -> ReaderPool.Priority {
-        if c.supervisedAs != nil, c.hello?.role != "plugin" { return .role }
-        switch c.hello?.role {
-        case "cli": return .person
-        case "ticker", "migrate", "sync": return .role
-        default: return .plugin
         }
     }
 
@@ -144,105 +117,27 @@ extension Broker {
 
     // MARK: - Fetch and Count
 
-    /// `Fetch` without a uuid: routed here; planned (the predicate parsed, priced and compiled),
-    /// run and written into its reply frame on a reader — a predicate of any length costs the
-    /// loop nothing.
-    func fetchOnReader(_ p: JSONObject, id: JSON?, _ c: Connection) -> [UInt8] {
-        let r: FetchRequest
-        switch request(p) {
-        case .success(let x): r = x
-        case .failure(let e): return Reply(e, id: id).frame()
-        }
-        let target: ReadTarget
-        do { target = try context.readTarget(r.entity) } catch { return Reply(VarlinkError(error), id: id).frame() }
-        let costLimit = configuration.limits.predicateCost
-        answerLater(c, id: id) { connections in
-            let plan: ReadPlan
-            switch Self.checkedPlan(r, kind: .rows, target: target, costLimit: costLimit) {
-            case .success(let x): plan = x
-            case .failure(let e): return .frame(Reply(e, id: id).frame())
-            }
-            let order = r.attributes.map { [Entity.identity] + $0.filter { $0 != Entity.identity } } ?? plan.attributes.map(\.name)
-            let positions = order.compactMap { name in plan.attributes.firstIndex { $0.name == name } }
-            let result: ReadPlan.Result
-            do throws(ReaderPool.ReadFailure) { result = try connections.run(plan) } catch { return .failed(error) }
-            return .frame(Reply.frame(id: id, capacity: 256 + result.rows.count * 64 * positions.count) { w in
-                w.key("rows")
-                w.beginArray()
-                for row in result.rows {
-                    w.beginObject()
-                    for i in positions {
-                        w.key(plan.attributes[i].name)
-                        WireValues.write(row[i], into: &w)
-                    }
-                    w.endObject()
-                }
-                w.endArray()
-                w.key("sequence")
-                w.integer(result.sequence)
-            })
-        }
-        return []
-    }
-
-    /// `Count`: routed here, planned and run on a reader.
-    func countOnReader(_ p: JSONObject, id: JSON?, _ c: Connection) -> [UInt8] {
+    /// `Fetch` without a uuid, and `Count`: the request is read and routed here, and run on a
+    /// reader (`ReadJobs`).
+    func readOnReader(_ call: Call, _ c: Connection) -> [UInt8] {
+        let counts = call.member == "Count"
         var r: FetchRequest
-        // Count takes no sort, limit, offset or fields; like any parameter a method does not know,
-        // they are ignored (not checked, and no ORDER BY for a count).
-        var p = p
-        for ignored in ["sort", "limit", "offset", "fields"] { p[ignored] = nil }
-        switch request(p) {
+        switch request(counts ? ReadJobs.countParameters(call.parameters) : call.parameters) {
         case .success(let x): r = x
-        case .failure(let e): return Reply(e, id: id).frame()
+        case .failure(let e): return Reply(e, id: call.id).frame()
         }
-        r.limit = nil
-        let request = r
+        if counts { r.limit = nil }
         let target: ReadTarget
-        do { target = try context.readTarget(r.entity) } catch { return Reply(VarlinkError(error), id: id).frame() }
+        do { target = try context.readTarget(r.entity) } catch { return Reply(VarlinkError(error), id: call.id).frame() }
         let costLimit = configuration.limits.predicateCost
-        answerLater(c, id: id) { connections in
-            let plan: ReadPlan
-            switch Self.checkedPlan(request, kind: .count, target: target, costLimit: costLimit) {
-            case .success(let x): plan = x
-            case .failure(let e): return .frame(Reply(e, id: id).frame())
-            }
-            do throws(ReaderPool.ReadFailure) {
-                let result = try connections.run(plan)
-                return .frame(Reply(parameters: ["count": .integer(Int64(result.count)), "sequence": .integer(result.sequence)], id: id).frame())
-            } catch {
-                return .failed(error)
-            }
-        }
+        answerLater(c, id: call.id, counts ? ReadJobs.count(r, target: target, costLimit: costLimit, id: call.id)
+                                           : ReadJobs.fetch(r, target: target, costLimit: costLimit, id: call.id))
         return []
-    }
-
-    /// The plan of `r` (on a reader): refused as a fetch would be, or — before anything runs —
-    /// as `QueryTooExpensive` when its predicate costs more per row than `costLimit`.
-    static func checkedPlan(_ r: FetchRequest, kind: ReadPlan.Kind, target: ReadTarget, costLimit: Int) -> Result<ReadPlan, VarlinkError> {
-        do throws(ContextError) {
-            let (plan, predicate) = try target.plan(r, kind: kind)
-            if let predicate, let refused = tooCostly(predicate, limit: costLimit) { return .failure(refused) }
-            return .success(plan)
-        } catch {
-            return .failure(VarlinkError(error))
-        }
-    }
-
-    // MARK: - The cost of a predicate
-
-    /// `QueryTooExpensive` when `predicate` costs more per row than `limit` (`PredicateCost`).
-    static func tooCostly(_ predicate: CheckedPredicate, limit: Int) -> VarlinkError? {
-        let cost = PredicateCost.perRow(predicate)
-        guard cost > limit else { return nil }
-        return .queryTooExpensive("the predicate costs about \(cost) units a row to evaluate, above the limit of \(limit) (each LIKE "
-                                  + "pattern, wildcard, IN value and OR branch counts; see PROTOCOL.md); split it or narrow it",
-                                  limit: "predicateCost")
     }
 
     /// `QueryTooExpensive` when a subscription's checked predicate costs more per row than the
     /// limit allows (it is matched in memory against every commit of its entity).
     func refusedAsTooCostly(_ predicate: CheckedPredicate) -> VarlinkError? {
-        Self.tooCostly(predicate, limit: configuration.limits.predicateCost)
+        ReadJobs.tooCostly(predicate, limit: configuration.limits.predicateCost)
     }
 }

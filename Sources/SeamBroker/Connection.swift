@@ -30,7 +30,7 @@ final class Connection {
     /// A resync of one of its subscriptions is being built (`Broker.startResync`): the next
     /// waits until this one is read.
     var resyncInFlight = false
-    /// How long its reads took, on a moving average (`Broker.readLane`).
+    /// How long its reads took, on a moving average (`readLane`).
     var readAverage = 0.0
     /// A call of this connection runs on a reader (`Broker+Reads`): its later calls wait for its reply.
     var awaitingRead = false
@@ -111,5 +111,33 @@ extension Connection {
         if life.isFinished(remaining) { problem("its client closed its end and nothing is left for it, yet it is open") }
         if !readClosed, !callsPaused, decoder.hasCompleteFrame() { problem("a whole call waits, unhandled") }
         return problems
+    }
+}
+
+extension Connection {
+    /// How long a plugin's reads may take, on a moving average (`readAverage`), before its next
+    /// ones run on the heavy lane: one slow read moves it there; many quick ones never do.
+    static let heavyReadSeconds = 0.01
+
+    /// Whose read goes first: the built-in roles', then people's (`seam`), then plugins'.
+    var readPriority: ReaderPool.Priority {
+        if supervisedAs != nil, hello?.role != "plugin" { return .role }
+        switch hello?.role {
+        case "cli": return .person
+        case "ticker", "migrate", "sync": return .role
+        default: return .plugin
+        }
+    }
+
+    /// The lane of its next read: for a plugin (or a client that has not said Hello) whose reads
+    /// lately took long, the heavy one. The roles' and a person's reads stay on the light lane,
+    /// however large (the ticker's first result is).
+    var readLane: ReaderPool.Lane {
+        readPriority == .plugin && readAverage > Self.heavyReadSeconds ? .heavy : .light
+    }
+
+    /// Folds one read's time into its average: a quarter of the way to each new read.
+    func charge(readSeconds: Double) {
+        readAverage += (readSeconds - readAverage) / 4
     }
 }

@@ -1,3 +1,4 @@
+import SeamJSON
 import SeamProtocol
 import SeamSystem
 
@@ -322,5 +323,20 @@ final class ConnectionTable {
         Descriptors.close(c.fd)
         byDescriptor[c.fd] = nil
         host?.connectionClosed(c)
+    }
+}
+
+extension ConnectionTable {
+    /// As `Status` shows the plugins connected now: each with what it may read and write
+    /// (null: every entity).
+    func pluginsStatus() -> JSON {
+        let plugins = values.filter { $0.hello?.role == "plugin" }.sorted { $0.id < $1.id }
+        return .array(plugins.map { c in
+            var o: JSONObject = ["name": .string(c.hello?.name ?? ""), "author": .string(c.hello?.author ?? ""),
+                                 "pid": .integer(Int64(c.peer.pid)), "supervised": .bool(c.supervisedAs != nil),
+                                 "declared": .bool(c.hello?.declared ?? false)]
+            for (k, v) in (c.hello?.capabilities ?? .everything).json { o[k] = v }
+            return .object(o)
+        })
     }
 }

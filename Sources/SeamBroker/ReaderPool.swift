@@ -1,4 +1,5 @@
 import SeamContext
+import SeamJSON
 import SeamProtocol
 import SeamStore
 import SeamSystem
@@ -122,7 +123,7 @@ final class ReaderPool: Sendable {
         static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
     }
 
-    /// Which threads run a job: a client whose reads have lately taken long (`Broker.readLane`)
+    /// Which threads run a job: a client whose reads have lately taken long (`Connection.readLane`)
     /// has its next ones run on threads of their own, at a lower priority, so that they never
     /// hold the threads everyone else's short reads run on.
     enum Lane: Sendable {
@@ -239,5 +240,23 @@ final class ReaderPool: Sendable {
     func stop() {
         light.stop()
         heavy.stop()
+    }
+}
+
+extension ReaderPool {
+    /// As `Status` shows the reader threads: jobs waiting and running in each lane, and the
+    /// limits they and the loop run under.
+    func status(limits: BrokerLimits) -> JSON {
+        let load = self.load
+        return .object([
+            "light": .object(["threads": .integer(Int64(threads.light)), "waiting": .integer(Int64(load.light.waiting)),
+                              "running": .integer(Int64(load.light.running))]),
+            "heavy": .object(["threads": .integer(Int64(threads.heavy)), "waiting": .integer(Int64(load.heavy.waiting)),
+                              "running": .integer(Int64(load.heavy.running))]),
+            "limits": .object(["predicateCost": .integer(Int64(limits.predicateCost)), "querySeconds": .double(limits.querySeconds),
+                               "callsPerTurn": .integer(Int64(limits.callsPerTurn)),
+                               "pluginSaveOperations": .integer(Int64(limits.pluginSaveOperations)),
+                               "checkpointFrames": .integer(Int64(limits.checkpointFrames))]),
+        ])
     }
 }

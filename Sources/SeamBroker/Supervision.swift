@@ -159,7 +159,7 @@ public struct SupervisorConfiguration: Sendable, Equatable {
                 problems.append("\(context) is not an object; skipped")
                 continue
             }
-            guard let name = object["name"]?.stringValue, Broker.isValidName(name) else {
+            guard let name = object["name"]?.stringValue, Connection.Hello.isValidName(name) else {
                 problems.append("\(context) needs a name of 1 to 64 letters, digits, '-', '_' or '.'; skipped")
                 continue
             }
