@@ -1,7 +1,7 @@
 /*
  * Tests of the Seam C SDK: against fake servers that send canned (often hostile) bytes, and
  * against a real seamd that the program starts itself from $SEAMD (default
- * ../../.build/debug/seamd, relative to Protocol/c).
+ * ../../.build/release/seamd, relative to Protocol/c).
  *
  * One line per test ("ok", "FAIL" or "skip"), then a summary; exits 1 when a test failed.
  */
@@ -960,7 +960,7 @@ static void start_broker(void)
 {
     const char *seamd = getenv("SEAMD");
     if (!seamd || !*seamd)
-        seamd = "../../.build/debug/seamd";
+        seamd = "../../.build/release/seamd";
     if (access(seamd, X_OK) != 0) {
         snprintf(broker_problem, sizeof broker_problem,
                  "no seamd at %s (set SEAMD to its path)", seamd);
