@@ -8,6 +8,8 @@ import SeamSystem
 /// What the broker does for its `ConnectionTable` (the rest of `ConnectionHost` — `schedule`,
 /// `processFrames`, `startResync`, `mustHoldOutput`, `holdForSync` — is where its work is).
 extension Broker: ConnectionHost {
+    func startResync(_ c: Connection) { subscribers.startResync(c) }
+
     func connectionClosed(_ c: Connection) {
         runnable.remove(Int(c.fd))
         for s in Array(c.subscriptions.values) { subscriptions.remove(s) }
@@ -60,3 +62,7 @@ extension Broker: SupervisorHost {
         if p.spec.role == SupervisorConfiguration.defaultMigrator.role { migrations.workerEnded(p, how) }
     }
 }
+
+/// What the broker does for its `Subscribers`: runs their reads (`Broker+Reads`), and lets a
+/// connection whose first reply came go on with its calls.
+extension Broker: SubscribersHost {}

@@ -55,15 +55,4 @@ extension Broker {
             if notice.isError { log.error(notice.text) } else { log.warning(notice.text) }
         }
     }
-
-    /// A store's state as `Status` says it: open, outdated, checking, migrating, damaged or closed.
-    func storeState(_ name: String) -> String {
-        if context.damaged[name] != nil { return "damaged" }
-        if let versions = context.servedVersions[name] {
-            if context.checking.contains(name) { return "checking" }
-            let outdated = versions.contains { context.schema.model($0.key)?.current.version != $0.value.version }
-            return outdated ? "outdated" : "open"
-        }
-        return migrations.isMigrating(name) ? "migrating" : "closed"
-    }
 }

@@ -71,7 +71,7 @@ extension Broker {
         c.awaitingRead = true
         onReader(for: c, lane: lane, work) { [unowned self] outcome in
             c.awaitingRead = false
-            let error: VarlinkError? = if case .failed(let f) = outcome { readError(f) } else { nil }
+            let error: VarlinkError? = if case .failed(let f) = outcome { context.readError(f) } else { nil }
             guard !c.closed else { return }
             switch outcome {
             case .frame(let bytes): connections.send(frame: bytes, to: c)
@@ -95,26 +95,6 @@ extension Broker {
         if c.readClosed { connections.closeIfFinished(c) }
     }
 
-    /// A reader's failure as the error its caller gets. Damage SQLite found closes the store
-    /// (as when the loop's own connection finds it).
-    func readError(_ failure: ReaderPool.ReadFailure) -> VarlinkError {
-        switch failure {
-        case .budgetPassed(let seconds):
-            return .queryTooExpensive("the query ran past its budget of \(seconds) s and was stopped; narrow the predicate "
-                                      + "(an indexed equality, a prefix rather than a pattern), or add a limit", limit: "querySeconds")
-        case .storeClosed(let store):
-            let why = context.closedStores[store].map { "it is closed: \($0)" } ?? "it was opened again while the read waited; try again"
-            return .storeUnavailable(store: store, "the \(store) store closed under the read (\(why))")
-        case .fileReplaced(let store):
-            return .storeUnavailable(store: store, "the \(store) store's file was removed or replaced a moment ago and seamd is "
-                                     + "putting its data back; try again in a second")
-        case .damaged(let store, let e):
-            return VarlinkError(context.reportDamage(e, store: store))
-        case .database(let e):
-            return .storeFailure("\(e)")
-        }
-    }
-
     // MARK: - Fetch and Count
 
     /// `Fetch` without a uuid, and `Count`: the request is read and routed here, and run on a
@@ -122,7 +102,7 @@ extension Broker {
     func readOnReader(_ call: Call, _ c: Connection) -> [UInt8] {
         let counts = call.member == "Count"
         var r: FetchRequest
-        switch request(counts ? ReadJobs.countParameters(call.parameters) : call.parameters) {
+        switch context.fetchRequest(counts ? ReadJobs.countParameters(call.parameters) : call.parameters) {
         case .success(let x): r = x
         case .failure(let e): return Reply(e, id: call.id).frame()
         }
@@ -133,11 +113,5 @@ extension Broker {
         answerLater(c, id: call.id, counts ? ReadJobs.count(r, target: target, costLimit: costLimit, id: call.id)
                                            : ReadJobs.fetch(r, target: target, costLimit: costLimit, id: call.id))
         return []
-    }
-
-    /// `QueryTooExpensive` when a subscription's checked predicate costs more per row than the
-    /// limit allows (it is matched in memory against every commit of its entity).
-    func refusedAsTooCostly(_ predicate: CheckedPredicate) -> VarlinkError? {
-        ReadJobs.tooCostly(predicate, limit: configuration.limits.predicateCost)
     }
 }

@@ -14,7 +14,7 @@ extension Broker: SteppedSavesHost {
     func stepsEnded(_ running: SteppedSaves.Stepping, _ result: Result<ChangeSet?, ContextError>) {
         let c = running.connection
         if case .success(let set?) = result {
-            publish(set)
+            saves.publish(set)
             sync.noteCommit(set)
         }
         if context.hasNotices { reportStoreNotices() }
@@ -24,7 +24,7 @@ extension Broker: SteppedSavesHost {
             case .success(let set) where running.answers:
                 // Only the changes to entities its caller may read, when it said which.
                 let capabilities = c.hello.flatMap { $0.capabilities.reads == nil ? nil : $0.capabilities }
-                answerLater(c, id: id) { _ in .frame(Self.saveReply(set, id: id, shows: capabilities.map { caps in { caps.mayRead($0) } })) }
+                answerLater(c, id: id) { _ in .frame(SavePath.reply(set, id: id, shows: capabilities.map { caps in { caps.mayRead($0) } })) }
             case .failure(let error) where running.answers:
                 connections.send(Reply(WireRequests.error(error, in: running.request), id: id), to: c)
                 resumeAfterRead(c)
@@ -68,7 +68,7 @@ extension Broker: SteppedSavesHost {
             if writeGate.parkIfHeld(c, frame) { return }
             switch read {
             case .success(let request):
-                let reply = save(request, author: hello.author, c, id: id, answers: answers)
+                let reply = saves.save(request, author: hello.author, c, id: id, answers: answers)
                 if answers { connections.send(frame: reply, to: c) }
             case .failure(let error):
                 if answers { connections.send(Reply(error, id: id), to: c) }

@@ -10,7 +10,7 @@ extension Broker {
     /// Starts taking turns on the loop.
     func takeTurns() {
         loop.inTurns(pending: { [unowned self] in !runnable.isEmpty || steps.mayRun }, run: { [unowned self] in runTurns() })
-        loop.atEndOfRound { [unowned self] in releaseHeld() }
+        loop.atEndOfRound { [unowned self] in saves.releaseHeld() }
     }
 
     /// Queues `c` for a turn when it has calls read and nothing holds them (a read it waits
@@ -32,9 +32,9 @@ extension Broker {
 
     /// One round: every connection queued now has a turn, in order.
     func runTurns() {
-        // The saves of the round are committed together (`Broker+GroupCommit`).
-        beginGroup()
-        defer { endGroup() }
+        // The saves of the round are committed together (`SavePath`).
+        saves.beginGroup()
+        defer { saves.endGroup() }
         var left = runnable.count
         while left > 0, let fd = runnable.next() {
             left -= 1
@@ -59,7 +59,7 @@ extension Broker {
     /// queued, no read, commit or save in steps running, no store check or held write pending.
     var isResting: Bool {
         runnable.count == 0 && offLoop.isEmpty && steps.running == nil && !steps.committing && writeGate.isEmpty
-            && heldForSync.isEmpty && maintenance.job == nil
+            && saves.heldForSync.isEmpty && maintenance.job == nil
     }
 
     /// What is wrong with the broker's connections while it rests (`isResting`), and with how

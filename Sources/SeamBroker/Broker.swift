@@ -8,39 +8,8 @@ import SeamSystem
 /// The daemon's core: it owns the context over both stores, accepts clients on a Unix socket,
 /// and answers their varlink calls — one thread, one event loop, no locks.
 public final class Broker {
-    public struct Configuration: Sendable {
-        public var dataDirectory: String
-        public var socketPath: String
-        public var durability: Durability = .normal
-        /// A listening socket handed over by systemd (`LISTEN_FDS`), used instead of binding.
-        public var listenDescriptor: Int32?
-        /// Seconds the event loop keeps polling after a turn with work before it sleeps
-        /// (`EventLoop.spinSeconds`): a request that follows closely is read without waiting for
-        /// an idle CPU to wake. 0 sleeps at once.
-        public var spinSeconds: Double = 0.000_2
-        /// Seconds a new connection has to send its first call before it is closed.
-        public var handshakeTimeout: Double = Limits.handshakeTimeout
-        /// Seconds, all told, that clients have at shutdown to read what is queued for them.
-        public var shutdownGrace = 0.5
-        /// Whether each save first checks that the store files are still at their paths (on by
-        /// default; `SEAM_FILE_CHECKS=0` turns it off, for the benchmark that measures its cost).
-        public var verifiesFiles = true
-        /// Interfaces the application adds beside org.seam.Store.
-        public var interfaces: [ServiceInterface] = []
-        /// The processes to start and keep running (none unless the caller says).
-        public var supervision = SupervisorConfiguration(roles: [], problems: [])
-        /// Where `seam sync setup` writes the sync configuration (nil: sync is never started).
-        public var syncConfigurationPath: String?
-        /// Where time comes from for the loop's timers, the timer service, role backoff and what
-        /// `Status` reports (what a piece of work costs is measured on the system's clock).
-        public var clock: any Clock = SystemClock()
-        /// What one client's call may cost (`seamd.json`'s `limits`).
-        public var limits: BrokerLimits { supervision.limits }
-        public init(dataDirectory: String, socketPath: String) {
-            self.dataDirectory = dataDirectory
-            self.socketPath = socketPath
-        }
-    }
+    /// How seamd runs (`BrokerConfiguration`).
+    public typealias Configuration = BrokerConfiguration
 
     public let configuration: Configuration
     let log: Logger
@@ -53,16 +22,20 @@ public final class Broker {
     /// Every client and role connection, and their reading and writing (`ConnectionTable`).
     let connections: ConnectionTable
     let subscriptions = Subscriptions()
+    /// `Subscribe`, `Unsubscribe`, each commit's diffs fanned out, results built off the loop (`Subscribers`).
+    let subscribers: Subscribers
     /// The role processes seamd starts and keeps running (`Broker+Hosts`).
     let supervisor: Supervisor
     /// The migration running now, and how the last one ended (`MigrationCoordinator`).
     let migrations: MigrationCoordinator
-    /// Stores that did not open again after a migration, tried again with backoff.
-    var reopening: [String: StoreReopening] = [:]
+    /// Stores that did not open again after a migration or a restore, tried again with backoff.
+    let reopener: StoreReopener
     /// `org.seam.Sync`: the sync worker's side of the broker (`SyncBridge`).
     let sync: SyncBridge
     /// Rows by uuid as the wire encodes them; exact, because every save evicts what it touched.
-    var rowCache = RowCache()
+    let rowCache = RowCache()
+    /// Every save's way, and group commit (`SavePath`).
+    let saves: SavePath
     var stopping = false
     /// The backup, check or restore running (`org.seam.Maintenance`).
     let maintenance: MaintenanceRunner
@@ -78,11 +51,6 @@ public final class Broker {
     let steps: SteppedSaves
     /// Wakes the loop when a store's check at open has finished.
     var checksWaker: EventLoop.Waker?
-    /// Connections with replies or diffs held until the saves of this round are on the disk
-    /// (full durability's group commit, `Broker+GroupCommit`).
-    var heldForSync: [ObjectIdentifier: Connection] = [:]
-    /// Each entity's attribute types by name (`attributeTypes`).
-    var attributeTypesByEntity: [String: [String: AttributeType]] = [:]
     /// The connection whose turn it is, and whether it is the round's last (`runTurns`).
     var turn: (connection: Connection, last: Bool)?
     public private(set) var exitStatus: Int32 = 0
@@ -113,7 +81,7 @@ public final class Broker {
         options.syncConfigured = configuration.supervision.roles.contains { $0.role == "sync" }
         options.historyIgnoresAuthors = ["sync"]
         // Synced, a save's diffs are worked out while the disk takes its commit (`publish`), and
-        // the saves of one round of the loop are synced together (`Broker+GroupCommit`).
+        // the saves of one round of the loop are synced together (`SavePath`).
         options.defersSync = true
         // Each store is checked as it opens, off this thread; writes wait for the check.
         options.checksAtOpen = true
@@ -139,10 +107,15 @@ public final class Broker {
         steps = SteppedSaves(context: opened, loop: loop, offLoop: offLoop)
         writeGate = WriteGate(context: opened, interfaces: configuration.interfaces)
         connections = ConnectionTable(loop: loop, log: log, handshakeTimeout: configuration.handshakeTimeout, limits: configuration.limits)
+        reopener = StoreReopener(context: opened, loop: loop, log: log)
+        subscribers = Subscribers(subscriptions: subscriptions, context: opened, connections: connections, log: log,
+                                  predicateCost: configuration.limits.predicateCost)
         supervisor = Supervisor(loop: loop, log: log, socketPath: configuration.socketPath)
         migrations = MigrationCoordinator(context: opened, loop: loop, log: log, supervisor: supervisor,
                                           dataDirectory: configuration.dataDirectory, migrator: configuration.supervision.migrator)
         sync = SyncBridge(context: opened, supervisor: supervisor, configurationPath: configuration.syncConfigurationPath)
+        saves = SavePath(context: opened, connections: connections, subscribers: subscribers, steps: steps, sync: sync, log: log,
+                         rowCache: rowCache, pluginSaveOperations: configuration.limits.pluginSaveOperations)
         maintenance = MaintenanceRunner(context: opened, loop: loop, log: log, migrations: migrations,
                                         dataDirectory: configuration.dataDirectory)
         if let fd = configuration.listenDescriptor {
@@ -217,6 +190,11 @@ public final class Broker {
         let readers = self.readers
         context.willCloseStore = { _, path, attachment in readers.release(path, attachment: attachment) }
         connections.host = self
+        subscribers.host = self
+        saves.host = self
+        reopener.isStopping = { [unowned self] in stopping }
+        reopener.isLeftClosed = { [unowned self] in migrations.isMigrating($0) || storeDirectory.unfinishedSwap.contains($0) }
+        reopener.reopened = { [unowned self] in resumeChannels(in: $0) }
         writeGate.host = self
         steps.host = self
         supervisor.host = self
@@ -312,7 +290,7 @@ public final class Broker {
             connections.send(frame: quickFetch(q, from: c), to: c)
             return
         }
-        if let q = QuickSave(frame), let reply = quickSave(q, from: c) {
+        if let q = QuickSave(frame), let reply = saves.quickSave(q, from: c) {
             connections.send(frame: reply, to: c)
             return
         }
@@ -356,7 +334,7 @@ public final class Broker {
         // must not hold the shutdown up.
         let deadline = WallClock.monotonic() + configuration.shutdownGrace
         context.syncCommits()  // what is held for it goes too
-        heldForSync.removeAll()
+        saves.dropHeld()
         var waiting = Array(connections.values)
         while true {
             waiting = waiting.filter { c in !c.closed && ((try? c.flush()) ?? true) == false }
@@ -379,4 +357,39 @@ public final class Broker {
 public struct BrokerError: Error, Sendable, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// How seamd runs: its stores, its socket, its durability, its roles and limits, its clock.
+public struct BrokerConfiguration: Sendable {
+    public var dataDirectory: String
+    public var socketPath: String
+    public var durability: Durability = .normal
+    /// A listening socket handed over by systemd (`LISTEN_FDS`), used instead of binding.
+    public var listenDescriptor: Int32?
+    /// Seconds the event loop keeps polling after a turn with work before it sleeps
+    /// (`EventLoop.spinSeconds`): a request that follows closely is read without waiting for
+    /// an idle CPU to wake. 0 sleeps at once.
+    public var spinSeconds: Double = 0.000_2
+    /// Seconds a new connection has to send its first call before it is closed.
+    public var handshakeTimeout: Double = Limits.handshakeTimeout
+    /// Seconds, all told, that clients have at shutdown to read what is queued for them.
+    public var shutdownGrace = 0.5
+    /// Whether each save first checks that the store files are still at their paths (on by
+    /// default; `SEAM_FILE_CHECKS=0` turns it off, for the benchmark that measures its cost).
+    public var verifiesFiles = true
+    /// Interfaces the application adds beside org.seam.Store.
+    public var interfaces: [ServiceInterface] = []
+    /// The processes to start and keep running (none unless the caller says).
+    public var supervision = SupervisorConfiguration(roles: [], problems: [])
+    /// Where `seam sync setup` writes the sync configuration (nil: sync is never started).
+    public var syncConfigurationPath: String?
+    /// Where time comes from for the loop's timers, the timer service, role backoff and what
+    /// `Status` reports (what a piece of work costs is measured on the system's clock).
+    public var clock: any Clock = SystemClock()
+    /// What one client's call may cost (`seamd.json`'s `limits`).
+    public var limits: BrokerLimits { supervision.limits }
+    public init(dataDirectory: String, socketPath: String) {
+        self.dataDirectory = dataDirectory
+        self.socketPath = socketPath
+    }
 }

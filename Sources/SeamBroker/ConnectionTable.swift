@@ -13,7 +13,7 @@ protocol ConnectionHost: AnyObject {
     /// `c` has closed: its turn and its subscriptions go.
     func connectionClosed(_ c: Connection)
     /// Whether output must wait: the round's saves applied and not committed, or committed and
-    /// not yet on the disk (group commit, `Broker+GroupCommit`).
+    /// not yet on the disk (group commit, `SavePath`).
     var mustHoldOutput: Bool { get }
     /// Holds `c`'s queued output until the round's saves are on the disk.
     func holdForSync(_ c: Connection)

@@ -7,7 +7,7 @@ import SeamContext
 /// they are in the change set). So a cached row is always the row in the store, and a fetch by
 /// uuid that hits costs a dictionary lookup instead of a read transaction. Bounded in bytes:
 /// when full, it starts over.
-struct RowCache {
+final class RowCache {
     private var rows: [String: [String: [UInt8]]] = [:]
     private(set) var bytes = 0
     private(set) var count = 0
@@ -17,7 +17,7 @@ struct RowCache {
 
     func row(_ entity: String, _ uuid: String) -> [UInt8]? { rows[entity]?[uuid] }
 
-    mutating func store(_ encoded: [UInt8], _ entity: String, _ uuid: String) {
+    func store(_ encoded: [UInt8], _ entity: String, _ uuid: String) {
         if bytes + encoded.count > maxBytes { removeAll() }
         if let old = rows[entity, default: [:]].updateValue(encoded, forKey: uuid) {
             bytes -= old.count
@@ -28,7 +28,7 @@ struct RowCache {
     }
 
     /// Forgets every row `set` inserted, updated or deleted.
-    mutating func evict(_ set: ChangeSet) {
+    func evict(_ set: ChangeSet) {
         guard count > 0 else { return }
         // By index, so that no change is copied (and retained) whole: a thousand copies were
         // most of a big save's eviction.
@@ -40,7 +40,7 @@ struct RowCache {
         }
     }
 
-    mutating func removeAll() {
+    func removeAll() {
         rows = [:]
         bytes = 0
         count = 0

@@ -365,7 +365,7 @@ public final class SeamSubscriber: Sendable {
     /// Subscribes `id` again after `pause` seconds, on the same connection, unless it ended
     /// meanwhile or a reconnect subscribed it.
     private func retry(_ id: Int64, after pause: Double, generation: Int) {
-        let planned = try? Threads.detach { [weak self] in
+        let planned: Void? = try? Threads.detach { [weak self] in
             Threads.sleep(pause)
             self?.state.withLock { s in
                 guard !s.closed, s.generation == generation, let e = s.entries[id], e.subscription == nil, e.abandoned == nil,
