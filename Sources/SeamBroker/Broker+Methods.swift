@@ -25,7 +25,7 @@ extension Broker {
             case "Hello": result = hello(call.parameters, c)
             case "Schema": result = .success(Introspection.schema(context.schema))
             case "Fetch":
-                if let uuid = call.parameters["uuid"], !uuid.isNull { return fetchOne(call.parameters, uuid, id: call.id) }
+                if let uuid = call.parameters["uuid"], !uuid.isNull { return uuidFetch.reply(call.parameters, uuid, id: call.id) }
                 return readOnReader(call, c)
             case "Count": return readOnReader(call, c)
             case "Save": return saves.save(call.parameters, c, id: call.id, answers: !call.oneway)
@@ -84,64 +84,6 @@ extension Broker {
         subscribers.endSubscriptionsOutsideCapabilities(c)
         if !supervised { log.debug("\(c.label) said hello") }
         return .success(hello.reply(sequence: context.sequence))
-    }
-
-    /// `Fetch(entity, uuid)`: the one row with that uuid (or none), by the primary key.
-    func fetchOne(_ p: JSONObject, _ uuid: JSON, id: JSON?) -> [UInt8] {
-        guard let u = uuid.stringValue else { return Reply(.invalidParameter("uuid"), id: id).frame() }
-        for key in ["predicate", "parameters", "sort", "limit", "offset"] where p[key] != nil && p[key] != .null {
-            return Reply(.invalidRequest("a Fetch by uuid takes no \(key): the uuid names the one row", field: key), id: id).frame()
-        }
-        let e: Entity
-        switch context.servedEntity(p) {
-        case .success(let x): e = x
-        case .failure(let err): return Reply(err, id: id).frame()
-        }
-        if let fields = p["fields"], fields != .null {
-            // Some attributes only (checked as any Fetch checks them): from the store, not the
-            // cache, which holds whole rows.
-            let r: FetchRequest
-            switch context.fetchRequest(p) {
-            case .success(let x): r = x
-            case .failure(let err): return Reply(err, id: id).frame()
-            }
-            let order = [Entity.identity] + (r.attributes ?? []).filter { $0 != Entity.identity }
-            let row: (attributes: [Attribute], values: [AttributeValue])?
-            do { row = try context.rowValues(e.name, u) } catch { return Reply(VarlinkError(error), id: id).frame() }
-            let encoded = row.map { row in
-                var w = JSONStreamWriter(capacity: 256)
-                WireValues.writeRow(order, Dictionary(uniqueKeysWithValues: zip(row.attributes.map(\.name), row.values)), into: &w)
-                return w.finish()
-            }
-            return ReadJobs.rowReply(encoded, sequence: context.sequence, id: id)
-        }
-        return cachedRow(e, u, id: id)
-    }
-
-    /// A fetch by uuid recognised from its frame's bytes (see `QuickFetch`): what `dispatch`
-    /// and `fetchOne` do for the same call, without a JSON tree.
-    func quickFetch(_ q: QuickFetch, from c: Connection) -> [UInt8] {
-        if let denied = c.hello?.deniedRead(member: "Fetch", entity: q.entity) { return Reply(denied, id: q.id).frame() }
-        let e: Entity
-        do { e = try context.servedEntity(q.entity) } catch { return Reply(VarlinkError(error), id: q.id).frame() }
-        return cachedRow(e, q.uuid, id: q.id)
-    }
-
-    /// The reply to a fetch of one whole row by uuid, from the row cache (filled on a miss).
-    private func cachedRow(_ e: Entity, _ u: String, id: JSON?) -> [UInt8] {
-        var encoded = rowCache.row(e.name, u)
-        if encoded == nil {
-            let row: (attributes: [Attribute], values: [AttributeValue])?
-            do { row = try context.rowValues(e.name, u) } catch { return Reply(VarlinkError(error), id: id).frame() }
-            if let row {
-                var w = JSONStreamWriter(capacity: 256)
-                WireValues.writeRow(row.attributes, row.values, into: &w)
-                let bytes = w.finish()
-                rowCache.store(bytes, e.name, u)
-                encoded = bytes
-            }
-        }
-        return ReadJobs.rowReply(encoded, sequence: context.sequence, id: id)
     }
 
     func status() -> JSONObject {

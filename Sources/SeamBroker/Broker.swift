@@ -34,6 +34,8 @@ public final class Broker {
     let sync: SyncBridge
     /// Rows by uuid as the wire encodes them; exact, because every save evicts what it touched.
     let rowCache = RowCache()
+    /// `Fetch` by uuid, from the row cache (`UUIDFetch`).
+    let uuidFetch: UUIDFetch
     /// Every save's way, and group commit (`SavePath`).
     let saves: SavePath
     var stopping = false
@@ -72,21 +74,7 @@ public final class Broker {
         } catch {
             throw BrokerError("cannot lock \(lockPath): \(error)")
         }
-        var options = Context.Options()
-        options.durability = configuration.durability
-        // Outdated stores are served as they are until the worker has migrated them; a newer
-        // or unreadable store stays closed while the other serves.
-        options.servesOutdated = true
-        // History is kept until the sync worker has exported it, however old.
-        options.syncConfigured = configuration.supervision.roles.contains { $0.role == "sync" }
-        options.historyIgnoresAuthors = ["sync"]
-        // Synced, a save's diffs are worked out while the disk takes its commit (`publish`), and
-        // the saves of one round of the loop are synced together (`SavePath`).
-        options.defersSync = true
-        // Each store is checked as it opens, off this thread; writes wait for the check.
-        options.checksAtOpen = true
-        options.verifiesFilesBeforeWrites = configuration.verifiesFiles
-        options.checkpointFrames = configuration.limits.checkpointFrames
+        let options = configuration.contextOptions
         let opened: Context
         do { opened = try Context(directory: configuration.dataDirectory, schema: schema, options: options) } catch {
             throw BrokerError("cannot open the stores: \(error)")
@@ -94,6 +82,7 @@ public final class Broker {
         // And while a store that synced before may sync again (see `reloadSync`).
         if !options.syncConfigured, SyncBridge.hasSyncedBefore(opened) { opened.syncConfigured = true }
         context = opened
+        uuidFetch = UUIDFetch(context: opened, rowCache: rowCache)
         // Said before the socket listens: a client that connects finds them in the log.
         for done in opened.recovered { log.info("recovered: \(done)") }
         for (name, note) in opened.olderThanTold.sorted(by: { $0.key < $1.key }) { log.warning("\(name) store: \(note)") }
@@ -287,7 +276,8 @@ public final class Broker {
         // The hottest calls, read straight from their bytes; anything they do not recognise
         // (errors included) takes the general path below.
         if let q = QuickFetch(frame) {
-            connections.send(frame: quickFetch(q, from: c), to: c)
+            let reply = c.hello?.deniedRead(member: "Fetch", entity: q.entity).map { Reply($0, id: q.id).frame() } ?? uuidFetch.reply(q)
+            connections.send(frame: reply, to: c)
             return
         }
         if let q = QuickSave(frame), let reply = saves.quickSave(q, from: c) {
@@ -391,5 +381,27 @@ public struct BrokerConfiguration: Sendable {
     public init(dataDirectory: String, socketPath: String) {
         self.dataDirectory = dataDirectory
         self.socketPath = socketPath
+    }
+}
+
+extension BrokerConfiguration {
+    /// The context's options for a broker so configured.
+    var contextOptions: Context.Options {
+        var options = Context.Options()
+        options.durability = durability
+        // Outdated stores are served as they are until the worker has migrated them; a newer
+        // or unreadable store stays closed while the other serves.
+        options.servesOutdated = true
+        // History is kept until the sync worker has exported it, however old.
+        options.syncConfigured = supervision.roles.contains { $0.role == "sync" }
+        options.historyIgnoresAuthors = ["sync"]
+        // Synced, a save's diffs are worked out while the disk takes its commit (`publish`), and
+        // the saves of one round of the loop are synced together (`SavePath`).
+        options.defersSync = true
+        // Each store is checked as it opens, off this thread; writes wait for the check.
+        options.checksAtOpen = true
+        options.verifiesFilesBeforeWrites = verifiesFiles
+        options.checkpointFrames = limits.checkpointFrames
+        return options
     }
 }

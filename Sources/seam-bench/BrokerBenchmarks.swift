@@ -118,7 +118,7 @@ enum BrokerBenchmarks {
         if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         p.standardError = FileHandle.nullDevice
         if let log = ProcessInfo.processInfo.environment["SEAM_BENCH_SEAMD_LOG"], path.hasSuffix("seamd") {
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             p.standardError = FileHandle(forWritingAtPath: log)
             p.arguments = arguments + ["--log-level", "debug"]
         }

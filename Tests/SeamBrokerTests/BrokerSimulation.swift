@@ -385,7 +385,7 @@ final class BrokerSimulation {
             let reply = try c.call("org.seam.Timers.\(method)", p)
             if let s = reply["session"]?.stringValue, !sessions.contains(s) { sessions.append(s) }
             if method == "Clear" { counts["timer.cleared", default: 0] += Int(reply["deleted"]?.int64Value ?? 0) }
-        } catch let e as ClientError where ["org.seam.Timers.WrongState", "org.seam.Timers.AlreadyRunning", "org.seam.Timers.NotFound"]
+        } catch let e where ["org.seam.Timers.WrongState", "org.seam.Timers.AlreadyRunning", "org.seam.Timers.NotFound"]
             .contains(e.remoteName ?? "") {
             counts["timer.refused", default: 0] += 1
         } catch {

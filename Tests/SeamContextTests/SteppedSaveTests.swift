@@ -154,7 +154,7 @@ final class SteppedSaveTests: ContextTestCase {
         let before = context.sequence
         guard let s = try context.beginSteps(timers(300, prefix: "big"), author: "plugin") else { return XCTFail("not begun in steps") }
         let commit = try stepToCommit(s)
-        try runElsewhere(commit) {
+        runElsewhere(commit) {
             // The store closes at once: it waits for the commit, which then stands.
             context.close("Cloud", reason: "a test closed it")
         }

@@ -90,7 +90,7 @@ final class ConvergenceTests: XCTestCase {
         try eventually(10, "B deleted it too") { try b.timer(timer) == nil }
         // Its own delete, coming back in the next import, changes nothing.
         try a.update("Timer", try a.addTimer("After \(UUID().uuidString.prefix(4))"), ["colour": "blue"])
-        Thread.sleep(forTimeInterval: 1)
+        try a.completeCycles(2)
         XCTAssertNil(try a.timer(timer))
         XCTAssertEqual(try records(), 0)
     }
@@ -290,7 +290,7 @@ final class ConvergenceTests: XCTestCase {
         try eventually(20, "every machine has the edit") {
             try new.timer(timer)?["sound"]?.stringValue == "chime" && old.timer(timer)?["sound"]?.stringValue == "chime"
         }
-        Thread.sleep(forTimeInterval: 1)
+        try old.completeCycles(2)
         XCTAssertEqual(try old.timer(timer)?["sound"]?.stringValue, "chime", "and keeps it")
     }
 
@@ -445,4 +445,15 @@ extension SyncMachine {
     }
 
     func syncStatus() throws -> JSONObject { try connection.call("org.seam.Sync.Status") }
+
+    /// Waits until the worker has finished `count` sync cycles, each asked for (`Sync.Now`) after
+    /// the last ended: with two, one began after this call, so what it imports (a machine's own
+    /// change coming back, say) has been applied — instead of waiting a fixed time for it.
+    func completeCycles(_ count: Int, within seconds: Double = 15) throws {
+        for n in 1...count {
+            let before = try syncStatus()["lastPull"]?.doubleValue ?? 0
+            _ = try connection.call("org.seam.Sync.Now")
+            try waitUntil(seconds, "sync cycle \(n) of \(count) ended") { (try syncStatus()["lastPull"]?.doubleValue ?? 0) > before }
+        }
+    }
 }

@@ -135,7 +135,7 @@ final class SyncTests: XCTestCase {
             let name = try admin.query("SELECT fields->>'name' FROM seam.records WHERE uuid = $1::uuid", [timer]).first?[0]
             return try name == "Mine again" && a.syncWorkerPID() != worker
         }
-        Thread.sleep(forTimeInterval: 0.5)
+        try a.completeCycles(2)
         XCTAssertEqual(try a.timer(timer)?["name"]?.stringValue, "Mine again", "A keeps its later name")
     }
 

@@ -13,6 +13,21 @@ extension XCTestCase {
     }
 }
 
+/// Polls `condition` every 20 ms until it holds; throws, naming `what`, when `seconds` pass
+/// first (for helpers outside a test case: the test fails with the error).
+public func waitUntil(_ seconds: Double, _ what: String, _ condition: () throws -> Bool) throws {
+    let deadline = Date().addingTimeInterval(seconds)
+    while try !condition() {
+        if Date() > deadline { throw WaitTimedOut(description: "not within \(seconds) s: \(what)") }
+        usleep(20_000)
+    }
+}
+
+/// What `waitUntil` throws.
+public struct WaitTimedOut: Error, CustomStringConvertible {
+    public var description: String
+}
+
 extension BrokerProcess {
     /// A seamd that runs the roles `config` (the text of a seamd.json, written into `directory`)
     /// lists; without `config`, the defaults: the ticker.

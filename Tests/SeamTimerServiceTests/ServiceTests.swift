@@ -228,7 +228,7 @@ final class ServiceTests: XCTestCase {
         }
         let socket = "/tmp/seam-pid1-\(getpid())-\(UUID().uuidString.prefix(6)).sock"
         let log = directory.file("pid1.log")
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         p.arguments = ["--pid", "--fork", "--kill-child=SIGTERM", Executables.path("seamd"), "--data-dir", directory.file("pid1-data"),

@@ -99,9 +99,10 @@ final class TickerTests: BrokerTestCase {
     /// makes a later one not fit: the ticker ends its subscription and follows running sessions
     /// afresh. It does not pile subscriptions up, each delivering every diff again.
     func testATickerThatMissedADiffSubscribesAfreshInPlaceOfTheOld() throws {
-        let losing = Mutex(false)
+        let losing = Mutex(false), resulted = Mutex(false)
         let proxy = try FrameProxy(upstream: broker.socketPath, in: broker.directory) { frame in
-            frame.contains(#""kind":"diff""#) && frame.contains(#""inserted""#) && losing.withLock { lose in
+            if frame.contains(#""kind":"result""#) { resulted.withLock { $0 = true } }
+            return frame.contains(#""kind":"diff""#) && frame.contains(#""inserted""#) && losing.withLock { lose in
                 defer { lose = false }
                 return lose
             }
@@ -110,6 +111,9 @@ final class TickerTests: BrokerTestCase {
         let c = try client()
         let ticker = try TickerProcess(socket: proxy.socketPath, directory: broker.directory)
         try eventually(5, "the ticker subscribed") { try c.call("org.seam.Store.Status")["subscriptions"]?.int64Value == 1 }
+        // Its first result on its way (a session started before it is built would come in it,
+        // not in a diff to lose).
+        try eventually(5, "the ticker's first result passed") { resulted.withLock { $0 } }
         for round in 1...3 {
             losing.withLock { $0 = true }
             let lost = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 600])["session"]?.stringValue)
