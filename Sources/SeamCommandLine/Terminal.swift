@@ -44,15 +44,17 @@ public enum Terminal {
 }
 
 extension Terminal {
-    /// `text` safe to show on a terminal: every control character (C0, DEL, C1) as `\u{XX}`.
-    /// Names and notes come from the store, which any plugin or another machine may have
-    /// written; an escape sequence in one must not retitle the window, clear the screen or forge
-    /// a line of output.
+    /// `text` safe to show on a terminal: every control character (C0, DEL, C1) and every
+    /// invisible format character as `\u{XX}`. Names and notes come from the store, which any
+    /// plugin or another machine may have written; an escape sequence in one must not retitle the
+    /// window, clear the screen or forge a line of output, and a right-to-left override (U+202E)
+    /// or isolate must not reorder the rest of the line. The joiners that build emoji (U+200D, and
+    /// the tag characters of flags) are kept.
     public static func printable(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        guard text.unicodeScalars.contains(where: mustEscape) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {
-            if isControl(scalar) {
+            if mustEscape(scalar) {
                 out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
             } else {
                 out.unicodeScalars.append(scalar)
@@ -61,7 +63,11 @@ extension Terminal {
         return out
     }
 
-    private static func isControl(_ s: Unicode.Scalar) -> Bool { s.value < 0x20 || (0x7F...0x9F).contains(s.value) }
+    private static func mustEscape(_ s: Unicode.Scalar) -> Bool {
+        if s.value < 0x20 || (0x7F...0x9F).contains(s.value) { return true }
+        guard s.value >= 0xAD, s.properties.generalCategory == .format else { return false }
+        return s.value != 0x200D && !(0xE0020...0xE007F).contains(s.value)
+    }
 }
 
 extension String {
