@@ -99,9 +99,10 @@ final class TickerTests: BrokerTestCase {
     /// makes a later one not fit: the ticker ends its subscription and follows running sessions
     /// afresh. It does not pile subscriptions up, each delivering every diff again.
     func testATickerThatMissedADiffSubscribesAfreshInPlaceOfTheOld() throws {
-        let losing = Mutex(false), resulted = Mutex(false)
+        let losing = Mutex(false), results = Mutex(0), seen = Mutex<[String]>([])
         let proxy = try FrameProxy(upstream: broker.socketPath, in: broker.directory) { frame in
-            if frame.contains(#""kind":"result""#) { resulted.withLock { $0 = true } }
+            seen.withLock { $0.append(String(frame.prefix(300))) }
+            if frame.contains(#""kind":"result""#) { results.withLock { $0 += 1 } }
             return frame.contains(#""kind":"diff""#) && frame.contains(#""inserted""#) && losing.withLock { lose in
                 defer { lose = false }
                 return lose
@@ -111,13 +112,16 @@ final class TickerTests: BrokerTestCase {
         let c = try client()
         let ticker = try TickerProcess(socket: proxy.socketPath, directory: broker.directory)
         try eventually(5, "the ticker subscribed") { try c.call("org.seam.Store.Status")["subscriptions"]?.int64Value == 1 }
-        // Its first result on its way (a session started before it is built would come in it,
-        // not in a diff to lose).
-        try eventually(5, "the ticker's first result passed") { resulted.withLock { $0 } }
         for round in 1...3 {
+            // The result of the subscription it holds now on its way: a session started before that
+            // result is read comes in it, not in a diff there is to lose.
+            try eventually(5, "the ticker's result \(round) passed") { results.withLock { $0 } >= round }
             losing.withLock { $0 = true }
             let lost = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 600])["session"]?.stringValue)
             try eventually(5, "the insert was lost") { !losing.withLock { $0 } }
+            if losing.withLock({ $0 }) {
+                return XCTFail("round \(round): what reached the ticker:\n" + seen.withLock { $0.joined(separator: "\n") } + "\n" + ticker.log)
+            }
             _ = try c.call("org.seam.Timers.Stop", ["session": .string(lost)])
             try eventually(5, "the ticker noticed, round \(round)") {
                 ticker.log.components(separatedBy: "did not fit").count - 1 == round
