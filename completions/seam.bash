@@ -26,7 +26,7 @@ _seam_options() {
         "timer ls" | "timer show" | "group add" | "group ls" | ls | status | schema | "store info") echo "--json" ;;
         start) echo "--note" ;;
         flash) echo "--name --note" ;;
-        watch) echo "--plain" ;;
+        watch) echo "--plain --bell" ;;
         up) echo "--data-dir" ;;
         migrate) echo "--dry-run --json" ;;
         backup | check) echo "--data-dir --json" ;;
@@ -43,7 +43,7 @@ _seam_options() {
 # Options that take a value (the next word, or after "=").
 _seam_takes_value() {
     case $1 in
-        --socket | --step | --repeat | --icon | --colour | --sound | --group | --name | --note | --where | --sort | --limit | --fields | --dir | --data-dir | --config-dir)
+        --socket | --step | --repeat | --icon | --colour | --sound | --group | --name | --note | --where | --sort | --limit | --fields | --dir | --data-dir | --config-dir | --bell)
             return 0 ;;
     esac
     return 1
@@ -198,6 +198,7 @@ _seam_value() {
         --socket) _seam_files "$value" -f ;;
         --dir | --data-dir) _seam_files "$value" -d ;;
         --group) _seam_reply "$value" < <(_seam_names group ls) ;;
+        --bell) _seam_reply "$value" < <(printf '%s\n' steps end off) ;;
     esac
 }
 
@@ -269,7 +270,7 @@ _seam() {
 
     # Options.
     if [[ $after_options -eq 0 && $_seam_cur == -* ]]; then
-        _seam_words_reply "$(_seam_options "$command") --socket --help"
+        _seam_words_reply "$(_seam_options "$command") --socket --verbose --help"
         return 0
     fi
 

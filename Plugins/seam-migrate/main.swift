@@ -69,19 +69,12 @@ do {
     var options = MigrationOptions()
     options.fullIntegrityCheck = args.flag("integrity")
     options.batchSize = try args.integer("batch", in: 1...10_000_000) ?? options.batchSize
-    let interactive = Terminal.stderrIsTerminal
-    var lastPhase = ""
+    let progress = Progress()
     let report = try directory.migrate(options: options) { p in
-        let line = "\(p.configuration) \(p.phase.rawValue)\(p.entity.map { " \($0)" } ?? "") "
-            + "\(Terminal.bar(p.fraction)) \(p.rowsDone)/\(p.rowsTotal) rows"
-        if interactive {
-            Terminal.progress("\r\u{1B}[K" + line)
-        } else if p.phase.rawValue != lastPhase {
-            Terminal.error(line)
-        }
-        lastPhase = p.phase.rawValue
+        progress.show("\(p.configuration) \(p.phase.rawValue)\(p.entity.map { " \($0)" } ?? "")", fraction: p.fraction,
+                      detail: "\(p.rowsDone)/\(p.rowsTotal) rows", phase: "\(p.configuration) \(p.phase.rawValue)")
     }
-    if interactive { Terminal.progress("\n") }
+    progress.end()
     print("migrated \(report.configurations.joined(separator: ", ")): \(report.rowsCopied) rows; originals kept in "
           + report.backups.joined(separator: ", "))
 } catch let e as Arguments.UsageError {

@@ -23,6 +23,29 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
     /// The varlink error name, for a remote error.
     public var remoteName: String? { if case .remote(let e) = kind { return e.name } else { return nil } }
 
+    /// The error as a person reads it: a remote error's message without its varlink name
+    /// (`description` keeps the name, for scripts and `--verbose`).
+    public var personMessage: String {
+        guard case .remote(let e) = kind else { return description }
+        if let message = e.parameters["message"]?.stringValue, !message.isEmpty { return message }
+        let short = e.name.split(separator: ".").last.map(String.init) ?? e.name
+        switch e.name {
+        case "org.varlink.service.InvalidParameter":
+            return "seamd refused the value given for \(e.parameters["parameter"]?.stringValue ?? "a parameter")"
+        case "org.varlink.service.MethodNotFound", "org.varlink.service.InterfaceNotFound":
+            return "this seamd does not know \(e.parameters["method"]?.stringValue ?? e.parameters["interface"]?.stringValue ?? "that call") "
+                + "(an older seamd? seam status shows its version)"
+        default:
+            // A name of words run together ("ShuttingDown") read as words ("shutting down").
+            var words = ""
+            for c in short {
+                if c.isUppercase, !words.isEmpty { words.append(" ") }
+                words.append(Character(c.lowercased()))
+            }
+            return "seamd said: \(words)"
+        }
+    }
+
     public var description: String {
         switch kind {
         case .cannotConnect(let path, let e):

@@ -40,6 +40,10 @@ public struct CommandSet: Sendable {
     /// What `--version` prints after the tool's name, when set.
     public var version: String?
 
+    /// How a command's error is worded on stderr: `verbose` when the command was given
+    /// `--verbose` or `--json` (a tool's errors may name their internals then, as scripts want).
+    public var describeError: @Sendable (_ error: any Error, _ verbose: Bool) -> String = { error, _ in "\(error)" }
+
     public init(tool: String, about: String, commonOptions: Set<String> = [], commonFlags: Set<String> = [], commands: [Command]) {
         self.tool = tool
         self.about = about
@@ -102,9 +106,11 @@ public struct CommandSet: Sendable {
         let arguments = commonOptionsLast(given)
         let words = Array(arguments.prefix { !$0.hasPrefix("-") })
         guard let command = find(words) else { noCommand(arguments, words: words) }
+        var verbose = false
         do {
             let parsed = try Arguments(Array(arguments.dropFirst(command.words.count)), options: command.options.union(commonOptions),
                                        flags: command.flags.union(commonFlags))
+            verbose = (commonFlags.contains("verbose") && parsed.flag("verbose")) || (command.flags.contains("json") && parsed.flag("json"))
             if parsed.wantsHelp {
                 print(help(for: command))
                 Terminal.exit(0)
@@ -118,7 +124,7 @@ public struct CommandSet: Sendable {
             Terminal.fail(tool, e.message + hint, status: Terminal.usageError)
         } catch {
             Terminal.flushOutput()
-            Terminal.fail(tool, "\(error)")
+            Terminal.fail(tool, describeError(error, verbose))
         }
     }
 

@@ -12,29 +12,37 @@ public enum DurationText {
     /// The longest duration accepted: a week.
     public static let maximum = 7 * 24 * 3600
 
+    /// The seconds `text` says. A form this does not know is "not a duration"; a known form too
+    /// long — however many digits it has — is "longer than a week", every time.
     public static func parse(_ text: String) throws(TimerInputError) -> Int {
         let t = text.trimmingSpaces
-        let fail = TimerInputError("'\(text)' is not a duration: write 90s, 5m, 1h30m, 1:30 or 1:02:03")
+        let fail = TimerInputError("'\(text)' is not a duration: write 90s, 5m, 1h30m, 1:30 (minutes:seconds), 1:02:03 or a number of seconds")
+        let tooLong = TimerInputError("'\(text)' is longer than a week: a step lasts at most 168h (7 days)")
+        // A run of digits as a number; past seven significant digits it is over a week in any unit.
+        func number(_ digits: Substring) throws(TimerInputError) -> Int {
+            let significant = digits.drop { $0 == "0" }
+            guard significant.count <= 7 else { throw tooLong }
+            return Int(significant) ?? 0
+        }
         guard !t.isEmpty else { throw fail }
         var seconds = 0
         if t.contains(":") {
             let parts = t.split(separator: ":", omittingEmptySubsequences: false)
-            guard parts.count == 2 || parts.count == 3, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCIIDigit) && $0.count <= 6 })
+            guard parts.count == 2 || parts.count == 3, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCIIDigit) })
             else { throw fail }
-            let numbers = parts.map { Int($0)! }
+            var numbers: [Int] = []
+            for part in parts { numbers.append(try number(part)) }
             if numbers.dropFirst().contains(where: { $0 >= 60 }) { throw fail }
             seconds = numbers.reduce(0) { $0 * 60 + $1 }
         } else if t.allSatisfy(\.isASCIIDigit) {
-            guard t.count <= 7 else { throw fail }
-            seconds = Int(t)!
+            seconds = try number(t[...])
         } else {
-            var number = ""
+            var digits = ""
             var seen = Set<Character>()
             var lastUnit = Int.max
             for c in t {
                 if c.isASCIIDigit {
-                    number.append(c)
-                    guard number.count <= 6 else { throw fail }
+                    digits.append(c)
                     continue
                 }
                 let unit: Int
@@ -45,16 +53,16 @@ public enum DurationText {
                 default: throw fail
                 }
                 // Each unit once, largest first, each with a number before it.
-                guard !number.isEmpty, !seen.contains(c), unit < lastUnit else { throw fail }
+                guard !digits.isEmpty, !seen.contains(c), unit < lastUnit else { throw fail }
                 seen.insert(c)
                 lastUnit = unit
-                seconds += Int(number)! * unit
-                number = ""
+                seconds += try number(digits[...]) * unit
+                digits = ""
             }
-            guard number.isEmpty else { throw fail }
+            guard digits.isEmpty else { throw fail }
         }
         guard seconds > 0 else { throw TimerInputError("'\(text)' is zero: a step lasts at least one second") }
-        guard seconds <= maximum else { throw TimerInputError("'\(text)' is longer than a week") }
+        guard seconds <= maximum else { throw tooLong }
         return seconds
     }
 

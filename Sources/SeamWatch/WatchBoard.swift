@@ -23,6 +23,22 @@ public struct WatchBoard: Sendable {
         }
     }
 
+    /// When `seam watch` rings the terminal's bell: at every step a session moves to and when it
+    /// finishes (`steps`, the default: a Pomodoro's Work ending is heard), when one finishes
+    /// (`end`), or never (`off`).
+    public enum Bell: String, Sendable, CaseIterable {
+        case steps, end, off
+
+        /// Whether these events ring it.
+        public func rings(for events: [Event]) -> Bool {
+            switch self {
+            case .steps: events.contains { $0.kind == .step || $0.kind == .finished }
+            case .end: events.contains { $0.kind == .finished }
+            case .off: false
+            }
+        }
+    }
+
     /// One line of the screen; `highlighted` lines are drawn in reverse video.
     public struct Line: Sendable, Equatable {
         public var text: String

@@ -47,27 +47,17 @@ enum MaintenanceCommands {
         path.hasPrefix("/") ? path : FileSystem.join(Environment.workingDirectory, path)
     }
 
-    /// Shows progress: a bar redrawn on a terminal, a line per store otherwise.
+    /// Shows a maintenance call's progress (`Progress`): a bar on a terminal, a line per store otherwise.
     final class ProgressShown {
-        let interactive = Terminal.stderrIsTerminal
-        var lastStore: String?
-        var drew = false
+        let progress = Progress()
 
         func show(_ what: String, _ p: JSON?) {
             guard let p else { return }
             let store = p["store"]?.stringValue ?? ""
-            let fraction = p["fraction"]?.doubleValue ?? 0
-            let label = store.isEmpty ? what : "\(what) \(store)"
-            if interactive {
-                Terminal.progress("\r\u{1B}[K\(label) \(Terminal.bar(fraction)) \(Int(fraction * 100))%")
-                drew = true
-            } else if store != lastStore {
-                Terminal.error("\(label)…")
-            }
-            lastStore = store
+            progress.show(store.isEmpty ? what : "\(what) \(store)", fraction: p["fraction"]?.doubleValue ?? 0)
         }
 
-        func end() { if drew { Terminal.progress("\n") } }
+        func end() { progress.end() }
     }
 
     /// Runs a maintenance call through seamd with progress; returns its last reply.

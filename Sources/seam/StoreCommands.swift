@@ -158,22 +158,17 @@ enum StoreCommands {
             print(plan["text"]?.stringValue ?? "", terminator: "")
             return
         }
-        let interactive = Terminal.stderrIsTerminal && !args.flag("json")
-        var lastPhase = ""
+        let progress = Progress()
         var final: JSONObject = [:]
         try c.stream("org.seam.Migration.Migrate") { reply in
             final = reply
             guard let p = reply["progress"], reply["state"]?.stringValue == "running" else { return }
             if args.flag("json") { return output(.object(reply)) }
-            let line = progressLine(p)
-            if interactive {
-                Terminal.progress("\r\u{1B}[K" + line)
-            } else if p["phase"]?.stringValue != lastPhase {
-                Terminal.error(line)
-            }
-            lastPhase = p["phase"]?.stringValue ?? ""
+            let (label, detail) = progressLine(p)
+            progress.show(label, fraction: p["fraction"]?.doubleValue ?? 0, detail: detail,
+                          phase: "\(p["store"]?.stringValue ?? "") \(p["phase"]?.stringValue ?? "")")
         }
-        if interactive { Terminal.progress("\n") }
+        progress.end()
         if args.flag("json") { return output(.object(final)) }
         switch final["state"]?.stringValue {
         case "current"?: print("Nothing to migrate: every store is current.")
@@ -191,18 +186,18 @@ enum StoreCommands {
         }
     }
 
-    /// "Local copying Session [#####-----] 41% 120000/290000 rows, 3 s left".
-    static func progressLine(_ p: JSON) -> String {
-        let fraction = p["fraction"]?.doubleValue ?? 0
-        var line = "\(p["store"]?.stringValue ?? "") \(p["phase"]?.stringValue ?? "")"
-            + (p["entity"]?.stringValue.map { " \($0)" } ?? "") + " \(Terminal.bar(fraction))"
+    /// A migration's progress as `Progress` shows it: "Local copying Session", and
+    /// "120000/290000 rows, 3 s left" beside the bar.
+    static func progressLine(_ p: JSON) -> (label: String, detail: String) {
+        let label = "\(p["store"]?.stringValue ?? "") \(p["phase"]?.stringValue ?? "")" + (p["entity"]?.stringValue.map { " \($0)" } ?? "")
+        var detail = ""
         if let total = p["rowsTotal"]?.int64Value, total > 0 {
-            line += " \(p["rowsDone"]?.int64Value ?? 0)/\(total) rows"
+            detail = "\(p["rowsDone"]?.int64Value ?? 0)/\(total) rows"
         } else if let total = p["bytesTotal"]?.int64Value, total > 0 {
-            line += " \((p["bytesWritten"]?.int64Value ?? 0) >> 20)/\(total >> 20) MiB"
+            detail = "\((p["bytesWritten"]?.int64Value ?? 0) >> 20)/\(total >> 20) MiB"
         }
-        if let left = p["estimate"]?.doubleValue { line += ", \(Int(left.rounded(.up))) s left" }
-        return line
+        if let left = p["estimate"]?.doubleValue { detail += (detail.isEmpty ? "" : ", ") + "\(Int(left.rounded(.up))) s left" }
+        return (label, detail)
     }
 
     static func follow(_ entity: String, _ args: Arguments) async throws {

@@ -12,7 +12,7 @@ enum TimerCommands {
 
     static let timer: [Command] = [
         Command("timer add", "NAME --step LABEL=DURATION … [--repeat N] [--icon I] [--colour C] [--sound NAME] [--group G] [--json]",
-                "define a timer (durations: 90s, 5m, 1h30m, 1:30)", operands: 1...1,
+                "define a timer (durations: 90s, 5m, 1h30m, 1:30, 1:02:03 or seconds; a week at most)", operands: 1...1,
                 options: ["step", "repeat", "icon", "colour", "sound", "group"], flags: ["json"]) { operands, args in
             var values: JSONObject = ["name": .string(try nonEmptyName(operands[0], of: "a timer"))]
             let c = try connect(args)
@@ -132,7 +132,7 @@ enum TimerCommands {
             let r = try c.call("org.seam.Timers.Start", p)
             print("started \(Terminal.printable(t["name"]?.stringValue ?? "")) (session \(ShortID.of(r["session"]?.stringValue ?? "")))")
         },
-        Command("flash", "DURATION [--name NAME] [--note TEXT]", "start a one-off timer with no definition", operands: 1...1,
+        Command("flash", "DURATION [--name NAME] [--note TEXT]", "start a one-off timer with no definition (DURATION as timer add takes it)", operands: 1...1,
                 options: ["name", "note"]) { operands, args in
             var p: JSONObject = ["seconds": .integer(Int64(try asUsage { () throws(TimerInputError) in try DurationText.parse(operands[0]) }))]
             if let n = args.value("name") { p["name"] = .string(try nonEmptyName(n, of: "a flash timer")) }
@@ -163,7 +163,19 @@ enum TimerCommands {
         // without them, a fifth of the bytes of 100,000 timers.
         // TimerList puts them in order (a total one, the uuid last): seamd need not sort them first.
         let timerRows = args.flag("json") ? try c.fetch("Timer") : try c.fetch("Timer", fields: Array(timerListKeys))
-        let sessionRows = try c.fetch("Session")
+        // With the Local store closed (migrating, damaged), the timers are listed all the same,
+        // and the list ends saying why the sessions are not in it.
+        var sessionsUnavailable: String?
+        let sessionRows: [JSONObject]
+        do { sessionRows = try c.fetch("Session") } catch let error as ClientError where error.remoteName == "org.seam.Store.StoreUnavailable" {
+            sessionRows = []
+            sessionsUnavailable = error.personMessage
+        }
+        func finish() -> Never {
+            guard let why = sessionsUnavailable else { exitAfterListing() }
+            Terminal.flushOutput()
+            Terminal.fail("seam", "the sessions are not listed: \(why)")
+        }
         let entries = TimerList.build(timers: timerRows.map { values($0, entity: "Timer", only: timerListKeys) },
                                       sessions: sessionRows.map { values($0, entity: "Session") }, groups: groupRows)
         let now = WallClock.now()
@@ -183,7 +195,7 @@ enum TimerCommands {
                 o["remaining"] = clock(e)?.remaining(at: now).map(JSON.double) ?? .null
                 return .object(o)
             }
-            exitAfterListing()
+            finish()
         }
         // The notes get a column when there is one to show.
         let notes = entries.contains { $0.note != nil }
@@ -201,6 +213,6 @@ enum TimerCommands {
                     c?.remaining(at: now).map(DurationText.clock) ?? "", step, e.groupLabel(duplicateNames: twins)]
                 + (notes ? [e.note ?? ""] : [])
         })
-        exitAfterListing()
+        finish()
     }
 }

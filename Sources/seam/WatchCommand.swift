@@ -7,12 +7,13 @@ import SeamWatch
 /// `seam watch`: the sessions, live. A query channel on `Session` feeds a `WatchBoard`; a tick
 /// on each wall-clock second redraws the countdowns (no call to the broker: the channel says
 /// what changed, the clock says how long is left). On a terminal it redraws in place on the
-/// alternate screen, rings the bell and highlights a session when it finishes, and redraws to
+/// alternate screen, rings the bell as `--bell` says (each step, by default), highlights a
+/// session when it finishes, and redraws to
 /// the new size on SIGWINCH; otherwise it writes one plain line per event.
 enum WatchCommand {
-    static let command = Command("watch", "[--plain]",
-                                 "a live view of the sessions: countdowns, steps, rounds; rings the bell when one finishes",
-                                 flags: ["plain"]) { _, args in try await watch(args) }
+    static let command = Command("watch", "[--plain] [--bell steps|end|off]",
+                                 "a live view of the sessions: countdowns, steps, rounds; rings the bell at each step (--bell)",
+                                 options: ["bell"], flags: ["plain"]) { _, args in try await watch(args) }
 
     enum Event: Sendable {
         case update(SubscriptionUpdate)
@@ -23,6 +24,12 @@ enum WatchCommand {
     }
 
     static func watch(_ args: Arguments) async throws {
+        let bell = try args.value("bell").map { name in
+            guard let bell = WatchBoard.Bell(rawValue: name) else {
+                throw Arguments.UsageError("--bell is steps (each step a session moves to, and its end; the default), end or off, not '\(Terminal.printable(name))'")
+            }
+            return bell
+        } ?? .steps
         let terminal = !args.flag("plain") && TerminalSize.isTerminal(1)
         let subscriber = try SeamSubscriber.connect(path: args.value("socket"))
         let (events, sink) = AsyncStream<Event>.makeStream()
@@ -38,7 +45,7 @@ enum WatchCommand {
                 for try await update in subscriber.subscribe(LiveQuery("Session", sort: "startedAt")) { sink.yield(.update(update)) }
                 sink.yield(.failed("the broker ended the subscription; is seamd running? (seam up starts it)"))
             } catch let error as ClientError where error.remoteName != nil {
-                sink.yield(.failed("seamd ended the live view: \(error)"))  // not a broker gone: no hint to start one
+                sink.yield(.failed("seamd ended the live view: \(args.flag("verbose") ? "\(error)" : error.personMessage)"))  // not a broker gone: no hint to start one
             } catch {
                 sink.yield(.failed("\(error); is seamd running? (seam up starts it)"))
             }
@@ -67,7 +74,7 @@ enum WatchCommand {
                     Terminal.fail("seam", "the live view lost track of the sessions (\(error)); run seam watch again")
                 }
                 if terminal {
-                    if happened.contains(where: { $0.kind == .finished }) { screen.bell() }
+                    if bell.rings(for: happened) { screen.bell() }
                     screen.draw(board, now: now)
                 } else {
                     for e in happened { print("\(board.timeOfDay(now)) \(e.kind.rawValue): \(e.text)") }

@@ -1,5 +1,6 @@
 // seam: the command-line client of seamd — the timer app's commands and the store's, for people
 // and scripts. Each command lives in TimerCommands or StoreCommands; this file only dispatches.
+import SeamClient
 import SeamCommandLine
 
 var seam = CommandSet(
@@ -12,7 +13,13 @@ var seam = CommandSet(
         Listings take --json.
         """,
     commonOptions: ["socket"],
+    commonFlags: ["verbose"],
     commands: TimerCommands.all + [WatchCommand.command] + StoreCommands.all + MaintenanceCommands.all + SyncCommands.all + ServiceCommands.all
 )
 seam.version = "0.1.0"
+// seamd's errors as a person reads them; their varlink names with --verbose or --json.
+seam.describeError = { error, verbose in
+    guard !verbose, let e = error as? ClientError else { return "\(error)" }
+    return e.personMessage
+}
 await seam.main(Array(CommandLine.arguments.dropFirst()))

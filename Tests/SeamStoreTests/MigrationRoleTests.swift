@@ -136,6 +136,7 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertEqual(retry.status, 0, retry.stderr)
         XCTAssertTrue(retry.stdout.hasPrefix("migrated Local in "), retry.stdout)
         XCTAssertTrue(retry.stderr.contains("Local copying") || retry.stderr.contains("Local verifying"), retry.stderr)
+        for drawn in ["[#", "[.", "\r", "\u{1B}"] { XCTAssertFalse(retry.stderr.contains(drawn), "a bar in a pipe: \(retry.stderr)") }
         let resumed = subscriber.readFrame() ?? ""
         XCTAssertTrue(resumed.contains(#""kind":"resync""#) && resumed.contains(#""note":"""#) && resumed.contains(#""sound":"""#),
                       resumed)

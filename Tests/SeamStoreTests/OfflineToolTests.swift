@@ -24,8 +24,11 @@ final class OfflineToolTests: StoreTestCase {
         let run = try Executables.run("seam-migrate", [dir])
         XCTAssertEqual(run.status, 0, run.stderr)
         XCTAssertTrue(run.stdout.contains("migrated Cloud, Local: 125 rows"), run.stdout)
-        XCTAssertTrue(run.stderr.contains("preparing") && run.stderr.contains(" done [####"),
-                      "a progress line per phase when not on a terminal: \(run.stderr)")
+        // Not on a terminal (a pipe here): a plain line per phase, no bar, no redrawing.
+        XCTAssertTrue(run.stderr.contains("Cloud preparing…") && run.stderr.contains("Local done…"), run.stderr)
+        for drawn in ["[#", "[.", "%", "\r", "\u{1B}"] { XCTAssertFalse(run.stderr.contains(drawn), "\(drawn) in \(run.stderr)") }
+        let lines = run.stderr.split(separator: "\n")
+        XCTAssertEqual(lines.count, Set(lines).count, "each phase once: \(run.stderr)")
         XCTAssertEqual(try count(dir + "/Local.sqlite", "Session"), 25)
 
         let again = try Executables.run("seam-migrate", [dir])

@@ -195,6 +195,35 @@ final class CLITests: BrokerTestCase {
         XCTAssertTrue(r.stdout.contains("Kitchen"), r.stdout)
     }
 
+    /// With the Local store closed (here: not a store at all), `seam ls` lists the timers and
+    /// ends saying why the sessions are not there; it does not fail before listing anything.
+    func testWithLocalClosedTheTimersAreListedAndTheListSaysWhy() throws {
+        try seam("timer", "add", "Kettle", "--step", "boil=3m")
+        XCTAssertEqual(broker.stop(), 0)
+        try Data(repeating: 0x2A, count: 8192).write(to: URL(fileURLWithPath: broker.dataDirectory + "/Local.sqlite"))
+        broker = try broker.restarted()
+        for arguments in [["ls"], ["ls", "--json"]] {
+            let r = try Executables.run("seam", arguments, environment: ["SEAM_SOCKET": broker.socketPath])
+            XCTAssertEqual(r.status, 1, r.stderr)
+            XCTAssertTrue(r.stdout.contains("Kettle"), "\(arguments): \(r.stdout)")
+            XCTAssertTrue(r.stderr.hasPrefix("seam: the sessions are not listed: "), r.stderr)
+            XCTAssertFalse(r.stderr.contains("org.seam."), r.stderr)
+        }
+    }
+
+    /// seamd's refusals read as words; the varlink name comes with --verbose (or --json).
+    func testSeamdsErrorsReadAsWordsAndNameTheirKindOnlyWhenAsked() throws {
+        try seam("flash", "10m", "--name", "Bread")
+        try seam("pause", "Bread")
+        let plain = try seam("pause", "Bread", status: 1)
+        XCTAssertTrue(plain.hasPrefix("seam: ") && plain.contains("paused"), plain)
+        XCTAssertFalse(plain.contains("org.seam."), plain)
+        XCTAssertEqual(plain.split(separator: "\n").count, 1, plain)
+        let verbose = try seam("pause", "Bread", "--verbose", status: 1)
+        XCTAssertTrue(verbose.contains("org.seam.Timers.WrongState: "), verbose)
+        XCTAssertTrue(try seam("--verbose", "pause", "Bread", status: 1).contains("org.seam.Timers.WrongState"), "a common flag, before the command too")
+    }
+
     func testMistakesGetOneLineAndANonZeroExit() throws {
         try seam("timer", "add", "Tea one", "--step", "a=1m")
         try seam("timer", "add", "Tea two", "--step", "a=1m")
@@ -220,6 +249,7 @@ final class CLITests: BrokerTestCase {
         XCTAssertTrue(try seam("pause", "Tea three", status: 1).contains("seam ls lists them"), "a session may be a flash, which seam ls shows")
         XCTAssertTrue(try seam("pause", "4e", status: 1).contains("a short id needs at least 4 characters"))
         XCTAssertTrue(try seam("ls", "--jsn", status: 64).contains("seam ls --help"))
+        XCTAssertTrue(try seam("watch", "--bell", "loud", status: 64).contains("--bell is steps"))
         XCTAssertTrue(try seam("timer", status: 64).contains("seam timer takes one of: add, ls"))
         XCTAssertEqual(try seam("--version"), "seam 0.1.0\n")
         XCTAssertTrue(try seam([], status: 64).contains("usage: seam COMMAND"), "no command: the usage, on stderr")

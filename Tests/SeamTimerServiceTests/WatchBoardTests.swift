@@ -28,6 +28,28 @@ final class WatchBoardTests: XCTestCase {
                                          "changedKeys": .array(keys.map(JSON.string))]]])
     }
 
+    /// The bell: by default at each step a session moves to (a Pomodoro's Work ending) and at its
+    /// end; `end` only at the end; `off` never.
+    func testTheBellRingsAtEachStepByDefault() throws {
+        var board = WatchBoard(utcOffset: 0)
+        let s = session("s", "Pomodoro")
+        _ = try board.apply(try update("result", ["rows": [.object(s)]]), now: 1_000)
+        var moved = s
+        moved["stepIndex"] = 1
+        let step = try board.apply(try changed(moved, keys: ["stepIndex", "stepEndsAt"]), now: 1_600)
+        XCTAssertEqual(step.map(\.kind), [.step])
+        XCTAssertTrue(WatchBoard.Bell.steps.rings(for: step))
+        XCTAssertFalse(WatchBoard.Bell.end.rings(for: step))
+        var done = moved
+        done["state"] = "finished"
+        done["finishedAt"] = 1_900
+        let end = try board.apply(try changed(done, keys: ["state", "finishedAt"]), now: 1_900)
+        XCTAssertEqual(end.map(\.kind), [.finished])
+        for bell in [WatchBoard.Bell.steps, .end] { XCTAssertTrue(bell.rings(for: end), "\(bell)") }
+        for events in [step, end, []] { XCTAssertFalse(WatchBoard.Bell.off.rings(for: events)) }
+        XCTAssertFalse(WatchBoard.Bell.steps.rings(for: []))
+    }
+
     /// A session that finishes is highlighted; reset and running again, it is not (it was, for
     /// the rest of the 30 seconds, though nothing about it had finished).
     func testAHighlightEndsWhenTheSessionRunsAgain() throws {

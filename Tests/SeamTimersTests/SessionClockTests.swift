@@ -20,6 +20,20 @@ final class DurationAndStepTests: XCTestCase {
         for s in [1, 59, 60, 61, 3599, 3600, 3601, 86_399, 604_800] { XCTAssertEqual(try DurationText.parse(DurationText.format(s)), s) }
     }
 
+    /// Every value past a week in a form that is a duration gets the one message that says so,
+    /// however many digits it has; a form that is not a duration gets the other.
+    func testEveryDurationPastAWeekIsSaidToBeSo() {
+        func message(_ text: String) -> String {
+            do { _ = try DurationText.parse(text); return "accepted" } catch { return error.description }
+        }
+        for long in ["169h", "99999999h", "999999999999999999999h", "604801", "99999999", "9999999:00", "10081m", "168h0m1s", "7000:00:00"] {
+            XCTAssertEqual(message(long), "'\(long)' is longer than a week: a step lasts at most 168h (7 days)", long)
+        }
+        XCTAssertEqual(try DurationText.parse("168h"), 604_800)
+        XCTAssertEqual(try DurationText.parse("000000000090"), 90, "leading zeros are no magnitude")
+        for bad in ["soon", "5 minutes", "1:60", "-5m", "1h1h"] { XCTAssertTrue(message(bad).contains("is not a duration"), bad) }
+    }
+
     func testStepsParseAndKeepUnknownKeys() throws {
         XCTAssertEqual(try Step.parse("Steep=3m"), Step(label: "Steep", seconds: 180))
         XCTAssertEqual(try Step.parse("a=b=1:00"), Step(label: "a=b", seconds: 60), "the last = splits")
