@@ -27,7 +27,7 @@ final class Connection {
     /// Set when one of its subscriptions stopped queueing diffs: a resync is owed once the
     /// outbox drains.
     var owesResync = false
-    /// A resync of one of its subscriptions is being built (`Broker.startResync`): the next
+    /// A resync of one of its subscriptions is being built (`Subscribers.startResync`): the next
     /// waits until this one is read.
     var resyncInFlight = false
     /// How long its reads took, on a moving average (`readLane`).

@@ -3,7 +3,7 @@ import SeamContext
 /// Rows as their wire encoding, by entity and uuid, for `Fetch` by uuid — the hottest read.
 ///
 /// seamd is the only process that writes its stores in service, and every save passes through
-/// `Broker.publish`, which evicts each row the commit touched (link-rule cascades included:
+/// `SavePath.publish`, which evicts each row the commit touched (link-rule cascades included:
 /// they are in the change set). So a cached row is always the row in the store, and a fetch by
 /// uuid that hits costs a dictionary lookup instead of a read transaction. Bounded in bytes:
 /// when full, it starts over.
