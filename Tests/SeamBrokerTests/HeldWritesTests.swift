@@ -75,7 +75,7 @@ final class HeldWritesTests: BrokerTestCase {
         // Each acknowledged save once, and nothing else: a name twice is a call handled twice.
         let names = try c.fetch("Session", fields: ["name"]).compactMap { $0["name"]?.stringValue }
         let twice = Dictionary(grouping: names, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
-        XCTAssertEqual(twice, [], "saved more than once")
+        XCTAssertEqual(twice, [], "saved more than once; seamd's log:\n\(broker.log)")
         XCTAssertEqual(Set(names), Set((0..<localSaves.value).map { "beside \($0)" }), "the Sessions are the acknowledged saves")
         let cloud = try cloudStore(c)
         XCTAssertGreaterThan(cloud["writeHolds"]?.int64Value ?? 0, 0, "the Cloud store held its writes: \(cloud)")
