@@ -21,6 +21,8 @@ import Synchronization
 ///   fdatasyncs), `whenWritesResume` tells it when to go on, and the next commit starts the WAL
 ///   over. The owner's other stores, and every reader, go on meanwhile. Such an owner's writer
 ///   checkpoints inline only past `hardLimit`.
+/// - Beside it, `WALReadAhead` keeps the pages the writer is about to overwrite in the kernel's
+///   page cache, so that a commit does not wait for the disk to read one back.
 ///
 /// Durability is unchanged: every checkpoint syncs as the writer's connection would (the same
 /// `synchronous`), and a crash at any point leaves a WAL that SQLite recovers. ARCHITECTURE.md
@@ -79,6 +81,8 @@ public final class Checkpointer: Sendable {
     private let drains = Atomic<Int>(0)
     private let lastFailure = Atomic<Int32>(0)
     private let writer: OneThreadDatabase
+    /// Keeps the WAL's next pages in the page cache for the writer (nil: a WAL it cannot name).
+    private let readAhead: WALReadAhead?
 
     /// Starts checkpointing `db` (a store opened for writing, in WAL mode) from a new thread.
     ///
@@ -92,6 +96,11 @@ public final class Checkpointer: Sendable {
         options.create = false
         let own = OneThreadDatabase(try Database(path: db.path, options: options))
         writer = OneThreadDatabase(db)
+        if let wal = db.walPath, case .integer(let pageSize) = try db.scalar("PRAGMA page_size") {
+            readAhead = try? WALReadAhead(path: wal, pageSize: Int(pageSize))
+        } else {
+            readAhead = nil
+        }
         holdFrom.store(limit, ordering: .relaxed)
         db.autoCheckpointFrames = 0
         try db.execute("PRAGMA journal_size_limit=-1")
@@ -99,6 +108,7 @@ public final class Checkpointer: Sendable {
         do {
             try Threads.detach { [self] in self.loop(own.db) }
         } catch {
+            readAhead?.stop()
             restoreWriter()
             throw DatabaseError(code: SQLITE_ERROR, message: "cannot start the checkpoint thread: \(error)", path: db.path)
         }
@@ -115,6 +125,7 @@ public final class Checkpointer: Sendable {
             holdFrom.store(limit, ordering: .relaxed)
         }
         framesInWAL.store(frames, ordering: .relaxed)
+        readAhead?.committed(frames: frames)
         judgeCatchUp(restarted: restarted)
         // A writer that outpaces the thread (or never pauses to catch up) never lets the WAL
         // start over, and it could only grow. Past `limit` the owner is asked to hold its writes
@@ -346,6 +357,7 @@ public final class Checkpointer: Sendable {
     /// checkpoints back. The owner must call it: the thread keeps the checkpointer alive.
     public func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        readAhead?.stop()
         wakeup.post()
         while !stopped.load(ordering: .acquiring) { Threads.sleep(0.001) }
         restoreWriter()

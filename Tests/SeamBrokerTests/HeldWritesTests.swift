@@ -43,13 +43,18 @@ final class HeldWritesTests: BrokerTestCase {
         let local = Unchecked(try client())
         let stop = Locked(false)
         let localSaves = Locked(0), localFailures = Locked<[String]>([])
+        // What each acknowledged save's reply said (its uuid and sequence number), to tell a
+        // lost row from one saved with another's values, should a save go astray.
+        let acknowledged = Locked<[String]>([])
         let localDone = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             defer { localDone.signal() }
             while !stop.value {
                 do {
-                    _ = try local.value.call("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
+                    let reply = try local.value.call("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
                         "name": .string("beside \(localSaves.value)"), "startedAt": .integer(1_700_000_000)]]]])
+                    let uuid = reply["changes"]?[0]?["uuid"]?.stringValue ?? "?"
+                    acknowledged.mutate { $0.append("\(uuid) at \(reply["sequence"]?.int64Value ?? -1)") }
                     localSaves.mutate { $0 += 1 }
                 } catch {
                     localFailures.mutate { $0.append("\(error)") }
@@ -73,9 +78,25 @@ final class HeldWritesTests: BrokerTestCase {
         let c = try client()
         XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "Timer"])["count"]?.int64Value, Int64(saves * rows))
         // Each acknowledged save once, and nothing else: a name twice is a call handled twice.
-        let names = try c.fetch("Session", fields: ["name"]).compactMap { $0["name"]?.stringValue }
-        let twice = Dictionary(grouping: names, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
+        let stored = try c.fetch("Session", fields: ["uuid", "name"])
+        let names = stored.compactMap { $0["name"]?.stringValue }
+        let byName = Dictionary(grouping: stored, by: { $0["name"]?.stringValue ?? "" })
+        let twice = byName.filter { $0.value.count > 1 }.keys.sorted()
+        let missing = (0..<localSaves.value).filter { byName["beside \($0)"] == nil }
+        if !twice.isEmpty || !missing.isEmpty {
+            // Where each went: the reply's uuid and sequence, and what the store holds at that uuid.
+            let said = acknowledged.value
+            for n in missing.prefix(20) {
+                let uuid = String(said[n].prefix { $0 != " " })
+                let held = try c.row("Session", uuid: uuid).map { "\($0)" } ?? "nothing"
+                print("beside \(n): acknowledged as \(said[n]); the store holds \(held)")
+            }
+            for name in twice.prefix(20) {
+                print("\(name): rows \(byName[name]!.map { $0["uuid"]?.stringValue ?? "?" })")
+            }
+        }
         XCTAssertEqual(twice, [], "saved more than once; seamd's log:\n\(broker.log)")
+        XCTAssertEqual(missing, [], "acknowledged and not in the store; seamd's log:\n\(broker.log)")
         XCTAssertEqual(Set(names), Set((0..<localSaves.value).map { "beside \($0)" }), "the Sessions are the acknowledged saves")
         let cloud = try cloudStore(c)
         XCTAssertGreaterThan(cloud["writeHolds"]?.int64Value ?? 0, 0, "the Cloud store held its writes: \(cloud)")
