@@ -3,7 +3,8 @@
 
 An independent implementation in another language: it reads no Swift, only the committed
 canonical JSON, and checks every frozen version (Protocol/schemas/<Model>/vN.json against
-vN.hashes.json) and every conformance vector (Protocol/vectors/schema/*.json).
+vN.hashes.json) and every conformance vector (Protocol/vectors/schema/*.json), and refuses every document of
+Protocol/vectors/schema/invalid/ (each breaks one rule of schema.md's "Valid models").
 
 It also checks what canonical form alone does not (sorted lists, names, one configuration
 per entity, defaults that fit their type), and that documents breaking those rules are refused.
@@ -46,7 +47,8 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 TYPES = {"string", "integer", "double", "bool", "date", "uuid", "binary", "json"}
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 F64 = re.compile(r"f64:[0-9a-f]{16}\Z")
-DATES = (-62135596800.0, 253402300799.999999)
+# Both included; the upper is the double nearest 9999-12-31T23:59:59.999999Z (it is 253402300800.0).
+DATES = (struct.unpack(">d", bytes.fromhex("c22cef23ee000000"))[0], struct.unpack(">d", bytes.fromhex("424d7ffa20c00000"))[0])
 
 
 def utf8_sorted(items):
@@ -114,8 +116,17 @@ def canonical_json_text(value):
     return canonical(value)
 
 
+def check_case_blind(names, what):
+    """Names equal but for case clash (SQLite's table and index names are case-blind)."""
+    seen = {}
+    for n in names:
+        if n.lower() in seen:
+            raise ValueError(f"{what} {n!r} and {seen[n.lower()]!r} differ only in case")
+        seen[n.lower()] = n
+
+
 def check(doc):
-    """The rules of Protocol/schema.md that canonical form alone does not enforce."""
+    """The rules of Protocol/schema.md ("Valid models") that canonical form alone does not enforce."""
     check_keys(doc, {"configurations", "entities", "format", "model"}, {"versionHashModifier"}, "a model document")
     if doc["format"] != 1:
         raise ValueError("format must be 1")
@@ -129,7 +140,11 @@ def check(doc):
         if not isinstance(members, list) or not utf8_sorted(members) or len(set(members)) != len(members):
             raise ValueError(f"configuration {name}: its entities must be listed once each, sorted")
         for m in members:
+            if m not in entities:
+                raise ValueError(f"configuration {name} lists {m!r}, which is no entity of the version")
             holders.setdefault(m, []).append(name)
+    check_case_blind(entities, "entities")
+    index_names = {n.lower() for n in entities}
     for name, e in entities.items():
         check_name(name, "entity")
         if len(holders.get(name, [])) != 1:
@@ -140,6 +155,7 @@ def check(doc):
         attributes = e["attributes"]
         if attributes.get("uuid", {}).get("type") != "uuid" or attributes["uuid"].get("optional") is not False:
             raise ValueError(f"entity {name} needs a required uuid attribute")
+        check_case_blind(attributes, f"attributes of {name}:")
         for a, attr in attributes.items():
             check_name(a, "attribute")
             check_keys(attr, {"optional", "type"}, {"default", "versionHashModifier"}, f"{name}.{a}")
@@ -147,16 +163,29 @@ def check(doc):
                 raise ValueError(f"{name}.{a}: unknown type or optionality")
             if "default" in attr:
                 check_default(attr["default"], attr["type"], f"{name}.{a}")
-        for key in ("indexes", "unique"):
+        for key, kind in (("indexes", "idx"), ("unique", "unique")):
             lists = e[key]
             if not utf8_sorted(lists) or any(not l or any(x not in attributes for x in l) for l in lists):
                 raise ValueError(f"entity {name}: {key} must be sorted lists of its attributes")
+            if any(a == b for a, b in zip(lists, lists[1:])):
+                raise ValueError(f"entity {name}: a list appears twice among its {key}")
+            for l in lists:
+                index = f"{name}_{kind}_{'_'.join(l)}"
+                if index.lower() in index_names:
+                    raise ValueError(f"entity {name}: the index name {index} clashes with another index or an entity")
+                index_names.add(index.lower())
         for a, link in e["links"].items():
             check_keys(link, {"deleteRule", "kind", "target"}, set(), f"link {name}.{a}")
             if a not in attributes or link["target"] not in entities \
                     or link["deleteRule"] not in ("cascade", "nullify", "deny", "none") \
                     or link["kind"] not in ("value", "relationship"):
                 raise ValueError(f"link {name}.{a} is not valid")
+            if attributes[a]["type"] != "uuid":
+                raise ValueError(f"link {name}.{a}: its attribute must be of type uuid")
+            if link["deleteRule"] == "nullify" and not attributes[a]["optional"]:
+                raise ValueError(f"link {name}.{a}: nullify needs an optional attribute")
+            if link["kind"] == "relationship" and holders.get(name) != holders.get(link["target"]):
+                raise ValueError(f"link {name}.{a}: a relationship joins entities of one configuration only")
 
 
 def hashes(model_text):
@@ -229,6 +258,16 @@ def main():
                 failures.append(f"accepted {what}")
             except ValueError:
                 pass
+    # Each breaks one rule of "Valid models" (written by make_invalid_vectors.py): refused.
+    for path in sorted(root.glob("vectors/schema/invalid/*.json")):
+        vector = json.loads(path.read_text("utf-8"))
+        checked += 1
+        try:
+            hashes(vector["canonicalJSON"])
+            failures.append(f"accepted {path.name} ({vector['rule']})")
+        except (ValueError, KeyError) as e:
+            if isinstance(e, KeyError):
+                failures.append(f"{path.name}: refused by a KeyError ({e}), not a ValueError naming the rule")
     for f in failures:
         print(f"mismatch: {f}", file=sys.stderr)
     print(f"{checked - len(failures)} passed, {len(failures)} failed")

@@ -35,7 +35,8 @@ extension Broker: SupervisorHost {
         c.supervisedAs = p.spec.name
         // A built-in role may touch everything; a plugin, what its Hello declares.
         c.hello = Connection.Hello(version: Interfaces.protocolVersions.max() ?? 1, role: p.spec.role, name: p.spec.pluginName,
-                                   author: p.spec.author, capabilities: p.spec.role == "plugin" ? .nothing : .everything)
+                                   author: p.spec.author, capabilities: p.spec.role == "plugin" ? .nothing : .everything,
+                                   workerOwned: workerOwned)
         return c
     }
 

@@ -59,12 +59,19 @@ extension Broker {
 
     // MARK: - org.seam.Store
 
+    /// The sync worker's own entities: those of the models that are never synced themselves
+    /// (`Context.Options.unsyncedModels`: `SyncMetadata`), which only its role writes.
+    var workerOwned: Set<String> {
+        Set(context.schema.models.filter { context.options.unsyncedModels.contains($0.name) }.flatMap { $0.current.entities.map(\.name) })
+    }
+
     /// `Hello`: the connection holds what `Connection.Hello.negotiate` settles, if there is room
     /// for one more client.
     func hello(_ p: JSONObject, _ c: Connection) -> Result<JSONObject, VarlinkError> {
         let supervised = c.supervisedAs != nil && c.hello != nil
         let hello: Connection.Hello
-        switch Connection.Hello.negotiate(p, assigned: supervised ? c.hello : nil, known: { self.context.schema.entity($0) != nil }) {
+        switch Connection.Hello.negotiate(p, assigned: supervised ? c.hello : nil, known: { self.context.schema.entity($0) != nil },
+                                          workerOwned: workerOwned) {
         case .success(let h): hello = h
         case .failure(let e): return .failure(e)
         }

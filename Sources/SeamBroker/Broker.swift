@@ -286,7 +286,8 @@ public final class Broker {
         }
         let json: JSON
         do { json = try JSON.decode(frame, limits: JSONLimits(maxDepth: Limits.maxJSONDepth)) } catch {
-            connections.send(Reply(.invalidRequest("the message is not valid JSON: \(error)"), id: nil), to: c)
+            connections.send(Reply(.invalidRequest("the message is not valid JSON: \(error)"), id: WireRequests.readableID(of: frame, after: error)),
+                             to: c)
             return
         }
         let call: Call

@@ -6,7 +6,7 @@ import SeamProtocol
 ///
 /// | client | reads | writes |
 /// |---|---|---|
-/// | `cli`, and the roles seamd starts (`ticker`, …) | every entity | every entity |
+/// | `cli`, and the roles seamd starts (`ticker`, …) | every entity | every entity but the sync worker's own |
 /// | a plugin that declared nothing | nothing | nothing |
 /// | a client that declared `{"reads": […], "writes": […]}` | those, and what it writes | those |
 struct Capabilities: Equatable, Sendable {
@@ -24,8 +24,9 @@ struct Capabilities: Equatable, Sendable {
 
     func mayWrite(_ entity: String) -> Bool { writes?.contains(entity) ?? true }
 
-    /// `{"reads": [...], "writes": [...]}` from Hello; every name must be an entity in `known`.
-    static func parse(_ json: JSON, known: (String) -> Bool) -> Result<Capabilities, VarlinkError> {
+    /// `{"reads": [...], "writes": [...]}` from Hello; every name must be an entity in `known`,
+    /// and none in `writes` may be `reserved` (the sync worker's own, `Hello.workerOwned`).
+    static func parse(_ json: JSON, known: (String) -> Bool, reserved: Set<String> = []) -> Result<Capabilities, VarlinkError> {
         guard let object = json.objectValue else { return .failure(.invalidParameter("capabilities")) }
         var out = Capabilities(reads: [], writes: [])
         for key in object.keys where key != "reads" && key != "writes" {
@@ -39,6 +40,10 @@ struct Capabilities: Equatable, Sendable {
                 guard let name = item.stringValue else { return .failure(.invalidParameter("capabilities.\(key)")) }
                 guard known(name) else {
                     return .failure(.invalidRequest("no entity named '\(name)'", field: "capabilities.\(key)"))
+                }
+                if key == "writes", reserved.contains(name) {
+                    return .failure(.invalidRequest("\(name) is the sync worker's own: only seamd's sync role writes it "
+                                                    + "(declare it in capabilities.reads to read it)", field: "capabilities.writes"))
                 }
                 names.insert(name)
             }

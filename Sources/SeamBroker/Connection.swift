@@ -48,6 +48,9 @@ final class Connection {
         var capabilities = Capabilities.everything
         /// Whether the client declared them (else they are its role's defaults).
         var declared = false
+        /// The sync worker's own entities (`SyncToken`, `SyncRecord`), which only the roles in
+        /// `Hello.writesWorkerState` may write, whatever the capabilities say.
+        var workerOwned: Set<String> = []
     }
 
     init(fd: Int32, id: Int, peer: PeerCredentials, now: Double) {

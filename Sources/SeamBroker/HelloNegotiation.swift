@@ -8,19 +8,25 @@ import SeamProtocol
 extension Connection.Hello {
     /// Roles only the connections seamd hands to the processes it starts may hold.
     static let builtInRoles: Set<String> = ["ticker", "migrate", "sync"]
+    /// The roles that may write the sync worker's own entities (`workerOwned`): what it records
+    /// of the server is its alone, and a plugin or a person's script writing it would corrupt
+    /// sync (Protocol/sync.md); a migration copies it.
+    static let writesWorkerState: Set<String> = ["sync", "migrate"]
 
     /// The Hello a client gets for parameters `p`. `assigned` is the Hello of a connection seamd
     /// handed to a process it started: its role is already known and is not the client's to
     /// change; Hello settles the version and may narrow what it touches. `known` says whether
-    /// an entity of that name is served.
-    static func negotiate(_ p: JSONObject, assigned: Connection.Hello?, known: (String) -> Bool) -> Result<Connection.Hello, VarlinkError> {
+    /// an entity of that name is served; `workerOwned` are the sync worker's own entities, which
+    /// no client may declare it writes.
+    static func negotiate(_ p: JSONObject, assigned: Connection.Hello?, known: (String) -> Bool,
+                          workerOwned: Set<String> = []) -> Result<Connection.Hello, VarlinkError> {
         guard let version = p["version"]?.int64Value else { return .failure(.invalidParameter("version")) }
         guard Interfaces.protocolVersions.contains(Int(version)) else {
             return .failure(.unsupportedVersion(Interfaces.protocolVersions))
         }
         var declared: Capabilities?
         if let json = p["capabilities"], !json.isNull {
-            switch Capabilities.parse(json, known: known) {
+            switch Capabilities.parse(json, known: known, reserved: workerOwned) {
             case .success(let caps): declared = caps
             case .failure(let e): return .failure(e)
             }
@@ -62,7 +68,7 @@ extension Connection.Hello {
         }
         return .success(Connection.Hello(version: Int(version), role: role, name: name, author: author,
                                          capabilities: declared ?? (role == "plugin" ? .nothing : .everything),
-                                         declared: declared != nil))
+                                         declared: declared != nil, workerOwned: workerOwned))
     }
 
     /// A plugin's or client's name: 1 to 64 ASCII letters, digits, '-', '_' or '.'.
@@ -94,6 +100,10 @@ extension Connection.Hello {
 
     /// Why a save is refused: it touches an entity this client may not write. Nil when it may.
     func deniedWrite(_ request: SaveRequest) -> VarlinkError? {
+        if !Self.writesWorkerState.contains(role), let op = request.operations.first(where: { workerOwned.contains($0.entity) }) {
+            return .permissionDenied("\(op.entity) is the sync worker's own record of the sync server: only seamd's sync role "
+                                     + "writes it (\(author) may read it)")
+        }
         for op in request.operations where !capabilities.mayWrite(op.entity) {
             return .permissionDenied("\(author) may write \(Capabilities.describe(capabilities.writes))"
                                      + (declared ? " (declared in its Hello)" : " (a plugin writes only what its Hello declares)")

@@ -36,7 +36,8 @@ enum StoreReport {
                 o["walFrames"] = .integer(Int64(c.walFrames))
                 o["writeHolds"] = .integer(Int64(c.writeHolds))
             }
-            // With full durability: how often its writer has flushed the WAL (about once per save).
+            // How often seamd has flushed its WAL itself: about once per save (or group) with full
+            // durability; with normal, only around two-store saves and at close (PROTOCOL.md, Status).
             if let n = context.walSyncs[name] { o["walSyncs"] = .integer(Int64(n)) }
             return .object(o)
         }

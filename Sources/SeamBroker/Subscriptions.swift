@@ -408,7 +408,7 @@ final class Subscriptions {
     static func resumeDiff(_ window: ResultWindow, _ basis: ResumeBasis) -> QueryDiff {
         if basis.before.isEmpty { return QueryDiff() }
         let earlier = window.reconstructed(before: basis.before, current: basis.current ?? window.rows)
-        return QueryDiff.between(earlier, window.rows, fields: window.fields)
+        return QueryDiff.between(earlier, window.rows, fields: window.fields, sortKeys: window.sorting.keys.map(\.attribute))
     }
 
     // MARK: - Wire

@@ -7,6 +7,19 @@ import SeamSchema
 /// a save's error as the client is told it. Pure: no store, no connection, no loop; so a big save
 /// is read off the loop (`Broker+Steps`), and each rule is tested without a broker.
 enum WireRequests {
+    /// The id of a call whose frame failed to decode for a number too large for a double (and
+    /// for nothing else), when the id itself could be read: its error then reaches its caller.
+    static func readableID(of frame: ArraySlice<UInt8>, after error: JSONError) -> JSON? {
+        guard error.kind == .numberOutOfRange else { return nil }
+        var lenient = JSONLimits(maxDepth: Limits.maxJSONDepth)
+        lenient.outOfRangeNumbersAsNull = true
+        switch (try? JSON.decode(frame, limits: lenient))?["id"] {
+        case .integer(let n)?: return .integer(n)
+        case .string(let s)?: return .string(s)
+        default: return nil
+        }
+    }
+
     /// A fetch request from a call's parameters, for entity `e` as its store serves it. Without
     /// a limit, Fetch returns at most `Limits.maxFetchRows` (`defaultLimit`); a subscription has
     /// no limit unless it asks.
@@ -32,15 +45,20 @@ enum WireRequests {
         case .string(let s)?: r.sort = s
         default: return .failure(.invalidParameter("sort"))
         }
+        // An integer out of range is a request that does not check (InvalidRequest naming it,
+        // as PROTOCOL.md says); anything else, a parameter of the wrong type.
         switch p["limit"] {
         case nil, .null?: break
         case .integer(let n)? where n >= 0 && n <= Int64(Limits.maxFetchRows): r.limit = Int(n)
+        case .integer(let n)?:
+            return .failure(.invalidRequest("limit is 0 to \(Limits.maxFetchRows), not \(n)", field: "limit"))
         default: return .failure(.invalidParameter("limit"))
         }
         // Any offset: a result is paged through with it, so rows past 100,000 must be reachable.
         switch allowsOffset ? p["offset"] : nil {
         case nil, .null?: break
         case .integer(let n)? where n >= 0: r.offset = Int(n)
+        case .integer(let n)?: return .failure(.invalidRequest("offset is 0 or more, not \(n)", field: "offset"))
         default: return .failure(.invalidParameter("offset"))
         }
         switch p["fields"] {

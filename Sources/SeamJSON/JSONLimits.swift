@@ -12,6 +12,9 @@ public struct JSONLimits: Sendable, Hashable {
     public var maxStringBytes: Int
     /// The most elements in one array or members in one object.
     public var maxMembers: Int
+    /// Whether a number too large for a double reads as `null` rather than failing the whole
+    /// input: for reading what else a frame that failed for one holds (its call's id).
+    public var outOfRangeNumbersAsNull = false
 
     public init(
         maxBytes: Int = 16 << 20,

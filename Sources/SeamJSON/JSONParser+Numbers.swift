@@ -41,7 +41,11 @@ extension JSONParser {
         }
         position = i
         if isInteger, let integer = digits.int64(negative: negative) { return .integer(integer) }
-        return .double(try double(digits, negative: negative, start: start))
+        do {
+            return .double(try double(digits, negative: negative, start: start))
+        } catch where limits.outOfRangeNumbersAsNull && error.kind == .numberOutOfRange {
+            return .null
+        }
     }
 
     /// Parses the exponent whose `e` is at `e` and returns the offset after it.

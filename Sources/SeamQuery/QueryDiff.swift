@@ -52,22 +52,27 @@ public struct QueryDiff: Sendable, Hashable {
     public var isEmpty: Bool { deleted.isEmpty && inserted.isEmpty && updated.isEmpty && moved.isEmpty }
 
     /// The diff from `old` to `new`. Rows are told apart by `uuid`; a row in both is updated when
-    /// one of `fields` differs, and only `fields` are carried in the diff.
-    public static func between(_ old: [[String: AttributeValue]], _ new: [[String: AttributeValue]], fields: [String]) -> QueryDiff {
+    /// one of `fields` differs, and only `fields` are carried in the diff. A row in both is moved
+    /// when one of its `sortKeys` changed (as a diff worked out commit by commit says), and
+    /// otherwise only when the new order needs it: of the rest, those outside a longest run that
+    /// kept its order (none, when `sortKeys` are the result's sort and `old` and `new` are its
+    /// whole results — rows whose keys did not change keep their order).
+    public static func between(_ old: [[String: AttributeValue]], _ new: [[String: AttributeValue]], fields: [String],
+                               sortKeys: [String] = []) -> QueryDiff {
         var diff = QueryDiff()
         var oldIndex: [String: Int] = [:]
         oldIndex.reserveCapacity(old.count)
         for (i, row) in old.enumerated() { oldIndex[uuid(row)] = i }
         var newUUIDs = Set<String>()
         newUUIDs.reserveCapacity(new.count)
-        // Rows in both, in new order, with their old positions: the ones outside a longest
-        // increasing run of old positions are the moves.
-        var common: [(new: Int, old: Int)] = []
+        // Rows in both, in new order, with their old positions: those whose sort keys changed are
+        // moves, and of the others, the ones outside a longest increasing run of old positions.
+        var common: [(new: Int, old: Int, keysChanged: Bool)] = []
         for (j, row) in new.enumerated() {
             let u = uuid(row)
             newUUIDs.insert(u)
             if let i = oldIndex[u] {
-                common.append((j, i))
+                common.append((j, i, sortKeys.contains { !same(old[i][$0], row[$0]) }))
                 let changed = fields.filter { !same(old[i][$0], row[$0]) }
                 if !changed.isEmpty {
                     diff.updated.append(Update(uuid: u, index: j, changedKeys: changed, row: project(row, fields)))
@@ -79,7 +84,8 @@ public struct QueryDiff: Sendable, Hashable {
         for (i, row) in old.enumerated() where !newUUIDs.contains(uuid(row)) {
             diff.deleted.append(Deletion(uuid: uuid(row), index: i))
         }
-        let staying = longestIncreasingRun(common.map(\.old))
+        let unchangedKeys = common.indices.filter { !common[$0].keysChanged }
+        let staying = Set(longestIncreasingRun(unchangedKeys.map { common[$0].old }).map { unchangedKeys[$0] })
         for (k, pair) in common.enumerated() where !staying.contains(k) {
             diff.moved.append(Move(uuid: uuid(new[pair.new]), from: pair.old, to: pair.new))
         }

@@ -178,7 +178,7 @@ public struct ResultWindow: Sendable {
     /// Replaces the rows by a fresh result of the query; answers the diff from the old ones.
     public mutating func replace(with fresh: [[String: AttributeValue]]) -> QueryDiff {
         let (next, complete) = normalised(fresh)
-        let diff = QueryDiff.between(rows, next, fields: fields)
+        let diff = QueryDiff.between(rows, next, fields: fields, sortKeys: sorting.keys.map(\.attribute))
         rows = next
         isComplete = complete
         return diff

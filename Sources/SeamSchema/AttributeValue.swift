@@ -205,10 +205,12 @@ public enum Hex {
 }
 
 extension AttributeValue {
-    /// The dates a store holds, in Unix seconds: 0001-01-01T00:00:00Z to
-    /// 9999-12-31T23:59:59.999999Z, what an RFC 3339 timestamp can write.
-    public static let dateRange: ClosedRange<Double> = -62_135_596_800 ... 253_402_300_799.999_999
+    /// The dates a store holds, in Unix seconds: 0001-01-01T00:00:00Z to the double nearest
+    /// 9999-12-31T23:59:59.999999Z, what an RFC 3339 timestamp can write. That double is
+    /// 253402300800 exactly (10000-01-01T00:00:00Z; written on the wire as …59.999999Z), and
+    /// is written so here, as schema.md states it: the bounds are compared as doubles.
+    public static let dateRange: ClosedRange<Double> = -62_135_596_800 ... 253_402_300_800
     /// `dateRange` in words, for errors.
     public static let dateRangeText = "a date is between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z "
-        + "(Unix seconds -62135596800 to 253402300799.999999)"
+        + "(Unix seconds -62135596800 to 253402300800, as doubles)"
 }

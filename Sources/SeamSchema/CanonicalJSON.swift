@@ -108,9 +108,10 @@ public indirect enum JSONValue: Sendable, Hashable {
     }
     public func hash(into h: inout Hasher) { h.combine(minified) }
 
-    /// The member `key` of an object, or `nil`.
+    /// The member `key` of an object, or `nil`. Keys are compared byte for byte (schema.md: no
+    /// Unicode normalisation), not by `String`'s `==`, which equates NFC and NFD spellings.
     public subscript(key: String) -> JSONValue? {
-        if case .object(let members) = self { return members.first { $0.0 == key }?.1 }
+        if case .object(let members) = self { return members.first { $0.0.utf8.elementsEqual(key.utf8) }?.1 }
         return nil
     }
 
@@ -387,16 +388,18 @@ public enum JSONText {
         }
     }
 
-    /// An object's keys so far: a list while short, a set once long. Both compare with `String`'s
-    /// `==`, so which one holds them never changes what counts as a duplicate.
+    /// An object's keys so far: a list while short, a set once long. Both compare UTF-8 bytes —
+    /// two keys that differ only by Unicode normalisation are two keys (schema.md, rule 2), as
+    /// every other implementation reads them; `String`'s `==` would make them one.
     private struct Keys {
-        var list: [String] = []
-        var set: Set<String>?
+        var list: [[UInt8]] = []
+        var set: Set<[UInt8]>?
 
         mutating func insert(_ key: String) -> Bool {
-            if set != nil { return set!.insert(key).inserted }
-            if list.contains(key) { return false }
-            list.append(key)
+            let bytes = Array(key.utf8)
+            if set != nil { return set!.insert(bytes).inserted }
+            if list.contains(bytes) { return false }
+            list.append(bytes)
             if list.count > 16 { set = Set(list); list = [] }
             return true
         }
@@ -409,8 +412,7 @@ extension JSONText {
     /// Whether `text` is valid JSON already spelled as `parse(text).minified` spells it: no space
     /// outside strings, no escape in them, and each object's keys ASCII and in strictly
     /// increasing order of their bytes. Such text can be copied where its canonical spelling is
-    /// wanted, with no tree built. (A key outside ASCII answers false, and the caller parses: the
-    /// parser finds duplicate keys by `String`'s equality, which is not the bytes'.)
+    /// wanted, with no tree built. (A key outside ASCII answers false, and the caller parses.)
     public static func isCanonical(_ text: String) -> Bool {
         text.utf8.withContiguousStorageIfAvailable { bytes in
             var check = CanonicalCheck(bytes: bytes)

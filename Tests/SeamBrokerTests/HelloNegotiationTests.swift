@@ -94,4 +94,33 @@ final class HelloNegotiationTests: XCTestCase {
         XCTAssertNil(person.deniedRead(member: "Fetch", entity: "Anything"))
         XCTAssertNil(person.deniedWrite(refused))
     }
+
+    /// The sync worker's own entities: only the sync role (and migrate) writes them — not a
+    /// person's `seam`, not a plugin, whatever it declares; anyone may read them.
+    func testOnlyTheSyncRoleWritesTheSyncWorkersOwnEntities() throws {
+        let owned: Set<String> = ["SyncRecord"]
+        func hello(_ text: String) throws -> Result<Connection.Hello, VarlinkError> {
+            let p = try XCTUnwrap(JSON.decode(Array(text.utf8)).objectValue, text)
+            return Connection.Hello.negotiate(p, assigned: nil, known: { self.entities.contains($0) || owned.contains($0) }, workerOwned: owned)
+        }
+        let record = SaveRequest([.insert(entity: "Timer", values: [:]), .update(entity: "SyncRecord", uuid: "u", values: [:])])
+        let person = try hello(#"{"version": 1}"#).get()
+        let refused = try XCTUnwrap(person.deniedWrite(record), "a person's seam may not write SyncRecord")
+        XCTAssertEqual(refused.name, "org.seam.Store.PermissionDenied")
+        XCTAssertTrue(refused.description.contains("SyncRecord"), refused.description)
+        XCTAssertNil(person.deniedWrite(SaveRequest([.insert(entity: "Timer", values: [:])])))
+
+        guard case .failure(let declared) = try hello(#"{"version": 1, "role": "plugin", "name": "p", "capabilities": {"writes": ["SyncRecord"]}}"#)
+        else { return XCTFail("a plugin declared it writes SyncRecord") }
+        XCTAssertEqual(declared.parameters["field"]?.stringValue, "capabilities.writes")
+        let reader = try hello(#"{"version": 1, "role": "plugin", "name": "p", "capabilities": {"reads": ["SyncRecord"]}}"#).get()
+        XCTAssertNil(reader.deniedRead(member: "Fetch", entity: "SyncRecord"))
+
+        for role in ["sync", "migrate"] {
+            let worker = Connection.Hello(version: 1, role: role, name: nil, author: role, workerOwned: owned)
+            XCTAssertNil(worker.deniedWrite(record), role)
+        }
+        let ticker = Connection.Hello(version: 1, role: "ticker", name: nil, author: "ticker", workerOwned: owned)
+        XCTAssertNotNil(ticker.deniedWrite(record), "the ticker is no sync worker")
+    }
 }

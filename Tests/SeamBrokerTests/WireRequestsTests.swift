@@ -53,15 +53,24 @@ final class WireRequestsTests: XCTestCase {
     func testAFetchNamesTheParameterItRefuses() throws {
         let cases: [(String, String)] = [
             (#"{"predicate": 3}"#, "predicate"), (#"{"sort": []}"#, "sort"), (#"{"parameters": []}"#, "parameters"),
-            (#"{"parameters": {"p": {"x": 1}}}"#, "parameters.p"), (#"{"limit": -1}"#, "limit"),
-            (#"{"limit": \#(Limits.maxFetchRows + 1)}"#, "limit"), (#"{"offset": -2}"#, "offset"), (#"{"fields": "title"}"#, "fields"),
-            (#"{"fields": [1]}"#, "fields"),
+            (#"{"parameters": {"p": {"x": 1}}}"#, "parameters.p"), (#"{"limit": "10"}"#, "limit"), (#"{"limit": 1.5}"#, "limit"),
+            (#"{"offset": true}"#, "offset"), (#"{"fields": "title"}"#, "fields"), (#"{"fields": [1]}"#, "fields"),
         ]
         for (text, parameter) in cases {
             let e = try XCTUnwrap(failure(try fetch(text)), text)
             XCTAssertEqual(e.name, "org.varlink.service.InvalidParameter", text)
             XCTAssertEqual(e.parameters["parameter"]?.stringValue, parameter, text)
         }
+        // An integer out of its range is a request that does not check: InvalidRequest naming it.
+        let outOfRange: [(String, String)] = [
+            (#"{"limit": -1}"#, "limit"), (#"{"limit": \#(Limits.maxFetchRows + 1)}"#, "limit"), (#"{"offset": -1}"#, "offset"),
+        ]
+        for (text, field) in outOfRange {
+            let e = try XCTUnwrap(failure(try fetch(text)), text)
+            XCTAssertEqual(e.name, "org.seam.Store.InvalidRequest", text)
+            XCTAssertEqual(e.parameters["field"]?.stringValue, field, text)
+        }
+        XCTAssertEqual(try fetch(#"{"limit": 0}"#).get().limit, 0, "limit 0 is a limit")
         let unknown = try XCTUnwrap(failure(try fetch(#"{"fields": ["colour"]}"#)))
         XCTAssertEqual(unknown.parameters["field"]?.stringValue, "fields")
         XCTAssertTrue(unknown.description.contains("colour"), unknown.description)

@@ -21,6 +21,24 @@ final class ResultWindowTests: XCTestCase {
         XCTAssertEqual(uuids(rows), ["b", "c", "d", "a"])
     }
 
+    /// Whole results compared (a refetch, a resume): the row whose sort key changed is the one
+    /// moved, as commit by commit — not the other row, though moving either gives the new order.
+    func testWholeResultsCompareMoveTheRowWhoseSortKeyChanged() {
+        let bread = row("b", "Bread", 1), tea = row("t", "Tea", 2)
+        var wine = bread
+        wine["name"] = .string("Wine")
+        let diff = QueryDiff.between([bread, tea], [tea, wine], fields: ["uuid", "name"], sortKeys: ["name"])
+        XCTAssertEqual(diff.moved, [QueryDiff.Move(uuid: "b", from: 0, to: 1)])
+        var rows = [bread, tea]
+        diff.apply(to: &rows)
+        XCTAssertEqual(uuids(rows), ["t", "b"])
+        // A rename that keeps the row where it was is still a move (its keys changed).
+        var brie = bread
+        brie["name"] = .string("Brie")
+        XCTAssertEqual(QueryDiff.between([bread, tea], [brie, tea], fields: ["uuid", "name"], sortKeys: ["name"]).moved,
+                       [QueryDiff.Move(uuid: "b", from: 0, to: 0)])
+    }
+
     func testDiffReportsChangedFieldsOnly() {
         let before = row("a", "x", 1)
         var after = before

@@ -62,8 +62,23 @@ final class SchemaVectorsTests: XCTestCase {
         try escapes.addEntity(Entity("Zed", attributes: [Attribute("uuid", .uuid)]), in: "alpha")
         try escapes.addEntity(Entity("Yak", attributes: [Attribute("uuid", .uuid)]), in: "Beta")
 
+        // What an implementation may read differently (issue 38): keys that differ only by
+        // Unicode normalisation (two keys, by their bytes), astral-plane keys (ordered by UTF-8,
+        // not UTF-16), -0 and an exponent inside a json default (kept as written), empty binary,
+        // an empty modifier (written), and dates at both bounds (the doubles schema.md names).
+        var edges = ModelDraft(model: "Edges")
+        try edges.addConfiguration("Cloud")
+        try edges.addEntity(Entity("Edge", attributes: [
+            Attribute("uuid", .uuid),
+            Attribute("doc", .json, default: .json(#"{"e\u0301":2,"\u00e9":1,"😀":3,"｡":4,"n":[-0,1E+05,-0.0]}"#)),
+            Attribute("none", .binary, default: .binary([])),
+            Attribute("plain", .string, optional: true, versionHashModifier: ""),
+            Attribute("first", .date, default: .date(-62_135_596_800)),
+            Attribute("last", .date, default: .date(253_402_300_800)),
+        ]), in: "Cloud")
+
         return [("minimal", try ModelVersion(minimal)), ("defaults", try ModelVersion(defaults)), ("links", try ModelVersion(links)),
-                ("escapes", try ModelVersion(escapes))]
+                ("escapes", try ModelVersion(escapes)), ("edges", try ModelVersion(edges))]
     }
 
     static func document(_ v: ModelVersion) -> String {
@@ -87,6 +102,26 @@ final class SchemaVectorsTests: XCTestCase {
                 try Self.document(version).write(to: url, atomically: true, encoding: .utf8)
             }
             XCTAssertEqual(try RepositoryFiles.text(path), Self.document(version), "vector \(name) changed")
+        }
+    }
+
+    /// Every document of `Protocol/vectors/schema/invalid/` breaks one rule of schema.md's
+    /// "Valid models" and is refused — as `schema_hash.py` refuses it — though it is canonical.
+    func testEveryInvalidVectorIsRefused() throws {
+        let directory = RepositoryFiles.url("Protocol/vectors/schema/invalid")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }.sorted()
+        XCTAssertGreaterThanOrEqual(names.count, 20, "the invalid vectors are there")
+        for name in names {
+            let vector = try JSONText.parse(try RepositoryFiles.text("Protocol/vectors/schema/invalid/\(name)").trimmingCharacters(in: .newlines))
+            guard let text = vector["canonicalJSON"]?.stringValue, let rule = vector["rule"]?.stringValue else {
+                XCTFail("\(name): no canonicalJSON or rule")
+                continue
+            }
+            XCTAssertEqual(try JSONText.minify(text), text, "\(name) is canonical JSON, so it is refused for its rule alone")
+            do {
+                let version = try ModelVersion(canonicalJSON: text)
+                XCTFail("\(name) (\(rule)) was accepted as \(version.model) v\(version.version)")
+            } catch {}
         }
     }
 }
