@@ -61,11 +61,25 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         return description
     }
 
+    /// What to do with a damaged store file at `path`: put back the newest copy `backups/` keeps
+    /// of it, naming it — or, with none kept, move it aside (advice that names backups/ when it
+    /// holds nothing sends a person looking for what is not there).
+    static func restoreAdvice(for path: String) -> String {
+        let name = String(path.split(separator: "/").last ?? "")
+        let store = name.hasSuffix(".sqlite") ? String(name.dropLast(".sqlite".count)) : name
+        let layout = StoreLayout(directory: FileSystem.parentDirectory(path))
+        if let kept = Backups.list(layout).filter({ $0.stores.contains(store) }).max(by: { $0.createdAt < $1.createdAt }) {
+            return "Restore it from \(kept.file(store)) (the newest copy backups/ keeps; made by \(kept.reason == "earlier Seam" ? "an earlier Seam" : "a " + kept.reason)), "
+                + "or move it aside to start afresh"
+        }
+        return "backups/ keeps no copy of it: move it aside to start afresh (or put back a set `seam backup` made, "
+            + "with `seam restore`)"
+    }
+
     public var description: String {
         switch kind {
         case .notAStore(let detail):
-            return "\(path) is damaged or not a Seam store (\(detail)); it was left untouched. Restore it from backups/, "
-                + "or move it aside to start afresh"
+            return "\(path) is damaged or not a Seam store (\(detail)); it was left untouched. " + Self.restoreAdvice(for: path)
         case .notAFile(let kind):
             let what = ["link": "a symbolic link", "fifo": "a FIFO (named pipe)", "directory": "a directory", "socket": "a socket"][kind]
                 ?? "a \(kind)"

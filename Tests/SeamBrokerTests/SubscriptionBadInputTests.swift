@@ -136,7 +136,8 @@ final class SubscriptionBadInputTests: EmbeddedBrokerTestCase {
             (["entity": "Session", "offset": 3], true, "org.seam.Store.InvalidRequest", "offset"),
             (["entity": "Session", "since": -1], true, "org.varlink.service.InvalidParameter", nil),
             (["entity": "Session", "since": "yesterday"], true, "org.varlink.service.InvalidParameter", nil),
-            (["entity": "Session", "limit": -1], true, "org.varlink.service.InvalidParameter", nil),
+            (["entity": "Session", "limit": -1], true, "org.seam.Store.InvalidRequest", "limit"),
+            (["entity": "Session", "limit": "ten"], true, "org.varlink.service.InvalidParameter", nil),
             (["entity": "Session"], false, "org.varlink.service.ExpectedMore", nil),
         ]
         for (i, (parameters, more, error, field)) in cases.enumerated() {

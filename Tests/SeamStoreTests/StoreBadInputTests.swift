@@ -52,6 +52,24 @@ final class StoreBadInputTests: XCTestCase {
         try Support.assertUnchanged(tmp.path, since: before)
     }
 
+    /// The advice names the copy backups/ keeps of the damaged file when there is one, and does
+    /// not send a person to an empty backups/ when there is none.
+    func testADamagedStoresAdviceNamesTheBackupThereIs() throws {
+        let tmp = TemporaryDirectory("seam-badinput-advice")
+        let cloud = tmp.file("Cloud.sqlite")
+        try Data("not a store".utf8).write(to: URL(fileURLWithPath: cloud))
+        let store = StoreDirectory(path: tmp.path, schema: TimerApp.schema)
+        let none = try XCTUnwrap(Support.refusalsOfEveryEntryPoint(store).first?.1)
+        XCTAssertTrue("\(none)".contains("backups/ keeps no copy of it: move it aside"), "\(none)")
+        XCTAssertFalse("\(none)".contains("Restore it from"), "\(none)")
+
+        // A copy an earlier Seam kept loose in backups/.
+        try FileManager.default.createDirectory(atPath: tmp.file("backups"), withIntermediateDirectories: true)
+        try Data("an older copy".utf8).write(to: URL(fileURLWithPath: tmp.file("backups/Cloud.sqlite")))
+        let kept = try XCTUnwrap(Support.refusalsOfEveryEntryPoint(store).first?.1)
+        XCTAssertTrue("\(kept)".contains("Restore it from \(tmp.file("backups/Cloud.sqlite"))"), "\(kept)")
+    }
+
     /// The 16-byte SQLite magic followed by random bytes is refused as `.notAStore`, naming the
     /// file, by every entry point; the file stays byte-identical.
     func testRandomBytesAfterTheSQLiteMagicAreRefused() throws {
