@@ -265,9 +265,10 @@ def main():
         try:
             hashes(vector["canonicalJSON"])
             failures.append(f"accepted {path.name} ({vector['rule']})")
-        except (ValueError, KeyError) as e:
-            if isinstance(e, KeyError):
-                failures.append(f"{path.name}: refused by a KeyError ({e}), not a ValueError naming the rule")
+        except ValueError:
+            pass
+        except KeyError as e:
+            failures.append(f"{path.name}: refused by a KeyError ({e}), not a ValueError naming the rule")
     for f in failures:
         print(f"mismatch: {f}", file=sys.stderr)
     print(f"{checked - len(failures)} passed, {len(failures)} failed")

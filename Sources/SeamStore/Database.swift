@@ -45,7 +45,6 @@ public final class Database {
     /// `Durability.full` in WAL mode: flushes the WAL after commits (SQLite's own syncing is off).
     private let walFlusher: FileFlusher?
     /// The WAL's path, when the connection writes through one.
-    /// The WAL's path (nil: not in WAL mode).
     let walPath: String?
     /// The deadline `limitRunningTime` set, kept alive while its handler may read it.
     private var progressDeadline: DeadlineBox?

@@ -11,7 +11,7 @@ import Synchronization
 /// from its start again after each checkpoint, over pages last written seconds or minutes
 /// before, and a kernel that reclaims clean page cache early (as a VM's free-page reclaim
 /// does) drops some of them meanwhile: on such a machine the ticker's step ends waited
-/// 5–75 ms on those reads, a few times a run, beside a 0.07 ms median.
+/// 3–35 ms on those reads, a few times a run, beside a 0.07 ms median.
 ///
 /// After each commit the writer tells `committed(frames:)` where the WAL ends; every
 /// `step` bytes it asks the thread to read ahead the `window` after that end, and the first

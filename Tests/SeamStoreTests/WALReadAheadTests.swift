@@ -35,14 +35,9 @@ final class WALReadAheadTests: XCTestCase {
         XCTAssertLessThan(before, 0.5, "the kernel kept the pages it was told it may drop")
 
         try insert(100)  // the WAL's end moves on by more than the read-ahead's step
-        let deadline = Date().addingTimeInterval(10)
-        var after = before
-        while Date() < deadline {
-            after = try Self.residentFraction(wal, length: dropped)
-            if after > 0.99 { break }
-            usleep(5_000)
+        try eventually(10, "the start of the WAL, where it starts over, is back in the page cache") {
+            try Self.residentFraction(wal, length: dropped) > 0.99
         }
-        XCTAssertGreaterThan(after, 0.99, "the start of the WAL, where it starts over, is back in the page cache")
     }
 
     /// Tells the kernel it may drop the clean cached pages of `path`'s first `length` bytes.
