@@ -91,7 +91,7 @@ let package = Package(
             name: "seam-bench",
             dependencies: [
                 "SeamSchema", "SeamStore", "SeamQuery", "SeamContext", "SeamTimers", "SeamClient", "SeamJSON", "SeamProtocol", "SeamSystem", "CSQLite", "CJSONC",
-                "CLibPQ", "SeamTicker",
+                "CLibPQ", "SeamTicker", "SeamCommandLine",
             ]
         ),
 
@@ -126,7 +126,7 @@ let package = Package(
         ),
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
         .testTarget(name: "SeamJSONTests", dependencies: ["SeamJSON"]),
-        .testTarget(name: "SeamCommandLineTests", dependencies: ["SeamCommandLine"]),
+        .testTarget(name: "SeamCommandLineTests", dependencies: ["SeamCommandLine", "SeamTestSupport"]),
         .testTarget(name: "SeamSystemTests", dependencies: ["SeamSystem", "SeamSchema", "SeamTestSupport"]),
         .testTarget(name: "SeamSyncTests", dependencies: ["SeamSync", "SeamSyncSetup", "SeamPostgres", "SeamClient", "SeamJSON", "SeamSchema", "SeamStore", "SeamTestSupport", "SeamTimers"]),
     ]

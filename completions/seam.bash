@@ -1,68 +1,109 @@
-# bash completion for seam(1), the command-line client of seamd.
+# bash completion for seam(1), generated from its command spec by `seam --generate bash`
+# (scripts/generate-docs): change the spec, not this file.
 #
 # Install: source this file from ~/.bashrc, or copy it to
 # ~/.local/share/bash-completion/completions/seam (or /usr/share/bash-completion/completions/seam).
-# Needs nothing but bash; it does not rely on the bash-completion package.
 #
-# Timer, group and session names are asked of seamd (`seam timer ls --json` and the like) as you
-# type; when seamd is not running they are simply not offered.
+# Names of timers, groups and sessions are asked of seamd as you type (`seam … --json`);
+# when seamd is not running they are simply not offered.
 
-# The commands, their second words, and the options each takes besides --socket and --help.
-_seam_commands="timer group store start flash pause resume reset stop skip clear ls watch up down install-units status schema migrate backup check restore sync query subscribe call"
+_seam_commands='timer group start flash pause resume reset stop skip clear ls watch status schema store migrate query subscribe call backup check restore sync up down install-units'
+_seam_groups='timer group store sync'
+_seam_common='--socket --verbose --help'
+_seam_root=0
 
 _seam_subcommands() {
     case $1 in
-        timer) echo "add ls show edit rm" ;;
-        group) echo "add ls rename rm" ;;
-        store) echo "info" ;;
-        sync) echo "setup status now off" ;;
+        timer) echo 'add ls show edit rm' ;;
+        group) echo 'add ls rename rm' ;;
+        store) echo info ;;
+        sync) echo 'setup status off now' ;;
     esac
 }
 
+# The options of each command besides the common ones.
 _seam_options() {
     case $1 in
-        "timer add") echo "--step --repeat --icon --colour --sound --group --json" ;;
-        "timer edit") echo "--name --step --repeat --icon --colour --sound --group --no-group --json" ;;
-        "timer ls" | "timer show" | "group add" | "group ls" | ls | status | schema | "store info") echo "--json" ;;
-        start) echo "--note" ;;
-        flash) echo "--name --note" ;;
-        watch) echo "--plain --bell" ;;
-        up) echo "--data-dir" ;;
-        migrate) echo "--dry-run --json" ;;
-        backup | check) echo "--data-dir --json" ;;
-        restore) echo "--from-elsewhere --data-dir --json" ;;
-        "sync setup") echo "--password-stdin --no-password --config-dir" ;;
-        "sync status") echo "--json" ;;
-        "sync off") echo "--config-dir" ;;
-        install-units) echo "--dir --force" ;;
-        query) echo "--where --sort --limit --fields --json" ;;
-        subscribe) echo "--where --sort --limit --fields --json --pretty" ;;
+        'timer add') echo '--step --repeat --icon --colour --sound --group --json' ;;
+        'timer ls') echo --json ;;
+        'timer show') echo --json ;;
+        'timer edit') echo '--name --step --repeat --icon --colour --sound --group --no-group --json' ;;
+        'group add') echo --json ;;
+        'group ls') echo --json ;;
+        start) echo --note ;;
+        flash) echo '--name --note' ;;
+        ls) echo --json ;;
+        watch) echo '--plain --bell' ;;
+        status) echo --json ;;
+        schema) echo --json ;;
+        'store info') echo --json ;;
+        migrate) echo '--dry-run --json' ;;
+        query) echo '--where --sort --limit --fields --json' ;;
+        subscribe) echo '--where --sort --limit --fields --json --pretty' ;;
+        backup) echo '--data-dir --json' ;;
+        check) echo '--data-dir --json' ;;
+        restore) echo '--from-elsewhere --data-dir --json' ;;
+        'sync setup') echo '--password-stdin --no-password --config-dir' ;;
+        'sync status') echo --json ;;
+        'sync off') echo --config-dir ;;
+        up) echo --data-dir ;;
+        install-units) echo '--dir --force' ;;
     esac
 }
 
 # Options that take a value (the next word, or after "=").
 _seam_takes_value() {
     case $1 in
-        --socket | --step | --repeat | --icon | --colour | --sound | --group | --name | --note | --where | --sort | --limit | --fields | --dir | --data-dir | --config-dir | --bell)
-            return 0 ;;
+        --socket | --step | --repeat | --icon | --colour | --sound | --group | --name | --note | --bell | --where | --sort | --limit | --fields | --data-dir | --config-dir | --dir) return 0 ;;
     esac
     return 1
 }
 
-_seam_entities="Timer UserGroup Session SyncToken SyncRecord"
+# _seam_value COMMAND OPTION VALUE: completes the value of OPTION.
+_seam_value() {
+    local value
+    value=$(_seam_dequote "$3")
+    case "$1|$2" in
+        *'|--socket') _seam_files "$value" -f ;;
+        'timer add|--group') _seam_reply "$value" < <(_seam_names group ls) ;;
+        'timer edit|--group') _seam_reply "$value" < <(_seam_names group ls) ;;
+        'watch|--bell') _seam_reply "$value" < <(printf '%s\n' steps end off) ;;
+        'backup|--data-dir') _seam_files "$value" -d ;;
+        'check|--data-dir') _seam_files "$value" -d ;;
+        'restore|--data-dir') _seam_files "$value" -d ;;
+        'sync setup|--config-dir') _seam_files "$value" -d ;;
+        'sync off|--config-dir') _seam_files "$value" -d ;;
+        'up|--data-dir') _seam_files "$value" -d ;;
+        'install-units|--dir') _seam_files "$value" -d ;;
+    esac
+}
 
-_seam_methods="org.seam.Store.Hello org.seam.Store.Schema org.seam.Store.Fetch org.seam.Store.Count org.seam.Store.Save
-org.seam.Store.Status org.seam.Store.Subscribe org.seam.Store.Unsubscribe org.seam.Timers.Start org.seam.Timers.Flash
-org.seam.Timers.Pause org.seam.Timers.Resume org.seam.Timers.Reset org.seam.Timers.Skip org.seam.Timers.Stop
-org.seam.Timers.Clear org.seam.Timers.Advance org.seam.Timers.AdvanceMany org.seam.Sync.Status org.seam.Sync.Now
-org.seam.Sync.Reload org.seam.Migration.Plan org.seam.Migration.Migrate org.seam.Maintenance.Backup
-org.seam.Maintenance.Check org.seam.Maintenance.Restore org.varlink.service.GetInfo
-org.varlink.service.GetInterfaceDescription"
+# _seam_operand COMMAND INDEX TYPED: completes the INDEXth operand (from 0).
+_seam_operand() {
+    case "$1|$2" in
+        'timer show|0') _seam_reply "$3" < <(_seam_names timer ls) ;;
+        'timer edit|0') _seam_reply "$3" < <(_seam_names timer ls) ;;
+        'timer rm|0') _seam_reply "$3" < <(_seam_names timer ls) ;;
+        'group rename|0') _seam_reply "$3" < <(_seam_names group ls) ;;
+        'group rm|0') _seam_reply "$3" < <(_seam_names group ls) ;;
+        'start|0') _seam_reply "$3" < <(_seam_names timer ls) ;;
+        'pause|0') _seam_reply "$3" < <(_seam_names ls) ;;
+        'resume|0') _seam_reply "$3" < <(_seam_names ls) ;;
+        'reset|0') _seam_reply "$3" < <(_seam_names ls) ;;
+        'stop|0') _seam_reply "$3" < <(_seam_names ls) ;;
+        'skip|0') _seam_reply "$3" < <(_seam_names ls) ;;
+        'query|0') _seam_reply "$3" < <(printf '%s\n' Timer UserGroup Session SyncToken SyncRecord) ;;
+        'subscribe|0') _seam_reply "$3" < <(printf '%s\n' Timer UserGroup Session SyncToken SyncRecord) ;;
+        'call|0') _seam_reply "$3" < <(printf '%s\n' org.seam.Store.Hello org.seam.Store.Schema org.seam.Store.Fetch org.seam.Store.Count org.seam.Store.Save org.seam.Store.Status org.seam.Store.Subscribe org.seam.Store.Unsubscribe org.seam.Timers.Start org.seam.Timers.Flash org.seam.Timers.Pause org.seam.Timers.Resume org.seam.Timers.Reset org.seam.Timers.Skip org.seam.Timers.Stop org.seam.Timers.Clear org.seam.Timers.Advance org.seam.Timers.AdvanceMany org.seam.Sync.Status org.seam.Sync.Now org.seam.Sync.Reload org.seam.Migration.Plan org.seam.Migration.Migrate org.seam.Maintenance.Backup org.seam.Maintenance.Check org.seam.Maintenance.Restore org.varlink.service.GetInfo org.varlink.service.GetInterfaceDescription) ;;
+        'backup|0') _seam_files "$3" -d ;;
+        'restore|0') _seam_files "$3" -d ;;
+    esac
+}
 
 # _seam_reassemble: puts back together the words that readline split at "=" or ":" (which are in
 # COMP_WORDBREAKS), so that `--socket=/tmp/s` and `--step Boil=1:30` are one word each. Sets
-# _seam_words (the words), _seam_cword (the index of the word under the cursor) and
-# _seam_cur (that word, up to its end).
+# _seam_words (the words), _seam_cword (the index of the word under the cursor) and _seam_cur (that
+# word, up to its end).
 _seam_reassemble() {
     _seam_words=()
     _seam_cword=0
@@ -117,10 +158,10 @@ _seam_dequote() {
     printf '%s' "$out"
 }
 
-# _seam_names WORDS…: the "name" values in the JSON that `seam WORDS… --json` prints, one a line,
-# each once; nothing at all when seamd does not answer (within two seconds).
+# _seam_names WORDS…: the "name" values in the JSON that `seam WORDS… --json` prints, one a
+# line, each once; nothing at all when seamd does not answer (within two seconds).
 _seam_names() {
-    local seam=${_seam_words[0]/#\~/$HOME} socket="" i w
+    local tool=${_seam_words[0]/#\~/$HOME} socket="" i w
     for ((i = 1; i < ${#_seam_words[@]}; i++)); do
         w=${_seam_words[i]}
         case $w in
@@ -129,7 +170,7 @@ _seam_names() {
         esac
     done
     socket=${socket/#\~/$HOME}
-    local -a run=("$seam" "$@" --json)
+    local -a run=("$tool" "$@" --json)
     [[ -n $socket ]] && run+=(--socket "$socket")
     command -v timeout >/dev/null 2>&1 && run=(timeout 2 "${run[@]}")
     "${run[@]}" 2>/dev/null </dev/null | awk '
@@ -177,9 +218,8 @@ _seam_words_reply() {
     done
 }
 
-# _seam_files VALUE [-d]: file (or, with -d, directory) names completing VALUE, the text after
-# "=" in --option=VALUE or the whole current word. Readline quotes them and gives directories a
-# "/" (compopt -o filenames).
+# _seam_files VALUE [-d]: file (or, with -d, directory) names completing VALUE. Readline quotes
+# them and gives directories a "/" (compopt -o filenames).
 _seam_files() {
     local value=$1 kind=${2:--f} item
     local IFS=$'\n'
@@ -190,79 +230,77 @@ _seam_files() {
     return 0
 }
 
-# _seam_value OPTION VALUE: completes the value of OPTION.
-_seam_value() {
-    local value
-    value=$(_seam_dequote "$2")
-    case $1 in
-        --socket) _seam_files "$value" -f ;;
-        --dir | --data-dir) _seam_files "$value" -d ;;
-        --group) _seam_reply "$value" < <(_seam_names group ls) ;;
-        --bell) _seam_reply "$value" < <(printf '%s\n' steps end off) ;;
-    esac
-}
-
 _seam() {
     COMPREPLY=()
     local _seam_words _seam_cword _seam_cur
     _seam_reassemble
 
-    # The command: the leading words that are not options (as seam itself reads them).
-    local i w first=0 command="" operands=0 prev_option=""
+    # The command: the leading words that are not options (options and their values may come
+    # first, as seam itself reads them), and where its words end.
+    local i w command="" start=1 operands=0 prev_option=""
     local -a leading=()
-    for ((i = 1; i < _seam_cword; i++)); do
-        w=${_seam_words[i]}
-        [[ $w == -* ]] && break
-        leading+=("$w")
-    done
-    first=${#leading[@]}
-    case ${leading[0]-} in
-        timer | group | store | sync) [[ $first -ge 2 ]] && command="${leading[0]} ${leading[1]}" ;;
-        "") ;;
-        *) command=${leading[0]} ;;
-    esac
-
-    # After the command words: the operands so far, and whether the word before the cursor is an
-    # option that wants a value.
-    local nwords=1
-    [[ $command == *" "* ]] && nwords=2
-    local after_options=0
-    for ((i = 1 + nwords; i < _seam_cword; i++)); do
-        w=${_seam_words[i]}
-        if [[ $after_options -eq 0 && $w == -- ]]; then
-            after_options=1
-        elif [[ $after_options -eq 0 && $w == --*=* ]]; then
-            :
-        elif [[ $after_options -eq 0 && $w == -* ]]; then
-            if _seam_takes_value "$w"; then
-                if [[ $((i + 1)) -eq $_seam_cword ]]; then
-                    prev_option=$w
-                else
-                    ((i++))
-                fi
+    if [[ $_seam_root -eq 0 ]]; then
+        for ((i = 1; i < _seam_cword; i++)); do
+            w=${_seam_words[i]}
+            if [[ $w == -* ]]; then
+                [[ ${#leading[@]} -gt 0 ]] && break
+                [[ $w != *=* ]] && _seam_takes_value "$w" && ((i++))
+                continue
             fi
-        else
-            ((operands++))
+            leading+=("$w")
+            [[ ${#leading[@]} -eq 1 ]] && start=$i
+        done
+        if [[ -n ${leading[0]-} && " $_seam_groups " == *" ${leading[0]} "* ]]; then
+            [[ ${#leading[@]} -ge 2 ]] && command="${leading[0]} ${leading[1]}" && ((start += 2))
+        elif [[ -n ${leading[0]-} ]]; then
+            command=${leading[0]}
+            ((start += 1))
         fi
-    done
+    fi
+
+    # After the command words: the operands so far, and whether the word before the cursor is
+    # an option that wants a value.
+    local after_options=0
+    if [[ -n $command || $_seam_root -eq 1 ]]; then
+        for ((i = start; i < _seam_cword; i++)); do
+            w=${_seam_words[i]}
+            if [[ $after_options -eq 0 && $w == -- ]]; then
+                after_options=1
+            elif [[ $after_options -eq 0 && $w == --*=* ]]; then
+                :
+            elif [[ $after_options -eq 0 && $w == -* ]]; then
+                if _seam_takes_value "$w"; then
+                    if [[ $((i + 1)) -eq $_seam_cword ]]; then
+                        prev_option=$w
+                    else
+                        ((i++))
+                    fi
+                fi
+            else
+                ((operands++))
+            fi
+        done
+    elif [[ $((_seam_cword - 1)) -ge 1 ]] && w=${_seam_words[_seam_cword - 1]} && [[ $w == --* && $w != *=* ]] && _seam_takes_value "$w"; then
+        prev_option=$w # an option before the command
+    fi
 
     # An option's value.
     if [[ -n $prev_option ]]; then
-        _seam_value "$prev_option" "$_seam_cur"
+        _seam_value "$command" "$prev_option" "$_seam_cur"
         return 0
     fi
     if [[ $after_options -eq 0 && $_seam_cur == --*=* ]]; then
-        _seam_value "${_seam_cur%%=*}" "${_seam_cur#*=}"
+        _seam_value "$command" "${_seam_cur%%=*}" "${_seam_cur#*=}"
         return 0
     fi
 
     # The command words.
-    if [[ -z $command ]]; then
+    if [[ -z $command && $_seam_root -eq 0 ]]; then
         if [[ $_seam_cur == -* ]]; then
-            _seam_words_reply "--help"
-        elif [[ $first -eq 0 ]]; then
+            _seam_words_reply "$_seam_common --version"
+        elif [[ ${#leading[@]} -eq 0 ]]; then
             _seam_words_reply "$_seam_commands"
-        elif [[ $first -eq 1 ]]; then
+        elif [[ ${#leading[@]} -eq 1 ]]; then
             _seam_words_reply "$(_seam_subcommands "${leading[0]}")"
         fi
         return 0
@@ -270,29 +308,14 @@ _seam() {
 
     # Options.
     if [[ $after_options -eq 0 && $_seam_cur == -* ]]; then
-        _seam_words_reply "$(_seam_options "$command") --socket --verbose --help"
+        _seam_words_reply "$(_seam_options "$command") $_seam_common"
         return 0
     fi
 
     # Operands.
     local typed
     typed=$(_seam_dequote "$_seam_cur")
-    [[ $operands -eq 0 ]] || return 0
-    case $command in
-        start | "timer show" | "timer edit" | "timer rm")
-            _seam_reply "$typed" < <(_seam_names timer ls) ;;
-        pause | resume | reset | stop | skip)
-            # Timers, and the sessions that have no timer (flash timers): `seam ls` lists both.
-            _seam_reply "$typed" < <(_seam_names ls) ;;
-        "group rename" | "group rm")
-            _seam_reply "$typed" < <(_seam_names group ls) ;;
-        query | subscribe)
-            _seam_words_reply "$_seam_entities" ;;
-        call)
-            _seam_words_reply "$_seam_methods" ;;
-        backup | restore)
-            _seam_files "$typed" -d ;;
-    esac
+    _seam_operand "$command" "$operands" "$typed"
 
     # Readline completes only the text after the last "=" or ":" of a word (they break words):
     # leave that much out of names that contain one.

@@ -5,27 +5,32 @@ import SeamStore
 import SeamSystem
 import SeamTimers
 
-let usage = """
-    usage: seam-migrate [--dry-run] [--integrity] [--batch N] DIR
-           seam-migrate --worker --stores A,B DIR    (how seamd runs it)
-
-    Brings Cloud.sqlite and Local.sqlite in DIR to the current versions: each on a copy,
-    verified, swapped in only on success; the originals are kept in DIR/backups/.
-      --dry-run     print the plan (each step in words, and its SQL) and change nothing
-      --integrity   verify copies with a full integrity_check (slower) instead of quick_check
-      --batch N     rows per copy batch (default 20000)
-      --create      also create the stores when DIR has none (as seamd does at start)
-      --worker      run as seamd's migration worker: build the copies of the stores seamd
-                    closed, report progress on $SEAM_FD, and let seamd swap them in
-    Run it while no seamd uses DIR; while seamd runs, `seam migrate` does this through seamd.
-    """
+var spec = CommandSet(
+    tool: "seam-migrate",
+    about: """
+        Brings Cloud.sqlite and Local.sqlite in DIR to the current versions: each on a copy,
+        verified, swapped in only on success; the originals are kept in DIR/backups/.
+        Run it while no seamd uses DIR; while seamd runs, `seam migrate` does this through seamd
+        (which runs `seam-migrate --worker --stores A,B DIR` itself).
+        """,
+    root: Command("", "upgrade the timer app's stores, on copies swapped in only on success",
+                  operands: [Operand("DIR", "the directory that holds Cloud.sqlite and Local.sqlite", complete: .directory)],
+                  options: [
+                      .flag("dry-run", "print the plan (each step in words, and its SQL) and change nothing"),
+                      .flag("integrity", "verify copies with a full integrity_check (slower) instead of quick_check"),
+                      .value("batch", "N", "rows per copy batch (default 20000)"),
+                      .flag("create", "also create the stores when DIR has none (as seamd does at start)"),
+                      .flag("worker", "run as seamd's migration worker: build the copies of the stores seamd closed, report progress "
+                            + "on $SEAM_FD, and let seamd swap them in"),
+                      .value("stores", "A,B", "with --worker: the stores seamd closed"),
+                  ]))
+spec.version = "0.1.0"
+spec.manual = Manual(headline: "upgrade the Seam timer app's stores offline, or as seamd's migration worker", date: "2026-12-06",
+                     sections: [.init("See also", [.paragraph("`seam`(1), `seamd`(1), `seam-fixture`(1)")])])
 
 let tool = "seam-migrate"
+let args = spec.arguments(Array(CommandLine.arguments.dropFirst()))
 do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["batch", "stores"],
-                             flags: ["dry-run", "integrity", "create", "worker"])
-    if args.wantsHelp { print(usage); Terminal.exit(0) }
-    guard args.positional.count == 1 else { throw Arguments.UsageError("give one directory\n\n" + usage) }
     guard FileSystem.isDirectory(args.positional[0]) else {
         Terminal.fail(tool, "\(args.positional[0]) is not a directory; give the directory that holds Cloud.sqlite and Local.sqlite")
     }

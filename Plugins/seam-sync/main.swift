@@ -6,26 +6,31 @@ import SeamSync
 import SeamSyncSetup
 import SeamSystem
 
-let usage = """
-    usage: seam-sync CONFIG
-           seam-sync --init-server URL [--password-stdin]
-           seam-sync --check URL
-
-    seamd's sync worker, started by seamd (role "sync", its connection on $SEAM_FD) once
-    `seam sync setup URL` has written CONFIG (sync.json). It exports the Cloud store's changes
-    to the server and imports the server's, on every change, on every server notification, and
-    every few seconds. Never run it by hand: use `seam sync status` and `seam sync now`.
-
-    --init-server URL   for a server's administrator: creates (or upgrades) the server's sync
-                        schema as the role in URL, which then owns it. That role must be no
-                        zone (no person's machines sync as it). The password comes from
-                        --password-stdin, else libpq's ~/.pgpass, PGPASSFILE or PGPASSWORD.
-                        scripts/pg-server does this for the servers it starts. See Protocol/sync.md.
-    --check URL         what `seam sync setup` runs (the CLI does not link libpq): connects as
-                        the worker would, makes the server's sync tables if it may, and prints
-                        one line saying so; exits 1 with the reason when it cannot. The password
-                        comes from libpq's files (PGPASSFILE).
-    """
+var spec = CommandSet(
+    tool: "seam-sync",
+    about: """
+        seamd's sync worker, started by seamd (role "sync", its connection on $SEAM_FD) once
+        `seam sync setup URL` has written *CONFIG* (sync.json). It exports the Cloud store's changes
+        to the server and imports the server's, on every change, on every server notification, and
+        every few seconds. Never run it by hand: use `seam sync status` and `seam sync now`.
+        """,
+    root: Command("", "seamd's sync worker, and a server's setup",
+                  operands: [Operand("CONFIG", "the sync configuration seam sync setup wrote (sync.json)", optional: true, complete: .file)],
+                  options: [
+                      .value("init-server", "URL", "for a server's administrator: create (or upgrade) the server's sync schema as the "
+                             + "role in URL, which then owns it; that role must be no zone (no person's machines sync as it)"),
+                      .flag("password-stdin", "with --init-server: read the password from standard input (else libpq's ~/.pgpass, "
+                            + "PGPASSFILE or PGPASSWORD)"),
+                      .value("check", "URL", "what seam sync setup runs: connect as the worker would, make the server's sync tables "
+                             + "if it may, and print one line saying so; exit 1 with the reason when it cannot"),
+                  ],
+                  discussion: """
+                      `scripts/pg-server` runs `--init-server` for the servers it starts. The server's layout and the
+                      roles it needs are in Protocol/sync.md.
+                      """))
+spec.version = "0.1.0"
+spec.manual = Manual(headline: "the Seam store broker's sync worker, through PostgreSQL", date: "2026-12-06",
+                     sections: [.init("See also", [.paragraph("`seam`(1), `seamd`(1)")])])
 
 /// `--check URL`: `seam sync setup`'s proof that the server answers, as the worker will connect.
 func check(_ url: String) -> Never {
@@ -68,18 +73,17 @@ func initServer(_ url: String, passwordFromStdin: Bool) throws -> Never {
 }
 
 let tool = "seam-sync"
+let args = spec.arguments(Array(CommandLine.arguments.dropFirst()))
 do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["init-server", "check"], flags: ["password-stdin"])
-    if args.wantsHelp { print(usage); Terminal.exit(0) }
     if let url = args.value("check") {
-        guard args.positional.isEmpty else { throw Arguments.UsageError("--check takes only the URL\n\n" + usage) }
+        guard args.positional.isEmpty else { throw Arguments.UsageError("--check takes only the URL") }
         check(url)
     }
     if let url = args.value("init-server") {
-        guard args.positional.isEmpty else { throw Arguments.UsageError("--init-server takes only the URL\n\n" + usage) }
+        guard args.positional.isEmpty else { throw Arguments.UsageError("--init-server takes only the URL") }
         try initServer(url, passwordFromStdin: args.flag("password-stdin"))
     }
-    guard args.positional.count == 1 else { throw Arguments.UsageError("give the sync configuration file\n\n" + usage) }
+    guard args.positional.count == 1 else { throw Arguments.UsageError("give the sync configuration file; usage: " + spec.usageLine(spec.commands[0])) }
     guard Environment.value("SEAM_FD") != nil else {
         Terminal.fail(tool, "seamd starts this worker once sync is configured: run `seam sync setup URL`", status: Terminal.usageError)
     }

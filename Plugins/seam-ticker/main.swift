@@ -3,18 +3,22 @@ import SeamCommandLine
 import SeamSystem
 import SeamTicker
 
-let usage = """
-    usage: seam-ticker [--socket PATH]
+var spec = CommandSet(
+    tool: "seam-ticker",
+    about: """
+        Follows the running sessions of seamd and advances each when its step ends (on the wall
+        clock, so it catches up after a suspend or after being down). Logs to stderr. seamd starts
+        it as a role (its connection on $SEAM_FD); started by hand beside seamd, a second ticker is
+        harmless (the broker's Advance is idempotent).
+        """,
+    root: Command("", "move running sessions through their steps on time",
+                  options: [.value("socket", "PATH", "the socket of seamd (default as seam finds it)", complete: .file)]))
+spec.version = "0.1.0"
+spec.manual = Manual(headline: "move the Seam timer app's running sessions through their steps on time", date: "2026-12-06",
+                     sections: [.init("See also", [.paragraph("`seamd`(1), `seam`(1)")])])
 
-    Follows the running sessions of seamd and advances each when its step ends (on the wall
-    clock, so it catches up after a suspend or after being down). Logs to stderr. Start it
-    beside seamd; a second ticker is harmless (the broker's Advance is idempotent).
-    """
-
+let args = spec.arguments(Array(CommandLine.arguments.dropFirst()))
 do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["socket"])
-    if args.wantsHelp { print(usage); Terminal.exit(0) }
-    guard args.positional.isEmpty else { throw Arguments.UsageError(usage) }
     // Started by seamd (its connection on $SEAM_FD): it ends with seamd, even a seamd killed
     // with SIGKILL, rather than tick on alone.
     if Environment.value("SEAM_FD") != nil, !Processes.dieWithParent() {

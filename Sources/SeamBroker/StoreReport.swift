@@ -21,7 +21,10 @@ enum StoreReport {
             if let versions = context.servedVersions[name] {
                 o["versions"] = .array(versions.sorted { $0.key < $1.key }.map { model, version in
                     let v = version.version
-                    return .object(["model": .string(model), "version": .integer(Int64(v)),
+                    // A shape several versions share (`Cloud` the same from v3 to v5): the first of them too.
+                    let shape = version.hashes.configurations[name]
+                    let oldest = context.schema.model(model)?.versions.first { $0.hashes.configurations[name] == shape }?.version ?? v
+                    return .object(["model": .string(model), "version": .integer(Int64(v)), "oldest": .integer(Int64(oldest)),
                                     "current": .integer(Int64(context.schema.model(model)?.current.version ?? v))])
                 })
             } else {

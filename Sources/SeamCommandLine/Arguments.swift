@@ -1,7 +1,8 @@
 /// A command line split into options, flags and positional arguments.
 ///
 /// Understands `--name value`, `--name=value`, `-x` and `--` (everything after is positional).
-/// Options may repeat (`--step a=1 --step b=2`). Unknown options are an error that names them.
+/// Options named repeatable may repeat (`--step a=1 --step b=2`); another given twice is an
+/// error. Unknown options are an error that names them, and the known one meant when it is near.
 /// A dash followed by a digit (`-5`, `-5m`) is positional: a negative number for the command to
 /// judge (and refuse in its own words), not an option no command has.
 public struct Arguments: Sendable {
@@ -16,8 +17,10 @@ public struct Arguments: Sendable {
     private var flags: Set<String> = []
 
     /// Parses `arguments` given the names (without dashes) of options that take a value and of
-    /// flags that do not. `help` and `h` are always flags.
-    public init(_ arguments: [String], options: Set<String> = [], flags knownFlags: Set<String> = []) throws(UsageError) {
+    /// flags that do not, and of the options that may be given more than once (nil: all may).
+    /// `help` and `h` are always flags.
+    public init(_ arguments: [String], options: Set<String> = [], flags knownFlags: Set<String> = [],
+                repeatable: Set<String>? = nil) throws(UsageError) {
         let knownFlags = knownFlags.union(["help", "h"])
         var i = 0
         var rest = false
@@ -39,6 +42,9 @@ public struct Arguments: Sendable {
                 guard inline == nil else { throw UsageError("--\(name) takes no value") }
                 flags.insert(name)
             } else if options.contains(name) {
+                if let repeatable, !repeatable.contains(name), values[name] != nil {
+                    throw UsageError("--\(name) is given twice; it takes one value")
+                }
                 if let inline {
                     values[name, default: []].append(inline)
                 } else {
@@ -47,7 +53,8 @@ public struct Arguments: Sendable {
                     i += 1
                 }
             } else {
-                throw UsageError("unknown option \(arg)")
+                let known = (options.union(knownFlags).subtracting(["h"])).map { "--" + $0 }
+                throw UsageError("unknown option \(Terminal.printable(arg))\(Suggestions.didYouMean(arg, among: known))")
             }
         }
     }

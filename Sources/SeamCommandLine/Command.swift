@@ -1,56 +1,83 @@
-/// One command of a tool: the words that name it (`timer add`), what follows them, a one-line
-/// summary, the options and flags it takes, and what it does with its operands.
+/// One command of a tool: the words that name it (`timer add`), a one-line summary, its operands
+/// and options, the prose its help and man page show, and what it does. A tool of one command
+/// (`seamd`) has a command of no words.
 public struct Command: Sendable {
     public typealias Run = @Sendable (_ operands: [String], _ arguments: Arguments) async throws -> Void
 
     public var words: [String]
-    public var usage: String
     public var summary: String
-    public var options: Set<String>
-    public var flags: Set<String>
-    /// Operands the command takes: a range (`1...1` for exactly one).
-    public var operands: ClosedRange<Int>
+    public var operands: [Operand]
+    public var options: [Option]
+    /// Paragraphs after the summary, in `--help` and the man page (prose marks: see `Manual`).
+    public var discussion: String
     public var run: Run
 
-    public init(_ words: String, _ usage: String = "", _ summary: String, operands: ClosedRange<Int> = 0...0,
-                options: Set<String> = [], flags: Set<String> = [], run: @escaping Run) {
+    /// `run` may be left out by a tool of one command that does its work after `arguments(_:)`.
+    public init(_ words: String, _ summary: String, operands: [Operand] = [], options: [Option] = [], discussion: String = "",
+                run: @escaping Run = { _, _ in }) {
         self.words = words.split(separator: " ").map(String.init)
-        self.usage = usage
         self.summary = summary
         self.operands = operands
         self.options = options
-        self.flags = flags
+        self.discussion = discussion
         self.run = run
     }
 
     public var name: String { words.joined(separator: " ") }
+
+    /// How many operands it takes: the required ones, up to all (no bound when the last repeats).
+    public var operandRange: ClosedRange<Int> {
+        let required = operands.filter { !$0.optional }.count
+        return required...(operands.last?.repeats == true ? Int.max : operands.count)
+    }
+
+    /// What follows the command's words in its usage line: operands, then options.
+    public var usage: String { (operands.map(\.usage) + options.map(\.usage)).joined(separator: " ") }
+
+    public func returning(discussion: String) -> Command {
+        var c = self
+        c.discussion = discussion
+        return c
+    }
 }
 
-/// A tool's commands: finds the command the first words name, parses the rest, writes help
-/// (`--help` on the tool and on every command), and turns errors into one line on stderr with a
-/// non-zero exit (64 for usage errors).
+/// A tool's commands, declared once: finds the command the first words name, parses the rest,
+/// writes help (`--help` on the tool and on every command), suggests what a mistyped command or
+/// option meant, generates the shell completions and the man page (`--generate bash|zsh|man`,
+/// not listed), and turns errors into one line on stderr with a non-zero exit (64 for usage
+/// errors).
 public struct CommandSet: Sendable {
     public let tool: String
+    /// What the tool is, for `--help` and the man page's DESCRIPTION (prose marks: see `Manual`).
     public let about: String
     public let commands: [Command]
-    /// Options and flags every command takes (`--socket`, say).
-    public let commonOptions: Set<String>
-    public let commonFlags: Set<String>
+    /// Options every command takes (`--socket`, say), before or after the command.
+    public let commonOptions: [Option]
 
     /// What `--version` prints after the tool's name, when set.
     public var version: String?
+    public var manual: Manual?
+    /// What the first word of a group of commands (`timer`) is about, for completions.
+    public var groupSummaries: [String: String] = [:]
 
     /// How a command's error is worded on stderr: `verbose` when the command was given
     /// `--verbose` or `--json` (a tool's errors may name their internals then, as scripts want).
     public var describeError: @Sendable (_ error: any Error, _ verbose: Bool) -> String = { error, _ in "\(error)" }
 
-    public init(tool: String, about: String, commonOptions: Set<String> = [], commonFlags: Set<String> = [], commands: [Command]) {
+    public init(tool: String, about: String, commonOptions: [Option] = [], commands: [Command]) {
         self.tool = tool
         self.about = about
         self.commonOptions = commonOptions
-        self.commonFlags = commonFlags
         self.commands = commands
     }
+
+    /// A tool that is one command: its operands and options follow the tool's name.
+    public init(tool: String, about: String, root: Command) {
+        self.init(tool: tool, about: about, commands: [root])
+    }
+
+    /// The command a tool of one command is.
+    var root: Command? { commands.count == 1 && commands[0].words.isEmpty ? commands[0] : nil }
 
     /// The command named by the longest run of leading words, and the words it used.
     public func find(_ words: [String]) -> Command? {
@@ -58,69 +85,74 @@ public struct CommandSet: Sendable {
             .max { $0.words.count < $1.words.count }
     }
 
-    public var help: String {
-        let width = min(44, (commands.map { ($0.name + " " + $0.usage).count }.max() ?? 0) + 2)
-        var lines = ["usage: \(tool) COMMAND [OPTIONS]", "", about, ""]
-        for c in commands {
-            let left = "  " + [c.name, c.usage].filter { !$0.isEmpty }.joined(separator: " ")
-            lines.append(left.count + 2 <= width + 2 ? left.padding(to: width + 2) + c.summary : left + "\n" + String(repeating: " ", count: width + 2) + c.summary)
-        }
-        lines.append("")
-        lines.append("\(tool) COMMAND --help says more about one command.")
-        return lines.joined(separator: "\n")
+    /// Every option `command` takes, its own and the common ones, and help.
+    func allOptions(_ command: Command) -> [Option] { command.options + commonOptions + [helpOption] }
+
+    /// Whether any command's option `name` takes a value (to read options before the command).
+    func takesValue(_ name: String) -> Bool {
+        (commonOptions + commands.flatMap(\.options)).contains { $0.name == name && !$0.isFlag }
     }
 
-    public func help(for c: Command) -> String {
-        var lines = ["usage: \(tool) \(c.name)\(c.usage.isEmpty ? "" : " " + c.usage)", "", c.summary]
-        let options = c.options.union(commonOptions).sorted().map { "--\($0) VALUE" } + c.flags.union(commonFlags).sorted().map { "--\($0)" }
-        if !options.isEmpty { lines += ["", "options: " + options.joined(separator: ", ")] }
-        return lines.joined(separator: "\n")
+    /// Whether the tool answers `--version` itself (a tool with an option of that name does not).
+    var answersVersion: Bool { version != nil && !commands.flatMap(\.options).contains { $0.name == "version" } }
+
+    /// Parses `arguments` for `command`, checking its operands.
+    public func parse(_ arguments: [String], for command: Command) throws(Arguments.UsageError) -> Arguments {
+        let options = allOptions(command)
+        let parsed = try Arguments(arguments, options: Set(options.filter { !$0.isFlag }.map(\.name)),
+                                   flags: Set(options.filter(\.isFlag).map(\.name)),
+                                   repeatable: Set(options.filter(\.repeatable).map(\.name)))
+        if !parsed.wantsHelp, let problem = operandProblem(command, parsed.positional) { throw problem }
+        return parsed
     }
 
-    /// Moves common options given before the command (`seam --socket S status`) behind it.
-    func commonOptionsLast(_ arguments: [String]) -> [String] {
-        var rest = arguments[...]
+    /// The command `arguments` name and the arguments it is given: its operands and options, with
+    /// the options written before its words (`seam --socket S status`) moved behind them.
+    func resolve(_ arguments: [String]) -> (command: Command?, words: [String], rest: [String]) {
+        if let root { return (root, [], arguments) }
+        var i = 0
         var leading: [String] = []
-        while let first = rest.first, first.hasPrefix("--") {
-            let name = String(first.dropFirst(2).prefix { $0 != "=" })
-            if commonOptions.contains(name) {
-                leading.append(rest.removeFirst())
-                if !first.contains("="), let value = rest.first {
-                    leading.append(value)
-                    rest.removeFirst()
-                }
-            } else if commonFlags.contains(name) {
-                leading.append(rest.removeFirst())
-            } else {
-                break
+        while i < arguments.count, arguments[i].hasPrefix("-"), arguments[i] != "--", !Arguments.isNegativeNumber(arguments[i]) {
+            let argument = arguments[i]
+            leading.append(argument)
+            i += 1
+            if let name = longName(argument), !argument.contains("="), takesValue(name), i < arguments.count {
+                leading.append(arguments[i])
+                i += 1
             }
         }
+        let words = Array(arguments[i...].prefix { !$0.hasPrefix("-") })
+        guard let command = find(words) else { return (nil, words, leading) }
+        var rest = Array(arguments[i...].dropFirst(command.words.count))
         // Before a `--`, which ends the options: what follows it is operands only.
-        if let end = rest.firstIndex(of: "--") { return Array(rest[..<end]) + leading + Array(rest[end...]) }
-        return Array(rest) + leading
+        rest.insert(contentsOf: leading, at: rest.firstIndex(of: "--") ?? rest.endIndex)
+        return (command, words, rest)
     }
 
     /// Runs the command `arguments` name; never returns.
     public func main(_ given: [String]) async -> Never {
+        if given.first == "--generate" { generate(Array(given.dropFirst())) }
         if let problem = commonValueProblem(given) { Terminal.fail(tool, problem, status: Terminal.usageError) }
-        let arguments = commonOptionsLast(given)
-        let words = Array(arguments.prefix { !$0.hasPrefix("-") })
-        guard let command = find(words) else { noCommand(arguments, words: words) }
+        if answersVersion, given.prefix(while: { $0 != "--" }).contains("--version") {
+            print("\(tool) \(version ?? "")")
+            Terminal.exit(0)
+        }
+        let (found, words, rest) = resolve(given)
+        guard let command = found else { noCommand(given, words: words, leading: rest) }
         var verbose = false
         do {
-            let parsed = try Arguments(Array(arguments.dropFirst(command.words.count)), options: command.options.union(commonOptions),
-                                       flags: command.flags.union(commonFlags))
-            verbose = (commonFlags.contains("verbose") && parsed.flag("verbose")) || (command.flags.contains("json") && parsed.flag("json"))
+            let parsed = try parse(rest, for: command)
+            verbose = parsed.flag("verbose") || parsed.flag("json")
             if parsed.wantsHelp {
                 print(help(for: command))
                 Terminal.exit(0)
             }
-            if let problem = operandProblem(command, parsed.positional) { throw problem }
             try await command.run(parsed.positional, parsed)
             Terminal.flushOutput()
             Terminal.exit(0)
         } catch let e as Arguments.UsageError {
-            let hint = e.message.contains("--help") || e.message.contains("usage:") ? "" : "; \(tool) \(command.name) --help lists its options"
+            let named = command.words.isEmpty ? tool : "\(tool) \(command.name)"
+            let hint = e.message.contains("--help") || e.message.contains("usage:") ? "" : "; \(named) --help lists its options"
             Terminal.fail(tool, e.message + hint, status: Terminal.usageError)
         } catch {
             Terminal.flushOutput()
@@ -128,8 +160,42 @@ public struct CommandSet: Sendable {
         }
     }
 
-    /// The help, the version, or what is wrong when `arguments` name no command; never returns.
-    func noCommand(_ arguments: [String], words: [String]) -> Never {
+    /// For a tool of one command that does its work synchronously after parsing: the arguments
+    /// `given` hold, or the process ended here — with the help, the version, a generated file,
+    /// or a usage error (exit 64).
+    public func arguments(_ given: [String]) -> Arguments {
+        guard let root else { preconditionFailure("arguments(_:) is for a tool of one command") }
+        if given.first == "--generate" { generate(Array(given.dropFirst())) }
+        if answersVersion, given.prefix(while: { $0 != "--" }).contains("--version") {
+            print("\(tool) \(version ?? "")")
+            Terminal.exit(0)
+        }
+        do {
+            let parsed = try parse(given, for: root)
+            if parsed.wantsHelp {
+                print(help(for: root))
+                Terminal.exit(0)
+            }
+            return parsed
+        } catch {
+            Terminal.fail(tool, error.message + (error.message.contains("usage:") ? "" : "; \(tool) --help lists its options"),
+                          status: Terminal.usageError)
+        }
+    }
+
+    /// `--generate bash|zsh|man`: what the build writes into completions/ and man/.
+    func generate(_ what: [String]) -> Never {
+        switch what {
+        case ["bash"]: print(BashCompletion(self).script, terminator: "")
+        case ["zsh"]: print(ZshCompletion(self).script, terminator: "")
+        case ["man"]: print(ManPage(self).roff, terminator: "")
+        default: Terminal.fail(tool, "--generate takes bash, zsh or man", status: Terminal.usageError)
+        }
+        Terminal.exit(0)
+    }
+
+    /// The help, or what is wrong when `arguments` name no command; never returns.
+    func noCommand(_ arguments: [String], words: [String], leading: [String]) -> Never {
         if arguments.isEmpty {  // a usage error: the help goes where errors go
             Terminal.error(help)
             Terminal.exit(Terminal.usageError)
@@ -138,45 +204,36 @@ public struct CommandSet: Sendable {
             print(help)
             Terminal.exit(0)
         }
-        if arguments == ["--version"], let version {
-            print("\(tool) \(version)")
-            Terminal.exit(0)
+        if words.isEmpty {
+            let first = leading.first ?? arguments[0]
+            if let name = longName(first), (commonOptions + commands.flatMap(\.options)).contains(where: { $0.name == name }) {
+                Terminal.fail(tool, "\(Terminal.printable(first)) needs a command to go with; \(tool) --help lists them",
+                              status: Terminal.usageError)
+            }
+            let known = (commonOptions + commands.flatMap(\.options)).map { "--" + $0.name } + ["--help", "--version"]
+            Terminal.fail(tool, "unknown option \(Terminal.printable(first))\(Suggestions.didYouMean(first, among: known)); "
+                          + "\(tool) --help lists the commands, \(tool) COMMAND --help a command's options", status: Terminal.usageError)
         }
-        if words.isEmpty { Terminal.fail(tool, optionsBeforeCommand(arguments), status: Terminal.usageError) }
         // The longest run of leading words that starts a group (`seam timer`, `seam timer foo`): what may follow it.
         for n in stride(from: words.count, to: 0, by: -1) {
             let group = Array(words.prefix(n))
             let following = commands.filter { $0.words.count > n && Array($0.words.prefix(n)) == group }
             guard !following.isEmpty else { continue }
             let name = "\(tool) \(group.joined(separator: " "))"
-            let unknown = n < words.count ? "'\(Terminal.printable(words[n]))' is not a command; " : ""
+            let next = following.map { $0.words[n] }
+            let unknown = n < words.count
+                ? "'\(Terminal.printable(words[n]))' is not a command\(Suggestions.didYouMean(words[n], among: next)); " : ""
             Terminal.fail(tool, "\(unknown)\(name) takes one of: " + following.map { $0.words[n...].joined(separator: " ") }.joined(separator: ", ")
                           + "; \(tool) --help says what each does", status: Terminal.usageError)
         }
-        Terminal.fail(tool, "unknown command '\(Terminal.printable(words.joined(separator: " ")))'; \(tool) --help lists them",
-                      status: Terminal.usageError)
-    }
-
-    /// What to say when `arguments` start with an option that is not a common one (`seam --json
-    /// ls`, `seam -v`): options go after the command, and the line as it should be when it has one.
-    func optionsBeforeCommand(_ arguments: [String]) -> String {
-        let leading = Array(arguments.prefix { $0.hasPrefix("-") })
-        let rest = Array(arguments.dropFirst(leading.count))
-        let first = Terminal.printable(leading[0])
-        if let name = commonName(leading[0]), commonOptions.contains(name) || commonFlags.contains(name) {
-            return "\(first) needs a command to go with; \(tool) --help lists them"
-        }
-        guard let command = find(Array(rest.prefix { !$0.hasPrefix("-") })) else {
-            return "unknown option \(first): options go after the command; \(tool) --help lists the commands, "
-                + "\(tool) COMMAND --help a command's options"
-        }
-        let line = [tool] + command.words + rest.dropFirst(command.words.count) + leading
-        return "options go after the command: " + line.map(Terminal.printable).joined(separator: " ")
+        let firsts = commands.compactMap(\.words.first)
+        Terminal.fail(tool, "unknown command '\(Terminal.printable(words.joined(separator: " ")))'"
+                      + "\(Suggestions.didYouMean(words[0], among: firsts)); \(tool) --help lists them", status: Terminal.usageError)
     }
 
     /// `socket` for `--socket` and `--socket=PATH`; nil for what is not a long option.
-    func commonName(_ argument: String) -> String? {
-        guard argument.hasPrefix("--") else { return nil }
+    func longName(_ argument: String) -> String? {
+        guard argument.hasPrefix("--"), argument.count > 2 else { return nil }
         return String(argument.dropFirst(2).prefix { $0 != "=" })
     }
 
@@ -187,7 +244,7 @@ public struct CommandSet: Sendable {
         while i < arguments.count, arguments[i] != "--" {
             let argument = arguments[i]
             i += 1
-            guard let name = commonName(argument), commonOptions.contains(name) else { continue }
+            guard let name = longName(argument), commonOptions.contains(where: { $0.name == name && !$0.isFlag }) else { continue }
             let value: String
             if let eq = argument.firstIndex(of: "=") {
                 value = String(argument[argument.index(after: eq)...])
@@ -208,21 +265,24 @@ public struct CommandSet: Sendable {
     /// What is wrong with the number of `operands` `command` was given, if anything: which are
     /// one too many, or how many it needs, and its usage.
     func operandProblem(_ command: Command, _ operands: [String]) -> Arguments.UsageError? {
-        let range = command.operands
+        let range = command.operandRange
         guard !range.contains(operands.count) else { return nil }
-        let usage = "usage: \(tool) \(command.name)" + (command.usage.isEmpty ? "" : " " + command.usage)
-        let takes = range.upperBound == 0 ? "none"
+        let usage = "usage: " + usageLine(command)
+        let named = command.words.isEmpty ? tool : "\(tool) \(command.name)"
+        let takes = range.upperBound == 0 ? "no operands"
             : range.lowerBound == range.upperBound ? "\(range.lowerBound) operand\(range.lowerBound == 1 ? "" : "s")"
+            : range.upperBound == Int.max ? "at least \(range.lowerBound) operand\(range.lowerBound == 1 ? "" : "s")"
             : "\(range.lowerBound) to \(range.upperBound) operands"
         if operands.count > range.upperBound {
             let extra = operands[range.upperBound...].map { "'\(Terminal.printable($0))'" }
             let tooMany = extra.count == 1 ? "is one operand too many" : "are \(extra.count) operands too many"
-            return Arguments.UsageError("\(extra.joined(separator: ", ")) \(tooMany): \(tool) \(command.name) takes \(takes); \(usage)")
+            return Arguments.UsageError("\(extra.joined(separator: ", ")) \(tooMany): \(named) takes \(takes); \(usage)")
         }
-        return Arguments.UsageError("\(tool) \(command.name) takes \(takes), \(operands.count) given; \(usage)")
+        return Arguments.UsageError("\(named) takes \(takes), \(operands.count) given; \(usage)")
     }
-}
 
-extension String {
-    func padding(to width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
+    /// `seam timer add NAME --step LABEL=DURATION … [--repeat N] …`.
+    public func usageLine(_ command: Command) -> String {
+        ([tool] + command.words + (command.usage.isEmpty ? [] : [command.usage])).joined(separator: " ")
+    }
 }

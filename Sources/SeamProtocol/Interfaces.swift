@@ -91,7 +91,8 @@ public enum Interfaces {
 
         # The broker's state: version, process, connections, subscriptions, stores, roles.
         # Each store: name, path, size, state (open, outdated: served at an older version,
-        # migrating, or closed), versions (model, version, current), reason (why it is not
+        # migrating, or closed), versions (model, version, oldest: the oldest version of the same
+        # shape, current), reason (why it is not
         # open), backup (the original the last migration replaced), checkpoints. migration:
         # running, stores, progress (see org.seam.Migration), worker, last (how the last ended).
         method Status() -> (

@@ -1,11 +1,7 @@
 import Foundation
+import SeamCommandLine
 
-// seam-bench: the benchmarks behind `scripts/bench`. Each group prints a table.
-//
-//   seam-bench [--quick] [--check BOUNDS] [GROUP …]
-//       groups: query, store, context, json, broker, channels, ticker, isolation, service, writes, migration, sync, convergence (default: all)
-//       --quick         every group in a short form (fewer rows and rounds, the same comparisons)
-//       --check BOUNDS  at the end, compare each recorded figure with its bound in BOUNDS; exit 1 beyond one
+// seam-bench: the benchmarks behind `scripts/bench`. Each group prints a table; `seam-bench --help`.
 
 let groups: [(name: String, run: () throws -> Void)] = [
     ("query", QueryBenchmarks.run),
@@ -23,16 +19,30 @@ let groups: [(name: String, run: () throws -> Void)] = [
     ("convergence", ConvergenceBenchmarks.run),
 ]
 
+var spec = CommandSet(
+    tool: "seam-bench",
+    about: """
+        The benchmarks behind `scripts/bench`: each group prints a table of medians, and the
+        ratio to the comparison it names, measured side by side in the same run.
+        """,
+    root: Command("", "Seam's benchmarks, each group a table",
+                  operands: [Operand("GROUP", "a group to run (default: all)", optional: true, repeats: true,
+                                     complete: .words(groups.map(\.name)))],
+                  options: [.flag("quick", "every group in a short form (fewer rows and rounds, the same comparisons)"),
+                            .value("check", "BOUNDS", "at the end, compare each recorded figure with its bound in BOUNDS; exit 1 beyond one",
+                                   complete: .file)]))
+spec.version = "0.1.0"
+spec.manual = Manual(headline: "the Seam store broker's benchmarks", date: "2026-12-06")
+
+// `__NAME …`: a child process a benchmark started (a relay, a profiled client), not a person.
 var wanted = Array(CommandLine.arguments.dropFirst())
 var boundsFile: String?
-wanted.removeAll { $0 == "--quick" }
-if let i = wanted.firstIndex(of: "--check") {
-    guard i + 1 < wanted.count else {
-        FileHandle.standardError.write("seam-bench: --check needs a file of bounds\n".data(using: .utf8)!)
-        exit(2)
-    }
-    boundsFile = wanted[i + 1]
-    wanted.removeSubrange(i...(i + 1))
+if wanted.first?.hasPrefix("__") != true {
+    let args = spec.arguments(wanted)
+    wanted = args.positional
+    boundsFile = args.value("check")
+} else {
+    wanted.removeAll { $0 == "--quick" }  // Bench.quick has read it
 }
 if wanted.first == "__echo", wanted.count == 2 {
     try BrokerBenchmarks.echo(wanted[1])
@@ -59,12 +69,9 @@ if wanted.first == "__migrate" {
     }
     exit(0)
 }
-if wanted.contains("--help") || wanted.contains("-h") {
-    print("usage: seam-bench [--quick] [--check BOUNDS] [\(groups.map(\.name).joined(separator: "|"))] …")
-    exit(0)
-}
 if let unknown = wanted.first(where: { w in !groups.contains { $0.name == w } }) {
-    FileHandle.standardError.write("seam-bench: no group \"\(unknown)\" (groups: \(groups.map(\.name).joined(separator: ", ")))\n".data(using: .utf8)!)
+    FileHandle.standardError.write(("seam-bench: no group \"\(unknown)\"\(Suggestions.didYouMean(unknown, among: groups.map(\.name))) "
+                                    + "(groups: \(groups.map(\.name).joined(separator: ", ")))\n").data(using: .utf8)!)
     exit(2)
 }
 if Bench.quick { print("(quick form: fewer rows and rounds than the full benchmark; the comparisons are the same)") }

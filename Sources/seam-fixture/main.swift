@@ -3,25 +3,31 @@ import SeamCommandLine
 import SeamStore
 import SeamTimers
 
-let usage = """
-    usage: seam-fixture [--model NAME] --version V --rows N [--seed S] DIR
-
-    Writes Cloud.sqlite and Local.sqlite into DIR as they were when version V of the timer
-    model (or of --model NAME) was current, with the other models at their versions of that
-    time, and N generated rows per entity.
-      --model NAME   Timers (default) or SyncMetadata
-      --version V    the version label (1 …)
-      --rows N       rows per entity (0 … 10,000,000)
-      --seed S       the generator's seed (default 1), for reproducible data
-    """
+var spec = CommandSet(
+    tool: "seam-fixture",
+    about: """
+        Writes Cloud.sqlite and Local.sqlite into DIR as they were when version V of the timer
+        model (or of --model NAME) was current, with the other models at their versions of that
+        time, and N generated rows per entity: the stores an old release left behind, for tests and
+        benchmarks of migrations.
+        """,
+    root: Command("", "write the timer app's store files as an old release wrote them",
+                  operands: [Operand("DIR", "where to write the stores", complete: .directory)],
+                  options: [
+                      .value("model", "NAME", "Timers (the default) or SyncMetadata", complete: .words(["Timers", "SyncMetadata"])),
+                      .value("version", "V", "the model's version label (1 …)", required: true),
+                      .value("rows", "N", "rows per entity (0 … 10,000,000; default 10)"),
+                      .value("seed", "S", "the generator's seed (default 1), for reproducible data"),
+                  ]))
+spec.version = "0.1.0"
+spec.manual = Manual(headline: "write the timer app's store files as an old release wrote them", date: "2026-12-06",
+                     sections: [.init("See also", [.paragraph("`seam-migrate`(1), `seamd`(1)")])])
 
 let tool = "seam-fixture"
+let args = spec.arguments(Array(CommandLine.arguments.dropFirst()))
 do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["model", "version", "rows", "seed"])
-    if args.wantsHelp { print(usage); Terminal.exit(0) }
-    guard args.positional.count == 1 else { throw Arguments.UsageError("give one directory\n\n" + usage) }
     let model = args.value("model") ?? TimerModel.name
-    guard let version = try args.integer("version", in: 1...1000) else { throw Arguments.UsageError("--version is required") }
+    guard let version = try args.integer("version", in: 1...1000) else { throw Arguments.UsageError("--version V is required") }
     let rows = try args.integer("rows", in: 0...10_000_000) ?? 10
     let seed = try args.integer("seed", in: 0...Int.max) ?? 1
     guard let release = TimerApp.release(where: model, is: version) else {

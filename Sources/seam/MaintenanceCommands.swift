@@ -9,19 +9,18 @@ import SeamTimers
 /// meanwhile), else on the data directory directly (its lock taken, so that no seamd starts).
 enum MaintenanceCommands {
     static let all: [Command] = [
-        Command("backup", "DIR [--data-dir D] [--json]",
-                "take every store, as one moment, into a new directory DIR (while seamd serves; or offline)",
-                operands: 1...1, options: ["data-dir"], flags: ["json"]) { operands, args in
+        Command("backup", "take every store, as one moment, into a new directory DIR (while seamd serves; or offline)",
+                operands: [Operand("DIR", "a new or empty directory for the set", complete: .directory)],
+                options: [Opt.dataDir, Opt.json]) { operands, args in
             try backup(absolute(operands[0]), args)
         },
-        Command("check", "[--data-dir D] [--json]",
-                "SQLite's full integrity check of every store, read-only, with progress; a damaged store is closed",
-                options: ["data-dir"], flags: ["json"]) { _, args in
+        Command("check", "SQLite's full integrity check of every store, read-only, with progress; a damaged store is closed",
+                options: [Opt.dataDir, Opt.json]) { _, args in
             try check(args)
         },
-        Command("restore", "DIR [--from-elsewhere] [--data-dir D] [--json]",
-                "put back a set `seam backup` made (the files it replaces kept in backups/; every subscription resyncs)",
-                operands: 1...1, options: ["data-dir"], flags: ["json", "from-elsewhere"]) { operands, args in
+        Command("restore", "put back a set `seam backup` made (the files it replaces kept in backups/; every subscription resyncs)",
+                operands: [Operand("DIR", "a directory seam backup wrote", complete: .directory)],
+                options: [.flag("from-elsewhere", "the set may come from another data directory"), Opt.dataDir, Opt.json]) { operands, args in
             try restore(absolute(operands[0]), args)
         },
     ]

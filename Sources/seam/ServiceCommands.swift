@@ -6,11 +6,12 @@ import SeamSystem
 /// Commands that run seamd itself: in the background (`up`, `down`) or under systemd.
 enum ServiceCommands {
     static let all: [Command] = [
-        Command("up", "[--data-dir DIR]", "start seamd in the background (log in $XDG_STATE_HOME/seam/) and wait until it answers",
-                options: ["data-dir"]) { _, args in try up(args) },
-        Command("down", "", "stop the seamd that answers on the socket, and wait until it has gone") { _, args in try down(args) },
-        Command("install-units", "[--dir DIR] [--force]", "write systemd user units for seamd (a service and a socket) and say how to enable them",
-                options: ["dir"], flags: ["force"]) { _, args in try installUnits(args) },
+        Command("up", "start seamd in the background (log in $XDG_STATE_HOME/seam/) and wait until it answers",
+                options: [.value("data-dir", "DIR", "the stores' directory (default: as seamd finds it)", complete: .directory)]) { _, args in try up(args) },
+        Command("down", "stop the seamd that answers on the socket, and wait until it has gone") { _, args in try down(args) },
+        Command("install-units", "write systemd user units for seamd (a service and a socket) and say how to enable them",
+                options: [.value("dir", "DIR", "where to write the units (default $XDG_CONFIG_HOME/systemd/user)", complete: .directory),
+                          .flag("force", "overwrite units already there")]) { _, args in try installUnits(args) },
     ]
 
     /// Seconds `up` and `down` wait for seamd.

@@ -5,8 +5,19 @@ import SeamProtocol
 
 /// Commands about the broker and its stores, for people and scripts.
 enum StoreCommands {
+    /// The methods a person may call with `seam call` (as `seam call` completes them).
+    static let methods = [
+        "org.seam.Store.Hello", "org.seam.Store.Schema", "org.seam.Store.Fetch", "org.seam.Store.Count", "org.seam.Store.Save",
+        "org.seam.Store.Status", "org.seam.Store.Subscribe", "org.seam.Store.Unsubscribe", "org.seam.Timers.Start",
+        "org.seam.Timers.Flash", "org.seam.Timers.Pause", "org.seam.Timers.Resume", "org.seam.Timers.Reset", "org.seam.Timers.Skip",
+        "org.seam.Timers.Stop", "org.seam.Timers.Clear", "org.seam.Timers.Advance", "org.seam.Timers.AdvanceMany",
+        "org.seam.Sync.Status", "org.seam.Sync.Now", "org.seam.Sync.Reload", "org.seam.Migration.Plan", "org.seam.Migration.Migrate",
+        "org.seam.Maintenance.Backup", "org.seam.Maintenance.Check", "org.seam.Maintenance.Restore", "org.varlink.service.GetInfo",
+        "org.varlink.service.GetInterfaceDescription",
+    ]
+
     static let all: [Command] = [
-        Command("status", "[--json]", "the broker: version, pid, connections, subscriptions, stores, roles", flags: ["json"]) { _, args in
+        Command("status", "the broker: version, pid, connections, subscriptions, stores, roles", options: [Opt.json]) { _, args in
             let s = try connect(args, hello: false).status()
             if args.flag("json") { return output(.object(s)) }
             print("\(s["product"]?.stringValue ?? "?") \(s["version"]?.stringValue ?? "") pid \(s["pid"]?.int64Value ?? 0), "
@@ -57,7 +68,7 @@ enum StoreCommands {
             }
             for problem in s["configurationProblems"]?.arrayValue ?? [] { print("configuration: \(problem.stringValue ?? "")") }
         },
-        Command("schema", "[--json]", "models, versions, hashes, entities", flags: ["json"]) { _, args in
+        Command("schema", "models, versions, hashes, entities", options: [Opt.json]) { _, args in
             let s = try connect(args, hello: false).call("org.seam.Store.Schema")
             if args.flag("json") { return output(.object(s)) }
             for m in s["models"]?.arrayValue ?? [] {
@@ -68,8 +79,8 @@ enum StoreCommands {
                 }
             }
         },
-        Command("store info", "[--json]", "the store files: paths, sizes, state, the model versions they hold, backups",
-                flags: ["json"]) { _, args in
+        Command("store info", "the store files: paths, sizes, state, the model versions they hold, backups",
+                options: [Opt.json]) { _, args in
             let status = try connect(args, hello: false).status()
             if args.flag("json") {
                 return output(["stores": status["stores"] ?? .array([]), "migration": status["migration"] ?? .null,
@@ -79,7 +90,11 @@ enum StoreCommands {
                 print(describe(store: store))
                 for v in store["versions"]?.arrayValue ?? [] {
                     let version = v["version"]?.int64Value ?? 0, current = v["current"]?.int64Value ?? 0
-                    print("  \(v["model"]?.stringValue ?? "?") v\(version)" + (version == current ? " (current)" : " (this build: v\(current))"))
+                    // One shape may be several versions' (a release that changed only the other store).
+                    let oldest = min(v["oldest"]?.int64Value ?? version, version)
+                    let label = oldest < version ? "v\(oldest)–v\(version)" : "v\(version)"
+                    print("  \(v["model"]?.stringValue ?? "?") \(label)" + (version == current ? " (current)" : " (this build: v\(current))")
+                          + (oldest < version ? ": one shape, which these versions share" : ""))
                 }
                 if let reason = store["reason"]?.stringValue { print("  \(reason)") }
                 print("  backup: " + (store["backup"]?.stringValue ?? "none"))
@@ -89,14 +104,12 @@ enum StoreCommands {
             print(backups.isEmpty ? "backups: none" : "backups (oldest first):")
             for b in backups { print("  " + describe(backup: b)) }
         },
-        Command("migrate", "[--dry-run] [--json]",
-                "bring outdated stores to this build's versions through seamd's worker, with progress (--dry-run: show the plan)",
-                flags: ["dry-run", "json"]) { _, args in
+        Command("migrate", "bring outdated stores to this build's versions through seamd's worker, with progress",
+                options: [.flag("dry-run", "show the plan, each step in words and SQL, and change nothing"), Opt.json]) { _, args in
             try migrate(args)
         },
-        Command("query", "ENTITY [--where PRED] [--sort KEYS] [--limit N] [--fields A,B] [--json]",
-                "rows of an entity (JSON lines; --json: one array)", operands: 1...1, options: ["where", "sort", "limit", "fields"],
-                flags: ["json"]) { operands, args in
+        Command("query", "rows of an entity, as JSON lines", operands: [Opt.entityArg],
+                options: Opt.query + [.flag("json", "one JSON array, not JSON lines")]) { operands, args in
             var p: JSONObject = ["entity": .string(operands[0])]
             if let w = args.value("where") { p["predicate"] = .string(w) }
             if let s = args.value("sort") { p["sort"] = .string(s) }
@@ -105,13 +118,13 @@ enum StoreCommands {
             let rows = try connect(args, hello: false).call("org.seam.Store.Fetch", p)["rows"]?.arrayValue ?? []
             if args.flag("json") { output(.array(rows)) } else { rows.forEach(output) }
         },
-        Command("subscribe", "ENTITY [--where PRED] [--sort KEYS] [--limit N] [--fields A,B] [--pretty]",
-                "follow a live query: JSON lines, the result then each diff (--pretty: for reading)", operands: 1...1,
-                options: ["where", "sort", "limit", "fields"], flags: ["json", "pretty"]) { operands, args in
+        Command("subscribe", "follow a live query: JSON lines, the result then each diff", operands: [Opt.entityArg],
+                options: Opt.query + [.flag("json", "JSON lines (the default)"), .flag("pretty", "describe each change for reading")]) { operands, args in
             try await follow(operands[0], args)
         },
-        Command("call", "METHOD [PARAMETERS-JSON]", "any varlink method, e.g. seam call org.seam.Store.Count '{\"entity\":\"Timer\"}'",
-                operands: 1...2) { operands, args in
+        Command("call", "any varlink method, e.g. seam call org.seam.Store.Count '{\"entity\":\"Timer\"}'",
+                operands: [Operand("METHOD", "the method's full name", complete: .words(StoreCommands.methods)),
+                           Operand("PARAMETERS-JSON", "its parameters, a JSON object (default {})", optional: true)]) { operands, args in
             var parameters = JSONObject()
             if operands.count > 1 {
                 let decoded: JSON

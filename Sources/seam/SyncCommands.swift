@@ -7,12 +7,13 @@ import SeamSystem
 /// `seam sync …`: set sync up, see how it stands, ask for it now.
 enum SyncCommands {
     static let all: [Command] = [
-        Command("sync setup", "URL [--password-stdin | --no-password] [--config-dir DIR]",
-                "sync the Cloud store through a PostgreSQL server: postgresql://USER@HOST[:PORT]/DATABASE (no password in it)",
-                operands: 1...1, options: ["config-dir"], flags: ["password-stdin", "no-password"]) { operands, args in
+        Command("sync setup", "sync the Cloud store through a PostgreSQL server",
+                operands: [Operand("URL", "postgresql://USER@HOST[:PORT]/DATABASE, with no password in it")],
+                options: [.flag("password-stdin", "read the password from standard input, not a prompt", excludes: ["no-password"]),
+                          .flag("no-password", "use libpq's own password or service file", excludes: ["password-stdin"]), Opt.configDir]) { operands, args in
             try setup(operands[0], args)
         },
-        Command("sync status", "[--json]", "the server, the last push and pull, changes waiting, the last error", flags: ["json"]) { _, args in
+        Command("sync status", "the server, the last push and pull, changes waiting, the last error", options: [Opt.json]) { _, args in
             let s = try connect(args, hello: false).call("org.seam.Sync.Status")
             if args.flag("json") { return output(.object(s)) }
             guard s["configured"]?.boolValue == true else {
@@ -38,12 +39,11 @@ enum SyncCommands {
                 }
             }
         },
-        Command("sync off", "[--config-dir DIR]",
-                "stop syncing: remove sync.json and the password file, and stop the worker (the data stays, here and on the server)",
-                options: ["config-dir"]) { _, args in
+        Command("sync off", "stop syncing: remove sync.json and the password file, and stop the worker (the data stays, here and on the server)",
+                options: [Opt.configDir]) { _, args in
             try off(args)
         },
-        Command("sync now", "", "ask the sync worker to sync at once") { _, args in
+        Command("sync now", "ask the sync worker to sync at once") { _, args in
             try connect(args).call("org.seam.Sync.Now")
             print("asked seam-sync to sync now; `seam sync status` shows how it went")
         },

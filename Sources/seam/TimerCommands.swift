@@ -11,9 +11,9 @@ enum TimerCommands {
     static let all: [Command] = timer + group + sessions + [list]
 
     static let timer: [Command] = [
-        Command("timer add", "NAME --step LABEL=DURATION … [--repeat N] [--icon I] [--colour C] [--sound NAME] [--group G] [--json]",
-                "define a timer (durations: 90s, 5m, 1h30m, 1:30, 1:02:03 or seconds; a week at most)", operands: 1...1,
-                options: ["step", "repeat", "icon", "colour", "sound", "group"], flags: ["json"]) { operands, args in
+        Command("timer add", "define a timer (durations: 90s, 5m, 1h30m, 1:30, 1:02:03 or seconds; a week at most)",
+                operands: [Operand("NAME", "the new timer's name, not one another timer has")],
+                options: [Opt.step(required: true), Opt.rounds, Opt.icon, Opt.colour, Opt.sound, Opt.group, Opt.json]) { operands, args in
             var values: JSONObject = ["name": .string(try nonEmptyName(operands[0], of: "a timer"))]
             let c = try connect(args)
             try requireNewName(operands[0], among: try c.fetch("Timer", fields: ["uuid", "name"]), kind: "timer")
@@ -31,7 +31,7 @@ enum TimerCommands {
             let uuid = try c.save([.insert(entity: "Timer", values: values)]).inserted[0]
             if args.flag("json") { output(.object(try c.row("Timer", uuid: uuid) ?? [:])) } else { print(uuid) }
         },
-        Command("timer ls", "[--json]", "the timers", flags: ["json"]) { _, args in
+        Command("timer ls", "the timers", options: [Opt.json]) { _, args in
             prepareForListing()
             let c = try connect(args, hello: false)
             let rows = try timers(c)
@@ -51,15 +51,15 @@ enum TimerCommands {
             })
             exitAfterListing()
         },
-        Command("timer show", "TIMER [--json]", "one timer, by name or short id", operands: 1...1, flags: ["json"]) { operands, args in
+        Command("timer show", "one timer, by name or short id", operands: [Opt.timerArg], options: [Opt.json]) { operands, args in
             let c = try connect(args, hello: false)
             let t = try resolveTimer(c, operands[0])
             if args.flag("json") { return output(.object(t)) }
             for (k, v) in t { print("\(k): \(Terminal.printable(v.stringValue ?? v.description))") }
         },
-        Command("timer edit", "TIMER [--name N] [--step LABEL=DURATION …] [--repeat N] [--icon I] [--colour C] [--sound NAME] [--group G | --no-group]",
-                "change a timer; a running session keeps what it started with", operands: 1...1,
-                options: ["name", "step", "repeat", "icon", "colour", "sound", "group"], flags: ["no-group", "json"]) { operands, args in
+        Command("timer edit", "change a timer; a running session keeps what it started with", operands: [Opt.timerArg],
+                options: [.value("name", "NAME", "a new name, not one another timer has"), Opt.step(required: false), Opt.rounds, Opt.icon,
+                          Opt.colour, Opt.sound, Opt.group, .flag("no-group", "take it out of its group", excludes: ["group"]), Opt.json]) { operands, args in
             var values: JSONObject = [:]
             if let n = args.value("name") { values["name"] = .string(try nonEmptyName(n, of: "a timer")) }
             let c = try connect(args)
@@ -82,7 +82,7 @@ enum TimerCommands {
             try c.save([.update(entity: "Timer", uuid: uuid, values: values)])
             if args.flag("json") { output(.object(try c.row("Timer", uuid: uuid) ?? [:])) }
         },
-        Command("timer rm", "TIMER", "delete a timer (and its session)", operands: 1...1) { operands, args in
+        Command("timer rm", "delete a timer (and its session)", operands: [Opt.timerArg]) { operands, args in
             let c = try connect(args)
             let t = try resolveTimer(c, operands[0])
             try c.save([.delete(entity: "Timer", uuid: t["uuid"]!.stringValue!)])
@@ -90,7 +90,8 @@ enum TimerCommands {
     ]
 
     static let group: [Command] = [
-        Command("group add", "NAME [--json]", "a group for timers", operands: 1...1, flags: ["json"]) { operands, args in
+        Command("group add", "a group for timers", operands: [Operand("NAME", "the new group's name, not one another group has")],
+                options: [Opt.json]) { operands, args in
             let name = try nonEmptyName(operands[0], of: "a group")
             let c = try connect(args)
             try requireNewName(name, among: try groups(c), kind: "group")
@@ -99,7 +100,7 @@ enum TimerCommands {
                                                                          "modifiedAt": .double(now)])]).inserted[0]
             if args.flag("json") { output(.object(try c.row("UserGroup", uuid: uuid) ?? [:])) } else { print(uuid) }
         },
-        Command("group ls", "[--json]", "the groups", flags: ["json"]) { _, args in
+        Command("group ls", "the groups", options: [Opt.json]) { _, args in
             prepareForListing()
             let rows = try groups(try connect(args, hello: false))
             if args.flag("json") {
@@ -108,7 +109,7 @@ enum TimerCommands {
             }
             table([["NAME", "UUID"]] + rows.map { [$0["name"]?.stringValue ?? "", ShortID.of($0["uuid"]?.stringValue ?? "")] })
         },
-        Command("group rename", "GROUP NEW-NAME", "rename a group", operands: 2...2) { operands, args in
+        Command("group rename", "rename a group", operands: [Opt.groupArg, Operand("NEW-NAME", "its new name")]) { operands, args in
             let name = try nonEmptyName(operands[1], of: "a group")
             let c = try connect(args)
             let g = try resolveGroup(c, operands[0])
@@ -116,15 +117,14 @@ enum TimerCommands {
             try c.save([.update(entity: "UserGroup", uuid: g["uuid"]!.stringValue!, values: ["name": .string(name),
                                                                                               "modifiedAt": .double(WallClock.now())])])
         },
-        Command("group rm", "GROUP", "delete a group (its timers stay, ungrouped)", operands: 1...1) { operands, args in
+        Command("group rm", "delete a group (its timers stay, ungrouped)", operands: [Opt.groupArg]) { operands, args in
             let c = try connect(args)
             try c.save([.delete(entity: "UserGroup", uuid: try resolveGroup(c, operands[0])["uuid"]!.stringValue!)])
         },
     ]
 
     static let sessions: [Command] = [
-        Command("start", "TIMER [--note TEXT]", "start a timer: its session copies it", operands: 1...1,
-                options: ["note"]) { operands, args in
+        Command("start", "start a timer: its session copies it", operands: [Opt.timerArg], options: [Opt.note]) { operands, args in
             let c = try connect(args)
             let t = try resolveTimer(c, operands[0])
             var p: JSONObject = ["timer": t["uuid"]!]
@@ -132,8 +132,9 @@ enum TimerCommands {
             let r = try c.call("org.seam.Timers.Start", p)
             print("started \(Terminal.printable(t["name"]?.stringValue ?? "")) (session \(ShortID.of(r["session"]?.stringValue ?? "")))")
         },
-        Command("flash", "DURATION [--name NAME] [--note TEXT]", "start a one-off timer with no definition (DURATION as timer add takes it)", operands: 1...1,
-                options: ["name", "note"]) { operands, args in
+        Command("flash", "start a one-off timer with no definition",
+                operands: [Operand("DURATION", "how long: 90s, 5m, 1h30m, 1:30, 1:02:03 or seconds; a week at most")],
+                options: [.value("name", "NAME", "a name for the session"), Opt.note]) { operands, args in
             var p: JSONObject = ["seconds": .integer(Int64(try asUsage { () throws(TimerInputError) in try DurationText.parse(operands[0]) }))]
             if let n = args.value("name") { p["name"] = .string(try nonEmptyName(n, of: "a flash timer")) }
             if let note = args.value("note") { p["note"] = .string(note) }
@@ -141,20 +142,22 @@ enum TimerCommands {
             print("started \(Terminal.printable(args.value("name") ?? "a flash timer")) (session \(ShortID.of(r["session"]?.stringValue ?? "")))")
         },
     ] + ["pause", "resume", "reset", "stop", "skip"].map { verb in
-        Command(verb, "SESSION-OR-TIMER", "\(verb) a session (by its timer's name, its name, or short id)", operands: 1...1) { operands, args in
+        Command(verb, "\(verb) a session (by its timer's name, its name, or short id)",
+                operands: [Operand("SESSION-OR-TIMER", "a running timer's name, a flash session's name, or a short id",
+                                   complete: .names(["ls"]))]) { operands, args in
             let c = try connect(args)
             let s = try resolveSession(c, operands[0])
             let r = try c.call("org.seam.Timers.\(verb.prefix(1).uppercased() + verb.dropFirst())", ["session": .string(s)])
             print("\(operands[0]): \(r["state"]?.stringValue ?? "?")")
         }
     } + [
-        Command("clear", "", "remove finished sessions") { _, args in
+        Command("clear", "remove finished sessions") { _, args in
             let r = try connect(args).call("org.seam.Timers.Clear")
             print("cleared \(r["deleted"]?.int64Value ?? 0) finished session(s)")
         },
     ]
 
-    static let list = Command("ls", "[--json]", "timers with their sessions, and sessions without a timer", flags: ["json"]) { _, args in
+    static let list = Command("ls", "timers with their sessions, and sessions without a timer", options: [Opt.json]) { _, args in
         prepareForListing()
         let c = try connect(args, hello: false)
         let groupRows = try groups(c).map { values($0, entity: "UserGroup") }

@@ -11,9 +11,10 @@ import SeamWatch
 /// session when it finishes, and redraws to
 /// the new size on SIGWINCH; otherwise it writes one plain line per event.
 enum WatchCommand {
-    static let command = Command("watch", "[--plain] [--bell steps|end|off]",
-                                 "a live view of the sessions: countdowns, steps, rounds; rings the bell at each step (--bell)",
-                                 options: ["bell"], flags: ["plain"]) { _, args in try await watch(args) }
+    static let command = Command("watch", "a live view of the sessions: countdowns, steps, rounds; rings the bell at each step (--bell)",
+                                 options: [.flag("plain", "a line per change, not a view that redraws"),
+                                           .value("bell", "steps|end|off", "when to ring: as each step ends (the default), as a session ends, or never",
+                                                  complete: .words(["steps", "end", "off"]))]) { _, args in try await watch(args) }
 
     enum Event: Sendable {
         case update(SubscriptionUpdate)

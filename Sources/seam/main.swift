@@ -1,5 +1,6 @@
 // seam: the command-line client of seamd — the timer app's commands and the store's, for people
-// and scripts. Each command lives in TimerCommands or StoreCommands; this file only dispatches.
+// and scripts. Each command lives in TimerCommands or StoreCommands; its prose in Manual.swift;
+// this file only dispatches.
 import SeamClient
 import SeamCommandLine
 
@@ -12,11 +13,19 @@ var seam = CommandSet(
         the end of their uuid (listings show its last 8).
         Listings take --json.
         """,
-    commonOptions: ["socket"],
-    commonFlags: ["verbose"],
-    commands: TimerCommands.all + [WatchCommand.command] + StoreCommands.all + MaintenanceCommands.all + SyncCommands.all + ServiceCommands.all
+    commonOptions: [
+        .value("socket", "PATH", "the socket of seamd", complete: .file),
+        .flag("verbose", "an error from seamd shows its varlink name too, as --json shows it"),
+    ],
+    commands: (TimerCommands.all + [WatchCommand.command] + StoreCommands.all + MaintenanceCommands.all + SyncCommands.all
+               + ServiceCommands.all).map { $0.returning(discussion: SeamManual.discussions[$0.name] ?? "") }
 )
 seam.version = "0.1.0"
+seam.manual = SeamManual.manual
+seam.groupSummaries = [
+    "timer": "define, list, show, edit and delete timers", "group": "add, list, rename and delete groups of timers",
+    "store": "the store files", "sync": "sync timers and groups through a PostgreSQL server",
+]
 // seamd's errors as a person reads them; their varlink names with --verbose or --json.
 seam.describeError = { error, verbose in
     guard !verbose, let e = error as? ClientError else { return "\(error)" }

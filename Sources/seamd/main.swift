@@ -6,37 +6,8 @@ import SeamSystem
 import SeamTimerService
 import SeamTimers
 
-let usage = """
-    usage: seamd [--data-dir DIR] [--socket PATH] [--config FILE] [--no-roles] [--durability normal|full] [--log-level LEVEL]
-                 [--handshake-timeout SECONDS] [--spin MICROSECONDS]
-
-    Serves the timer app's stores over the varlink protocol (org.seam.Store, org.seam.Timers), in the foreground,
-    logging to stderr. Stops cleanly on SIGTERM or SIGINT.
-      --data-dir DIR       the stores (default $SEAM_DATA_DIR, else $XDG_DATA_HOME/seam,
-                           else ~/.local/share/seam)
-      --socket PATH        the socket (default $SEAM_SOCKET, else $XDG_RUNTIME_DIR/seam/seamd.sock,
-                           else /tmp/seam-$UID/seamd.sock); a socket passed by systemd
-                           (LISTEN_FDS) is used instead when present
-      --config FILE        the roles to run, limits, backups (default $XDG_CONFIG_HOME/seam/seamd.json,
-                           else ~/.config/seam/seamd.json; missing: the ticker, found beside seamd)
-      --no-roles           start no role processes (they run elsewhere, or not at all); a --config
-                           FILE still sets everything else
-      --durability MODE    normal (WAL, synchronous=NORMAL; the default) or full (every save on the disk before it is answered)
-      --log-level LEVEL    debug, info (default), warning or error
-      --handshake-timeout S  seconds a new connection has to send its first call (default 10)
-      --spin MICROSECONDS  after a turn that handled anything (a request, a signal, a role's output),
-                           poll this long before sleeping, so that the next request is read
-                           without waiting for an idle CPU to wake (default
-                           $SEAM_SPIN_MICROSECONDS, else 200; 0: never)
-      --version            print the version
-    """
-
+let args = SeamdSpec.tool.arguments(Array(CommandLine.arguments.dropFirst()))
 do {
-    let args = try Arguments(Array(CommandLine.arguments.dropFirst()), options: ["data-dir", "socket", "durability", "log-level", "handshake-timeout", "config", "spin"],
-                             flags: ["version", "no-roles"])
-    if args.wantsHelp { print(usage); Terminal.exit(0) }
-    if args.flag("version") { print("seamd 0.1.0"); Terminal.exit(0) }
-    guard args.positional.isEmpty else { throw Arguments.UsageError("unexpected argument '\(args.positional[0])'\n\n" + usage) }
     var level = Logger.Level.info
     if let name = args.value("log-level") {
         guard let l = Logger.Level(name: name) else { throw Arguments.UsageError("--log-level is debug, info, warning or error") }

@@ -47,6 +47,25 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertEqual(again.stdout, "Nothing to migrate: every store is current.\n", again.stderr)
     }
 
+    /// A store whose shape several versions share (release 4's Cloud file is the same from
+    /// Timers v3 to v5) is shown as that range by `seam store info`, not as the newest alone.
+    func testStoreInfoNamesTheRangeOfVersionsAShapeCovers() throws {
+        let tmp = TemporaryDirectory("seam-role")
+        let data = tmp.file("data")
+        try BadInputSupport.writeFixture(timersVersion: 4, rows: 10, to: data)
+        let config = tmp.file("seamd.json")
+        try #"{"roles": {"migrate": {"enabled": false}}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let history = TimerModel.history.versions
+        let shape = history[3].hashes.configurations["Cloud"]
+        let sharing = history.filter { $0.hashes.configurations["Cloud"] == shape }.map(\.version)
+        XCTAssertGreaterThan(sharing.count, 1, "release 4's Cloud shape is shared (else this test shows nothing)")
+        let broker = try BrokerProcess(arguments: ["--config", config], dataDirectory: data)
+        defer { _ = broker.stop() }
+        let info = try Executables.run("seam", ["store", "info", "--socket", broker.socketPath])
+        XCTAssertTrue(info.stdout.contains("Timers v\(sharing.first!)–v\(sharing.last!) (this build: v\(TimerModel.history.current.version))"
+                                           + ": one shape, which these versions share"), info.stdout)
+    }
+
     /// A directory of release 4 (Timers v4 in both files: version 6 changed Timer and Session)
     /// has both stores migrated at start through the worker, as one run: both come back at the
     /// current version with every row, both originals are kept as backups, no temporary file is

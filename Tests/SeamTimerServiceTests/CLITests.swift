@@ -142,7 +142,7 @@ final class CLITests: BrokerTestCase {
         let lines = try seam("ls").split(separator: "\n")
         XCTAssertTrue(lines.first?.hasSuffix("NOTE") ?? false, "\(lines)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("Tea ") && $0.hasSuffix("for the guests") }, "\(lines)")
-        XCTAssertTrue(try seam("start", "--help").contains("--note VALUE"))
+        XCTAssertTrue(try seam("start", "--help").contains("--note TEXT"))
         XCTAssertTrue(try seam("flash", "--help").contains("usage: seam flash DURATION [--name NAME] [--note TEXT]"))
     }
 
@@ -356,12 +356,18 @@ final class CLITests: BrokerTestCase {
         XCTAssertLessThanOrEqual(stepsColumns(shown).first ?? 99, 42, "\(shown)")
     }
 
-    /// Options before the command, a forgotten value, a negative operand, a mistyped
-    /// subcommand, an operand too many or too few: each says what was wrong (exit 64).
+    /// Options before the command (taken as after it), a forgotten value, a negative operand, a
+    /// mistyped command or option (with the one meant), an option given twice, an operand too
+    /// many or too few: each says what was wrong (exit 64).
     func testArgumentsOutOfPlaceSayWhatToDo() throws {
-        XCTAssertTrue(try seam("--json", "ls", status: 64).contains("options go after the command: seam ls --json"))
+        XCTAssertEqual(try json(try seam("--json", "ls")).arrayValue?.count, 0, "an option before the command is the command's")
         let v = try seam("-v", status: 64)
-        XCTAssertTrue(v.contains("options go after the command") && !v.contains("''"), v)
+        XCTAssertTrue(v.contains("unknown option -v") && !v.contains("''"), v)
+        XCTAssertTrue(try seam("timr", "ls", status: 64).contains("unknown command 'timr ls' (did you mean 'timer'?)"))
+        XCTAssertTrue(try seam("timer", "sho", status: 64).contains("'sho' is not a command (did you mean 'show'?)"))
+        XCTAssertTrue(try seam("ls", "--jsn", status: 64).contains("unknown option --jsn (did you mean --json?)"))
+        XCTAssertTrue(try seam("timer", "add", "X", "--step", "a=1m", "--repeat", "2", "--repeat", "3", status: 64)
+            .contains("--repeat is given twice; it takes one value"))
         XCTAssertEqual(try seam("--version"), "seam 0.1.0\n")
         XCTAssertTrue(try seam("--socket", "status", status: 64).contains("--socket needs a value"))
         XCTAssertTrue(try seam("status", "--socket=", status: 64).contains("--socket needs a value"))
@@ -370,7 +376,7 @@ final class CLITests: BrokerTestCase {
         XCTAssertTrue(foo.contains("'foo'") && foo.contains("seam timer takes one of: add, ls, show, edit, rm"), foo)
         let extra = try seam("flash", "5m", "extra", status: 64)
         XCTAssertTrue(extra.contains("'extra' is one operand too many") && extra.contains("usage: seam flash DURATION"), extra)
-        XCTAssertTrue(try seam("ls", "now", status: 64).contains("'now' is one operand too many: seam ls takes none"))
+        XCTAssertTrue(try seam("ls", "now", status: 64).contains("'now' is one operand too many: seam ls takes no operands"))
         XCTAssertTrue(try seam("group", "rename", "Kitchen", status: 64).contains("seam group rename takes 2 operands, 1 given"))
         XCTAssertEqual(try json(try seam("ls", "--json")).arrayValue?.count, 0, "nothing was started")
     }

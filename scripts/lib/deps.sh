@@ -3,7 +3,7 @@
 
 SEAM_DEBIAN_PACKAGES=(libsqlite3-dev libjson-c-dev libpq-dev pkg-config sqlite3 python3)
 # What the tests add: a C compiler and valgrind for the C SDK, groff for the man pages, zsh for
-# its completion (scripts/lib/check-docs.sh loads it), venv for the PyPI varlink client of the
+# the completions (GeneratedDocsTests and SpecTests load them), venv for the PyPI varlink client of the
 # interop test, PostgreSQL for the sync tests (started by the tests themselves through
 # scripts/pg-server).
 SEAM_TEST_PACKAGES=(gcc make valgrind groff-base zsh python3-venv postgresql)
