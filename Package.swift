@@ -34,6 +34,11 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
 
         // MARK: - The system edge: files, sockets, signals
         .target(name: "CSeamSystem"),
@@ -73,8 +78,8 @@ let package = Package(
 
         // MARK: - Sync
         .target(name: "SeamPostgres", dependencies: ["CLibPQ"]),
-        .target(name: "SeamSyncSetup", dependencies: ["SeamJSON"]),
-        .target(name: "SeamSync", dependencies: ["SeamPostgres", "SeamSyncSetup", "SeamClient", "SeamJSON", "SeamProtocol", "SeamSchema", "SeamSystem"]),
+        .target(name: "SeamSyncSetup", dependencies: ["SeamJSON", "SeamSchema", "SeamSystem"]),
+        .target(name: "SeamSync", dependencies: ["SeamPostgres", "SeamSyncSetup", "SeamClient", "SeamJSON", "SeamProtocol", "SeamSchema", "SeamSystem", "CSodium"]),
         .executableTarget(name: "seam-sync", dependencies: ["SeamSync", "SeamSyncSetup", "SeamPostgres", "SeamClient", "SeamCommandLine", "SeamSystem"], path: "Plugins/seam-sync"),
 
         // MARK: - Command-line plumbing

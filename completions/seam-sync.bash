@@ -17,14 +17,14 @@ _seam_sync_subcommands() {
 # The options of each command besides the common ones.
 _seam_sync_options() {
     case $1 in
-        '') echo '--init-server --password-stdin --check' ;;
+        '') echo '--init-server --password-stdin --check --key-id --rotate-key --new-key' ;;
     esac
 }
 
 # Options that take a value (the next word, or after "=").
 _seam_sync_takes_value() {
     case $1 in
-        --init-server | --check) return 0 ;;
+        --init-server | --check | --key-id | --new-key) return 0 ;;
     esac
     return 1
 }
@@ -34,6 +34,7 @@ _seam_sync_value() {
     local value
     value=$(_seam_sync_dequote "$3")
     case "$1|$2" in
+        '|--new-key') _seam_sync_files "$value" -f ;;
     esac
 }
 

@@ -17,7 +17,7 @@ _seam_subcommands() {
         timer) echo 'add ls show edit rm' ;;
         group) echo 'add ls rename rm' ;;
         store) echo info ;;
-        sync) echo 'setup status off now' ;;
+        sync) echo 'setup status off now phrase rotate-key' ;;
     esac
 }
 
@@ -43,9 +43,11 @@ _seam_options() {
         backup) echo '--data-dir --json' ;;
         check) echo '--data-dir --json' ;;
         restore) echo '--from-elsewhere --data-dir --json' ;;
-        'sync setup') echo '--password-stdin --no-password --config-dir' ;;
+        'sync setup') echo '--password-stdin --no-password --key-stdin --config-dir' ;;
         'sync status') echo --json ;;
         'sync off') echo --config-dir ;;
+        'sync phrase') echo --config-dir ;;
+        'sync rotate-key') echo --config-dir ;;
         up) echo --data-dir ;;
         install-units) echo '--dir --force' ;;
     esac
@@ -73,6 +75,8 @@ _seam_value() {
         'restore|--data-dir') _seam_files "$value" -d ;;
         'sync setup|--config-dir') _seam_files "$value" -d ;;
         'sync off|--config-dir') _seam_files "$value" -d ;;
+        'sync phrase|--config-dir') _seam_files "$value" -d ;;
+        'sync rotate-key|--config-dir') _seam_files "$value" -d ;;
         'up|--data-dir') _seam_files "$value" -d ;;
         'install-units|--dir') _seam_files "$value" -d ;;
     esac

@@ -22,7 +22,12 @@ var spec = CommandSet(
                       .flag("password-stdin", "with --init-server: read the password from standard input (else libpq's ~/.pgpass, "
                             + "PGPASSFILE or PGPASSWORD)"),
                       .value("check", "URL", "what seam sync setup runs: connect as the worker would, make the server's sync tables "
-                             + "if it may, and print one line saying so; exit 1 with the reason when it cannot"),
+                             + "if it may, and print a line saying so and one naming the zone's key (`zone key: ID` or `none`); exit 1 "
+                             + "with the reason when it cannot"),
+                      .value("key-id", "ID", "with --check: make ID the zone's key when it has none (the zone's key is printed after)"),
+                      .flag("rotate-key", "what seam sync rotate-key runs: with CONFIG and --new-key, make the new key the zone's and "
+                            + "seal again everything sealed with the old one"),
+                      .value("new-key", "FILE", "with --rotate-key: the new key", complete: .file),
                   ],
                   discussion: """
                       `scripts/pg-server` runs `--init-server` for the servers it starts. The server's layout and the
@@ -32,11 +37,34 @@ spec.version = "0.1.0"
 spec.manual = Manual(headline: "the Seam store broker's sync worker, through PostgreSQL", date: "2026-12-06",
                      sections: [.init("See also", [.paragraph("`seam`(1), `seamd`(1)")])])
 
-/// `--check URL`: `seam sync setup`'s proof that the server answers, as the worker will connect.
-func check(_ url: String) -> Never {
+/// `--check URL`: `seam sync setup`'s proof that the server answers, as the worker will connect;
+/// with `keyID`, that key registered as the zone's when it has none. Says which key the zone has.
+func check(_ url: String, keyID: String?) -> Never {
     do {
-        let version = try ServerSchema.ensure(try ServerSchema.connect(url))
+        let pg = try ServerSchema.connect(url)
+        let version = try ServerSchema.ensure(pg)
         print(version.found == 0 ? "connected; created the sync tables" : "connected")
+        let zoneKey = try keyID.map { try ZoneKeyRecord.register($0, pg) } ?? ZoneKeyRecord.read(pg)?.id
+        print("zone key: \(zoneKey ?? "none")")
+        Terminal.exit(0)
+    } catch {
+        Terminal.fail(tool, "\(error)")
+    }
+}
+
+/// `--rotate-key CONFIG --new-key FILE`: `seam sync rotate-key`'s work on the server.
+func rotateKey(configurationPath path: String, newKeyPath: String) -> Never {
+    do {
+        let configuration = try SyncConfiguration.parse(try FileSystem.read(path), path: path)
+        guard let keyFile = configuration.keyFile else {
+            Terminal.fail(tool, "\(path) names no key file: this setup seals nothing yet (run seam sync setup URL again)")
+        }
+        let old = try ZoneKey.read(keyFile), new = try ZoneKey.read(newKeyPath)
+        if let file = configuration.passwordFile { Environment.set("PGPASSFILE", file) }
+        let pg = try ServerSchema.connect(configuration.url)
+        _ = try ServerSchema.ensure(pg)
+        let n = try KeyRotation.rotate(pg, from: old, to: new) { print($0) }
+        print("the zone's key is \(new.id); sealed \(n) record(s) again")
         Terminal.exit(0)
     } catch {
         Terminal.fail(tool, "\(error)")
@@ -77,7 +105,13 @@ let args = spec.arguments(Array(CommandLine.arguments.dropFirst()))
 do {
     if let url = args.value("check") {
         guard args.positional.isEmpty else { throw Arguments.UsageError("--check takes only the URL") }
-        check(url)
+        check(url, keyID: args.value("key-id"))
+    }
+    if args.flag("rotate-key") {
+        guard args.positional.count == 1, let newKey = args.value("new-key") else {
+            throw Arguments.UsageError("--rotate-key takes the sync configuration and --new-key FILE")
+        }
+        rotateKey(configurationPath: args.positional[0], newKeyPath: newKey)
     }
     if let url = args.value("init-server") {
         guard args.positional.isEmpty else { throw Arguments.UsageError("--init-server takes only the URL") }

@@ -88,6 +88,8 @@ def edits():
          lambda d: d["configurations"].update(Local=["Child", "Nobody"])),
         ("default-configuration-declared", "9. Default declared", "defaults",
          lambda d: d["configurations"].update(Default=["Every"])),
+        ("transformer-unknown", "10. a transformer Seam does not know", "defaults",
+         lambda d: attrs(d)["maybe"].update(transformer="rot13")),
     ]
 
 

@@ -45,6 +45,7 @@ def reject_floats(value, where="$"):
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 TYPES = {"string", "integer", "double", "bool", "date", "uuid", "binary", "json"}
+TRANSFORMERS = {"encrypted"}
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 F64 = re.compile(r"f64:[0-9a-f]{16}\Z")
 # Both included; the upper is the double nearest 9999-12-31T23:59:59.999999Z (it is 253402300800.0).
@@ -158,7 +159,9 @@ def check(doc):
         check_case_blind(attributes, f"attributes of {name}:")
         for a, attr in attributes.items():
             check_name(a, "attribute")
-            check_keys(attr, {"optional", "type"}, {"default", "versionHashModifier"}, f"{name}.{a}")
+            check_keys(attr, {"optional", "type"}, {"default", "transformer", "versionHashModifier"}, f"{name}.{a}")
+            if "transformer" in attr and attr["transformer"] not in TRANSFORMERS:
+                raise ValueError(f"{name}.{a}: unknown transformer {attr['transformer']!r} (rule 10)")
             if attr["type"] not in TYPES or not isinstance(attr["optional"], bool):
                 raise ValueError(f"{name}.{a}: unknown type or optionality")
             if "default" in attr:

@@ -151,10 +151,19 @@ final class SyncBridge {
             for e in model.current.entities(in: synced) {
                 guard let served = try? context.servedEntity(e.name) else { continue }
                 entities.append(.object(["name": .string(e.name), "model": .string(model.name),
-                                         "attributes": .array(served.attributes.map { .string($0.name) })]))
+                                         "attributes": .array(served.attributes.map { .string($0.name) }),
+                                         "encrypted": .array(encrypted(e, served: served))]))
             }
         }
         return ["entities": .array(entities)]
+    }
+
+    /// The attributes of `served` the worker seals: those this build's model marks `encrypted`
+    /// (a store still at an older version seals them too: the marks say what must not leave the
+    /// machine in clear, whatever version the file is at).
+    private func encrypted(_ current: Entity, served: Entity) -> [JSON] {
+        let marked = Set(current.attributes.filter { $0.transformer == .encrypted }.map(\.name))
+        return served.attributes.filter { marked.contains($0.name) }.map { .string($0.name) }
     }
 
     /// Tells the sync worker something happened: a local commit it has to export, or a

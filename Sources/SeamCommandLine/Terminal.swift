@@ -28,6 +28,7 @@ public enum Terminal {
 
     public static var stdoutIsTerminal: Bool { TerminalSize.isTerminal(1) }
     public static var stderrIsTerminal: Bool { TerminalSize.isTerminal(2) }
+    public static var stdinIsTerminal: Bool { TerminalSize.isTerminal(0) }
 
     /// Writes `text` to stderr without a newline (for progress lines that redraw with `\r`).
     public static func progress(_ text: String) {

@@ -204,7 +204,7 @@ extension Context {
     private func staged(
         _ row: [String: AttributeValue], entity: String, route r: (entity: Entity, store: String), into work: inout WorkingSet
     ) throws(ContextError) {
-        if isSynced(entity, store: r.store) { try Values.checkSynced(row, entity: entity) }
+        if isSynced(entity, store: r.store) { try Values.checkSynced(row, entity: entity, sealed: sealed(r.entity)) }
         // Both ways of making the row set it (given and checked, or made here).
         guard let uuid = row[Entity.identity]?.stringValue else { throw ContextError(.missingValue(entity: entity, attribute: Entity.identity)) }
         // A row the save has not touched is not read first: if it exists, the INSERT's primary
@@ -232,7 +232,7 @@ extension Context {
             }
             row[key] = try Values.normalize(value, for: a, in: entity)
         }
-        if isSynced(entity, store: r.store) { try Values.checkSynced(row, entity: entity) }
+        if isSynced(entity, store: r.store) { try Values.checkSynced(row, entity: entity, sealed: sealed(r.entity)) }
         p.new = row
         work.set(p, uuid: uuid)
     }
@@ -309,6 +309,14 @@ extension Context {
 extension Context {
     /// Whether rows of `entity` (in `store`) sync: the history configuration's, outside the
     /// models that never leave the machine (`Options.unsyncedModels`, the sync worker's own).
+    /// The attributes of `entity` the sync worker seals for the server.
+    func sealed(_ entity: Entity) -> Set<String> {
+        if let known = sealedAttributes[entity.name] { return known }
+        let names = Set(entity.attributes.filter { $0.transformer == .encrypted }.map(\.name))
+        sealedAttributes[entity.name] = names
+        return names
+    }
+
     func isSynced(_ entity: String, store: String) -> Bool {
         guard store == options.historyConfiguration else { return false }
         if let known = syncedEntities[entity] { return known }

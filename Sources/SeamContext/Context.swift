@@ -149,6 +149,9 @@ public final class Context {
     var attachments: [String: Int] = [:]
     /// Entity → whether its rows sync (`isSynced`), as asked.
     var syncedEntities: [String: Bool] = [:]
+    /// Entity → its attributes the sync worker seals (`encrypted`): counted at their sealed size
+    /// against a synced record's bound (`Values.checkSynced`).
+    var sealedAttributes: [String: Set<String>] = [:]
     /// Notified from a checking thread when a check has finished: the owner then calls
     /// `collectChecks()` on its own thread.
     public let checkFinished = Notifier()
@@ -422,6 +425,7 @@ public final class Context {
         readOnly[name] = writable ? nil : Self.readOnlyReason(db.path)
         identities[name] = FileSystem.identity(db.path)
         attachments[name, default: 0] += 1
+        sealedAttributes = [:]  // the store may hold another version now
         rebuildRoutes()
         if options.checksAtOpen { startCheck(name, path: db.path) }
     }

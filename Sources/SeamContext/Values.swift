@@ -83,8 +83,9 @@ enum Values {
     static let syncedValueBytes = 256 << 10
     static let syncedRecordBytes = 1 << 20
 
-    /// Refuses a synced `row` (whole, as it will be stored) whose values pass the bounds.
-    static func checkSynced(_ row: [String: AttributeValue], entity: String) throws(ContextError) {
+    /// Refuses a synced `row` (whole, as it will be stored) whose values pass the bounds; the
+    /// attributes in `sealed` count at the size they take sealed on the server.
+    static func checkSynced(_ row: [String: AttributeValue], entity: String, sealed: Set<String> = []) throws(ContextError) {
         var total = 0
         var largest = (name: "", bytes: 0)
         for (name, value) in row {
@@ -92,13 +93,17 @@ enum Values {
             if n > syncedValueBytes {
                 throw ContextError(.valueTooLarge(entity: entity, attribute: name, bytes: n, limit: syncedValueBytes))
             }
-            total += n + name.utf8.count + 4
+            total += (sealed.contains(name) ? sealedBytes(n) : n) + name.utf8.count + 4
             if n > largest.bytes { largest = (name, n) }
         }
         if total > syncedRecordBytes {
             throw ContextError(.recordTooLarge(entity: entity, attribute: largest.name, bytes: total, limit: syncedRecordBytes))
         }
     }
+
+    /// The bytes a value of `n` bytes of JSON takes sealed (`Protocol/sync.md`, "Encrypted
+    /// fields"): base64 of a 24-byte nonce, the text and a 16-byte tag, in its JSON object.
+    static func sealedBytes(_ n: Int) -> Int { (n + 40 + 2) / 3 * 4 + 48 }
 
     /// The bytes `value` takes written as JSON (as the wire and the sync server hold it).
     static func jsonBytes(_ value: AttributeValue) -> Int {

@@ -302,7 +302,8 @@ public enum Interfaces {
         method History(since: int, limit: ?int) -> (changes: []HistoryChange, last: int, sequence: int)
 
         # The synced configuration's entities as their store holds them now (an older version
-        # while it awaits migration; none while it is closed): what the worker may write.
+        # while it awaits migration; none while it is closed): what the worker may write. Each:
+        # name, model, attributes, encrypted (the attributes the worker seals for the server).
         # Anyone may ask.
         method Served() -> (entities: []object)
 

@@ -49,6 +49,13 @@ extension ModelVersion {
             else { throw ModelDecodingError("attribute \(name).\(attrName) has no valid type or optionality") }
             var attribute = Attribute(attrName, type, optional: optional)
             attribute.versionHashModifier = a["versionHashModifier"]?.stringValue
+            if let t = a["transformer"] {
+                guard let raw = t.stringValue, let transformer = Attribute.Transformer(rawValue: raw) else {
+                    throw ModelDecodingError("attribute \(name).\(attrName) has an unknown transformer (known: "
+                                             + Attribute.Transformer.allCases.map(\.rawValue).joined(separator: ", ") + ")")
+                }
+                attribute.transformer = transformer
+            }
             if let d = a["default"] {
                 guard let value = decodeValue(d, type) else {
                     throw ModelDecodingError("attribute \(name).\(attrName) has an invalid default")

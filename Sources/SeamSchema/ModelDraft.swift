@@ -241,6 +241,13 @@ public struct EntityEditor: Sendable {
         entity.attributes[i].versionHashModifier = modifier
     }
 
+    /// Sets or clears an attribute's transformer (`.encrypted`: sealed on its way to the sync
+    /// server). The values stay as they are in the store: a migration changes no row.
+    public mutating func setTransformer(_ name: String, _ transformer: Attribute.Transformer?) throws(SchemaError) {
+        let i = try index(of: name)
+        entity.attributes[i].transformer = transformer
+    }
+
     public mutating func addIndex(_ index: Index) throws(SchemaError) {
         try checkAttributes(index.attributes)
         guard !entity.indexes.contains(index) else { throw error(.duplicateIndex(index.attributes)) }

@@ -13,6 +13,7 @@ public enum SchemaEncoding {
             var o: [String: CanonicalJSON] = ["type": .string(a.type.rawValue), "optional": .bool(a.isOptional)]
             if let d = a.defaultValue, !d.isNull { o["default"] = value(d) }
             if let m = a.versionHashModifier { o["versionHashModifier"] = .string(m) }
+            if let t = a.transformer { o["transformer"] = .string(t.rawValue) }
             attributes[a.name] = .object(o)
         }
         var links: [String: CanonicalJSON] = [:]

@@ -152,6 +152,19 @@ public struct MigrationPlan: Sendable {
 
     public var isEmpty: Bool { files.isEmpty }
 
+    /// The attributes whose transformer a file's plan changes (`encrypted` added or taken off),
+    /// which change no row.
+    static func transformerChanges(_ f: FilePlan) -> [(entity: String, attribute: String, transformer: Attribute.Transformer?)] {
+        var out: [(entity: String, attribute: String, transformer: Attribute.Transformer?)] = []
+        for c in f.copies {
+            for t in c.targetEntity.attributes {
+                let s = c.sourceEntity.attributes.first { $0.name == (t.renamingIdentifier ?? t.name) || $0.name == t.name }
+                if let s, s.transformer != t.transformer { out.append((c.entity, t.name, t.transformer)) }
+            }
+        }
+        return out
+    }
+
     /// The plan in words, each step with the SQL it runs.
     public var description: String {
         if files.isEmpty { return "Nothing to migrate: every store is current.\n" }
@@ -160,8 +173,12 @@ public struct MigrationPlan: Sendable {
             out += "\(f.configuration).sqlite — \(f.from)\n"
             if case .alter(let statements) = f.method {
                 out += "  1. copy the file as it is (only additions and renames: no rows need rewriting)\n"
-                out += "  2. change the copy in place:\n"
+                out += statements.isEmpty ? "  2. no table changes: the shape on disk stays as it is\n" : "  2. change the copy in place:\n"
                 for sql in statements { out += "       \(sql);\n" }
+                for (entity, attribute, transformer) in Self.transformerChanges(f) {
+                    out += "       \(entity).\(attribute): " + (transformer.map { "now \($0.rawValue): kept in clear here, sealed by sync for the server" }
+                                                            ?? "no longer encrypted: sync sends it in clear") + "\n"
+                }
                 out += "  3. record " + f.metadata.models.map { "\($0.model) v\($0.version)" }.joined(separator: ", ")
                     + " with their hashes and canonical JSON\n"
                 out += carriedDescription(f, byCopy: true)

@@ -16,7 +16,9 @@ struct SyncExport {
     typealias Pushed = ZoneWriter.Pushed
     typealias Page = ZoneWriter.Page
 
-    private var zone: ZoneWriter { ZoneWriter(pg: pg, planner: shared.planner, log: shared.log) }
+    private var zone: ZoneWriter {
+        ZoneWriter(pg: pg, planner: shared.planner, log: shared.log, seal: shared.seal, encrypted: shared.encrypted)
+    }
 
     // MARK: - Export
 

@@ -73,7 +73,10 @@ struct SyncImport {
                     let rows = try pg.query("FETCH \(Self.importBatch) FROM seam_import")
                     // Decoded while seamd saves the last batch.
                     let now = WallClock.now()
-                    let records = rows.map { Self.serverRecord($0, now: now) }
+                    let records = rows.map { Self.serverRecord($0, now: now, seal: shared.seal) }
+                    if case .failure(let why)? = records.first(where: { if case .failure(let e) = $0 { e.stopsSync } else { false } }) {
+                        throw SyncFailure(why.description, permanent: true)
+                    }
                     try finishBatch(&state)
                     guard !rows.isEmpty else { return read }
                     for part in Self.parts(rows) {
@@ -88,9 +91,9 @@ struct SyncImport {
     }
 
     /// A record as the import's cursor read it (type, uuid, fields or null past the bound, tag,
-    /// deleted, the fields' size, versions or null past the bound): its fields, or why it is
-    /// set aside. A tombstone's fields do not matter.
-    static func serverRecord(_ row: [String?], now: Double) -> Result<JSONObject, SetAsideReason> {
+    /// deleted, the fields' size, versions or null past the bound): its fields, sealed ones
+    /// opened with `seal`, or why it is set aside. A tombstone's fields do not matter.
+    static func serverRecord(_ row: [String?], now: Double, seal: FieldSeal?) -> Result<JSONObject, SetAsideReason> {
         if row[4] == "t" { return .success([:]) }
         guard let text = row[2] else {
             return .failure(SetAsideReason("its fields take \(row[5] ?? "?") bytes on the server, past the \(ServerSchema.maxRecordBytes) a "
@@ -112,7 +115,17 @@ struct SyncImport {
                                                + "clock: it would win every edit of that field"))
             }
         }
-        return .success(fields)
+        guard fields.values.contains(where: FieldSeal.isSealed) else { return .success(fields) }
+        guard let seal else {
+            return .failure(SetAsideReason("it holds sealed fields and this machine has no key for the zone: join it with its recovery "
+                                           + "phrase (seam sync setup URL)", stopsSync: true))
+        }
+        switch seal.open(fields, entity: row[0] ?? "", uuid: row[1] ?? "") {
+        case .success(let clear): return .success(clear)
+        case .failure(let why):
+            if case .otherKey = why.reason { return .failure(SetAsideReason(why.description, stopsSync: true)) }
+            return .failure(SetAsideReason(why.description))
+        }
     }
 
     /// A fetched batch cut where its records' fields pass `SaveBuilder.partBytes` (with a
@@ -252,7 +265,7 @@ struct SyncImport {
         for (i, row) in rows.enumerated() {
             guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }), shared.synced[type] != nil else { continue }
             let key = RecordKey(type: type, uuid: uuid)
-            switch decoded?[i] ?? Self.serverRecord(row, now: now) {
+            switch decoded?[i] ?? Self.serverRecord(row, now: now, seal: shared.seal) {
             case .success(let fields):
                 incoming.append(SyncPlanner.Incoming(key: key, fields: fields, tag: tag, deleted: row[4] == "t"))
             case .failure(let why):

@@ -13,6 +13,14 @@ final class SyncState {
     let broker: SeamConnection
     /// Synced entity → its attributes (the Cloud entities outside the sync worker's own model).
     var synced: [String: [String]] = [:]
+    /// Synced entity → its attributes marked `encrypted` in the store's model: sealed on their
+    /// way to the server (`FieldSeal`).
+    var encrypted: [String: Set<String>] = [:]
+    /// The zone's key, with the zone: set at connect when this machine has a key. Sealed fields
+    /// from the server are opened with it; `encrypted` ones are sealed with it.
+    var seal: FieldSeal?
+    /// False only for the benchmark's comparison (`SyncWorker.seals`).
+    var sealsFields = true
     var tokens: [String: (uuid: String, value: Int64)] = [:]
     /// The synced entities whose server records up to the `server` token are all here (the
     /// `entities` token): one missing from it was gained by a migration, and its earlier records
@@ -48,12 +56,18 @@ final class SyncState {
     @discardableResult
     func loadSchema() throws -> Bool {
         var now: [String: [String]] = [:]
+        var sealed: [String: Set<String>] = [:]
         for e in try broker.call("org.seam.Sync.Served")["entities"]?.arrayValue ?? [] where e["model"]?.stringValue != "SyncMetadata" {
             guard let name = e["name"]?.stringValue else { continue }
             now[name] = (e["attributes"]?.arrayValue ?? []).compactMap(\.stringValue)
+            let marked = Set((e["encrypted"]?.arrayValue ?? []).compactMap(\.stringValue))
+            if !marked.isEmpty, sealsFields { sealed[name] = marked }
         }
-        defer { synced = now }
-        return now != synced
+        defer {
+            synced = now
+            encrypted = sealed
+        }
+        return now != synced || sealed != encrypted
     }
 
     /// The tokens as the store holds them. After a failed cycle too: a token moves in the save

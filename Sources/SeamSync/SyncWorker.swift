@@ -30,6 +30,11 @@ public final class SyncWorker {
     /// The zone's notification channel on the server, which only the zone can read (`seam.channel()`).
     var channel = ""
     var checkedKeptFields = false
+    /// The zone's change tag through which the server's records hold no encrypted field in
+    /// clear (or under an older key): 0 at connect and after a migration, when `Reseal` looks
+    /// at every record; then only at what changed since (another machine on an older model, an
+    /// older build, or a hand on the server may write a field in clear).
+    var resealedThrough: Int64 = 0
 
     struct Report {
         /// What the worker does or waits on: "starting", "syncing", "idle", "waiting for the
@@ -43,8 +48,13 @@ public final class SyncWorker {
         var lastError: String?
     }
 
+    /// False only to measure what sealing costs (`SEAM_SYNC_SEAL=0`, scripts/bench sync): the
+    /// worker seals nothing and takes no key, as if the model encrypted nothing.
+    let seals = Environment.value("SEAM_SYNC_SEAL") != "0"
+
     public init(broker: SeamConnection, configuration: SyncConfiguration, log: @escaping (String) -> Void) throws {
         shared = SyncState(broker: broker, log: log)
+        shared.sealsFields = seals
         self.configuration = configuration
         self.url = try SyncURL.parse(configuration.url)
         try shared.loadSchema()
@@ -287,8 +297,48 @@ public final class SyncWorker {
             throw SyncFailure("the server named this zone's channel '\(channel.prefix(40))', which no Seam server does")
         }
         try connection.query("LISTEN \(channel)")
+        try takeKey(connection)
+        resealedThrough = 0
         pg = connection
         shared.log("connected to \(configuration.url)")
+    }
+
+    /// This machine's key against the zone's (`ZoneKeyRecord`): the first machine with a key
+    /// registers it; a machine whose key is not the zone's, or that has none while the zone has
+    /// one, stops (permanently: it says what to do, and waits) before it writes anything.
+    private func takeKey(_ connection: PostgresConnection) throws {
+        shared.seal = nil
+        guard seals else { return }
+        let server = try ZoneKeyRecord.read(connection)?.id
+        guard let file = configuration.keyFile else {
+            if let server {
+                throw SyncFailure("this zone's fields are sealed with a key (\(server)) this machine does not have: run `seam sync setup "
+                                  + "\(configuration.url)` again and give the zone's recovery phrase", permanent: true)
+            }
+            if !shared.encrypted.isEmpty { throw noKey }
+            return
+        }
+        let key: ZoneKey
+        do { key = try ZoneKey.read(file) } catch { throw SyncFailure(error.description, permanent: true) }
+        let zoneKey = try server ?? ZoneKeyRecord.register(key.id, connection)
+        guard zoneKey == key.id else {
+            throw SyncFailure("this zone's key (\(zoneKey)) is not this machine's (\(key.id)): it was changed on another machine (seam sync "
+                              + "rotate-key), or set up there first; run `seam sync setup \(configuration.url)` again and give the zone's "
+                              + "recovery phrase. Nothing here is lost meanwhile", permanent: true)
+        }
+        shared.seal = FieldSeal(key: key, zone: zone)
+        // The key a rotation replaced, kept beside it: what this machine sealed with it while the
+        // rotation ran is opened with it and sealed again (`Reseal`).
+        previousSeal = (try? ZoneKey.read(file + ".old")).map { FieldSeal(key: $0, zone: zone) }
+    }
+
+    /// The zone's previous key, after a rotation on this machine (`sync.key.old`).
+    var previousSeal: FieldSeal?
+
+    /// What stops a worker with no key once its store's model seals fields.
+    private var noKey: SyncFailure {
+        SyncFailure("this store's model seals timer names for the server, and this machine has no key for the zone: run `seam sync setup "
+                    + "\(configuration.url)` again to make one (or give the recovery phrase of the zone's key)", permanent: true)
     }
 
     /// One export, then one import.
@@ -297,7 +347,10 @@ public final class SyncWorker {
         if try shared.loadSchema() || !checkedKeptFields {
             try shared.fillKeptFields()
             checkedKeptFields = true
+            resealedThrough = 0
         }
+        // A model that seals fields, and no key to seal them with: nothing may leave in clear.
+        if !shared.encrypted.isEmpty, shared.seal == nil, pg != nil { throw noKey }
         // The Cloud store is closed (migrating): nothing can be read or written until it returns.
         guard !shared.synced.isEmpty else {
             shared.report.state = "waiting for the Cloud store"
@@ -312,6 +365,22 @@ public final class SyncWorker {
         }
         var pushed = 0
         var pulled = 0
+        // Another machine may have rotated the zone's key since this worker connected: nothing
+        // sealed with the old one may be written now.
+        if let pg, let seal = shared.seal, let id = try ZoneKeyRecord.read(pg)?.id, id != seal.keyID {
+            throw SyncFailure("this zone's key (\(id)) is not this machine's (\(seal.keyID)) any more: it was changed on another machine "
+                              + "(seam sync rotate-key); run `seam sync setup \(configuration.url)` again and give the zone's new recovery "
+                              + "phrase. Nothing here is lost meanwhile", permanent: true)
+        }
+        if let pg, let seal = shared.seal, !shared.encrypted.isEmpty {
+            let top = Int64(try pg.query("SELECT coalesce(max(change_tag), 0) FROM seam.records WHERE zone = session_user").first?[0] ?? "0") ?? 0
+            if top > resealedThrough {
+                let n = try Reseal(pg: pg, seal: seal, previous: previousSeal, log: shared.log)
+                    .encryptedFields(shared.encrypted, after: resealedThrough)
+                if n > 0 { shared.log("sealed \(n) record(s) the server held in clear") }
+                resealedThrough = top
+            }
+        }
         if let pg {
             pushed += try SyncExport(shared: shared, pg: pg).export()
             let caughtUp = try SyncExport(shared: shared, pg: pg).coverGainedEntities()
@@ -416,5 +485,11 @@ extension Array {
 /// Why a record is set aside, in words for the log and `seam sync status`.
 struct SetAsideReason: Error, CustomStringConvertible {
     var description: String
-    init(_ description: String) { self.description = description }
+    /// Not this record's fault but this machine's: a field sealed with a key it does not hold.
+    /// Sync stops (saying what to do) rather than set the zone's records aside one by one.
+    var stopsSync = false
+    init(_ description: String, stopsSync: Bool = false) {
+        self.description = description
+        self.stopsSync = stopsSync
+    }
 }

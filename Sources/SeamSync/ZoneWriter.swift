@@ -12,6 +12,10 @@ struct ZoneWriter {
     let pg: PostgresConnection
     let planner: SyncPlanner
     let log: (String) -> Void
+    /// Seals the `encrypted` fields of what is written, opens the sealed ones of what is read:
+    /// the planner sees values in clear, the server only ciphertext.
+    var seal: FieldSeal?
+    var encrypted: [String: Set<String>] = [:]
 
     typealias Outgoing = SyncExport.Outgoing
 
@@ -77,12 +81,41 @@ struct ZoneWriter {
                                     + "WHERE zone = session_user AND record_type = $1 AND uuid = k.uuid LIMIT 1) AS r", [type, uuids]) {
                 guard let uuid = row[0], let tag = row[2].flatMap({ Int64($0) }) else { continue }
                 // A version dated past any clock counts as none: an edit made here wins over it.
-                let versions = SyncPlanner.acceptedVersions((try? JSON.decode(row[4] ?? "{}"))?.objectValue ?? [:], now: WallClock.now())
-                server[RecordKey(type: type, uuid: uuid)] = ((try? JSON.decode(row[1] ?? "{}"))?.objectValue ?? [:], versions, tag,
-                                                             row[3] == "t")
+                var versions = SyncPlanner.acceptedVersions((try? JSON.decode(row[4] ?? "{}"))?.objectValue ?? [:], now: WallClock.now())
+                var fields = (try? JSON.decode(row[1] ?? "{}"))?.objectValue ?? [:]
+                try opened(&fields, &versions, type: type, uuid: uuid)
+                server[RecordKey(type: type, uuid: uuid)] = (fields, versions, tag, row[3] == "t")
             }
         }
         return server
+    }
+
+    /// The server's `fields` with their sealed fields opened. One that does not open (tampered
+    /// with, moved from another row) counts as absent, with its version: the value here wins
+    /// over it and replaces it. One sealed with another key stops the export: the zone's key
+    /// changed, and this machine must not write over what it cannot read.
+    private func opened(_ fields: inout JSONObject, _ versions: inout JSONObject, type: String, uuid: String) throws {
+        for (name, value) in fields where FieldSeal.isSealed(value) {
+            guard let seal else {
+                throw SyncFailure("the server holds sealed fields and this machine has no key for the zone: join it with its recovery "
+                                  + "phrase (seam sync setup URL)", permanent: true)
+            }
+            switch seal.open(value, entity: type, uuid: uuid, attribute: name) {
+            case .success(let clear): fields[name] = clear
+            case .failure(.otherKey(let id)):
+                throw SyncFailure(FieldOpenFailure(field: name, reason: .otherKey(id)).description, permanent: true)
+            case .failure(let why):
+                log("\(type) \(uuid): \(FieldOpenFailure(field: name, reason: why)); this machine's value replaces it")
+                fields[name] = nil
+                versions[name] = nil
+            }
+        }
+    }
+
+    /// `fields` as the server is to hold them: the `encrypted` ones sealed.
+    private func sealed(_ fields: JSONObject, _ key: RecordKey) -> JSONObject {
+        guard let seal, let names = encrypted[key.type] else { return fields }
+        return seal.seal(fields, encrypted: names, entity: key.type, uuid: key.uuid)
     }
 
     /// A write's outcome: the record's tag on the server now, its fields there, and whether
@@ -107,7 +140,7 @@ struct ZoneWriter {
 
     private func newRecord(_ r: Outgoing, _ row: JSONObject) -> NewRecord {
         let merged = planner.merge(r, row, over: nil)
-        return NewRecord(record: r, fields: Self.text(merged.fields), versions: Self.text(merged.versions), merged: merged.fields,
+        return NewRecord(record: r, fields: Self.text(sealed(merged.fields, r.key)), versions: Self.text(merged.versions), merged: merged.fields,
                          adopt: !merged.mine)
     }
 
@@ -195,7 +228,7 @@ struct ZoneWriter {
             return .written(t, fields: [:], adopt: false)
         case .update(let fields, let versions, let over, let adopt):
             let tag = try pg.query("SELECT seam.update_record($1, $2::uuid, $3::jsonb, $4::jsonb, $5, false)",
-                                   [r.key.type, r.key.uuid, Self.text(fields), Self.text(versions), String(over)])
+                                   [r.key.type, r.key.uuid, Self.text(sealed(fields, r.key)), Self.text(versions), String(over)])
             guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
             return .written(t, fields: fields, adopt: adopt)
         }

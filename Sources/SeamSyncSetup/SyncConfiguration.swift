@@ -124,13 +124,18 @@ public struct SyncURL: Sendable, Equatable {
     }
 }
 
-/// `sync.json`, beside `seamd.json`: the server to sync with, and where its password is.
+/// `sync.json`, beside `seamd.json`: the server to sync with, where its password is, and where
+/// the zone's key is.
 ///
-///     {"url": "postgresql://alice@db.example.net/seam", "passwordFile": "/home/alice/.config/seam/sync.pgpass"}
+///     {"url": "postgresql://alice@db.example.net/seam", "passwordFile": "/home/alice/.config/seam/sync.pgpass",
+///      "keyFile": "/home/alice/.config/seam/sync.key"}
 public struct SyncConfiguration: Sendable, Equatable {
     public var url: String
     /// A libpq password file (mode 0600) with the password, or nil: libpq's own files.
     public var passwordFile: String?
+    /// The zone's key (`ZoneKey`, mode 0600), or nil: a setup made before encrypted fields,
+    /// which syncs only while the model encrypts nothing.
+    public var keyFile: String?
     /// Seconds between polls of the server when no notification comes.
     public var pollInterval: Double = 5
 
@@ -146,6 +151,7 @@ public struct SyncConfiguration: Sendable, Equatable {
         guard let url = object["url"]?.stringValue else { throw SyncSetupError("\(path) has no \"url\"; run `seam sync setup URL` again") }
         _ = try SyncURL.parse(url)
         var c = SyncConfiguration(url: url, passwordFile: object["passwordFile"]?.stringValue)
+        c.keyFile = object["keyFile"]?.stringValue
         if let p = object["pollInterval"]?.doubleValue, p >= 0.05, p <= 3600 { c.pollInterval = p }
         return c
     }
@@ -153,6 +159,7 @@ public struct SyncConfiguration: Sendable, Equatable {
     public var encoded: [UInt8] {
         var o: JSONObject = ["url": .string(url)]
         if let passwordFile { o["passwordFile"] = .string(passwordFile) }
+        if let keyFile { o["keyFile"] = .string(keyFile) }
         if pollInterval != 5 { o["pollInterval"] = .double(pollInterval) }
         return JSON.object(o).encoded() + [10]
     }

@@ -72,6 +72,14 @@ public enum FileSystem {
         return Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), links: UInt64(st.st_nlink))
     }
 
+    /// The permission bits of `path` (`0o600`, say), following links, and whether this user
+    /// owns it; nil when there is no such file.
+    public static func permissions(_ path: String) -> (mode: UInt32, ownedByMe: Bool)? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return (UInt32(st.st_mode & 0o7777), st.st_uid == getuid())
+    }
+
     /// What kind of file `path` is, not following a final link: "file", "directory", "link",
     /// "fifo", "socket", "device"; nil when there is none.
     public static func kind(_ path: String) -> String? {

@@ -13,7 +13,7 @@ public enum TimerApp {
     ///
     /// A store written by release `r` holds `Timers` at `releases[r].timers` and
     /// `SyncMetadata` at `releases[r].syncMetadata`; fixtures are made from these pairs.
-    public static let releases: [(timers: Int, syncMetadata: Int)] = [(1, 1), (2, 1), (3, 2), (4, 2), (5, 2), (6, 2)]
+    public static let releases: [(timers: Int, syncMetadata: Int)] = [(1, 1), (2, 1), (3, 2), (4, 2), (5, 2), (6, 2), (7, 2)]
 }
 
 extension TimerApp {

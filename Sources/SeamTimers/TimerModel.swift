@@ -18,6 +18,9 @@ import SeamSchema
 ///    kept unlinked), indexed by state.
 /// 5. A session gets a `note` (empty by default), given when it starts.
 /// 6. A timer gets a `sound` (empty by default); a session copies it when it starts.
+/// 7. What a person wrote leaves the machine sealed: `Timer.name`, `Timer.steps` (their labels)
+///    and `UserGroup.name` are `encrypted` (the sync server holds ciphertext; the stores keep
+///    them in clear, so the migration rewrites no row).
 public enum TimerModel {
     public static let name = "Timers"
 
@@ -28,7 +31,7 @@ public enum TimerModel {
     }()
 
     public static func build() throws(SchemaError) -> VersionedModel {
-        try VersionedModel([try v1(), try v2(), try v3(), try v4(), try v5(), try v6()])
+        try VersionedModel([try v1(), try v2(), try v3(), try v4(), try v5(), try v6(), try v7()])
     }
 
     /// The draft of version `label`, for building a later version on top of it (tests,
@@ -41,7 +44,8 @@ public enum TimerModel {
         case 4: return try v4()
         case 5: return try v5()
         case 6: return try v6()
-        default: throw SchemaError(.versionOutOfOrder(expected: 6), model: name, version: label)
+        case 7: return try v7()
+        default: throw SchemaError(.versionOutOfOrder(expected: 7), model: name, version: label)
         }
     }
 
@@ -184,6 +188,18 @@ public enum TimerModel {
         }
         try m.modify("Session") { e throws(SchemaError) in
             try e.add(Attribute("sound", .string, default: .string("")))
+        }
+        return m
+    }
+
+    static func v7() throws(SchemaError) -> ModelDraft {
+        var m = try v6().next()
+        try m.modify("Timer") { e throws(SchemaError) in
+            try e.setTransformer("name", .encrypted)
+            try e.setTransformer("steps", .encrypted)
+        }
+        try m.modify("UserGroup") { e throws(SchemaError) in
+            try e.setTransformer("name", .encrypted)
         }
         return m
     }

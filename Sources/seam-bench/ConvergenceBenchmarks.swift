@@ -18,7 +18,8 @@ enum ConvergenceBenchmarks {
         defer { server.stop() }
         let machines = try (0..<3).map { try SyncBenchmarks.Machine("m\($0)", work: work) }
         defer { machines.forEach { $0.stop() } }
-        for m in machines { try m.setUp(server, user: "conv") }
+        var phrase: String?
+        for m in machines { phrase = try m.setUp(server, user: "conv", phrase: phrase) }
         let connections = try machines.map { try $0.connect() }
 
         // 200 shared timers to edit, known to every machine before the first run.

@@ -39,15 +39,37 @@ enum SyncBenchmarks {
         let server = try SyncServer(directory: "/tmp/seam-bench-sync-pg-\(getpid())", user: "bench")
         defer { server.stop() }
 
-        try latency(server, work: work).print()
+        // Names, step labels and group names are sealed for the server (Timers v7); each
+        // measure is taken again in a zone of its own with the workers not sealing
+        // (SEAM_SYNC_SEAL=0, for this comparison only), side by side in this run.
+        let (latencyTable, sealedP50) = try latency(server, work: work, user: "bench", sealed: true)
+        latencyTable.print()
         print("target: p50 ≤ 200 ms from the save on A to the diff at B's subscriber")
         print("(each save waits for the last to arrive, then \(Int(pause * 1000)) ms; the workers also sync every 5 s on their own, "
               + "and a save that lands during such a cycle waits for it)")
+        try server.addUser("clear")
+        let (clearTable, clearP50) = try latency(server, work: work, user: "clear", sealed: false)
+        clearTable.print()
 
-        let (table, notes) = try catchingUp(server, work: work)
+        let (table, notes, sealedRates) = try catchingUp(server, work: work, user: "bulk", sealed: true)
         table.print()
         print("targets: ≥ 50,000 records/s for the first export, and for a new machine catching up")
         notes.forEach { print($0) }
+        let (clearCatchUp, _, clearRates) = try catchingUp(server, work: work, user: "bulkclear", sealed: false)
+        clearCatchUp.print()
+
+        var sealing = BenchTable("Encrypted fields: sealed (Timers v7: names, step labels, group names) beside not sealed, this run",
+                                 columns: ["measure", "sealed", "not sealed", "ratio"])
+        sealing.add(["propagation p50 (save on A → diff at B)", Harness.duration(sealedP50), Harness.duration(clearP50),
+                     String(format: "%.2f×", sealedP50 / clearP50)])
+        sealing.add(["first export, records/s", Int(sealedRates.export).formatted(), Int(clearRates.export).formatted(),
+                     String(format: "%.2f×", sealedRates.export / clearRates.export)])
+        sealing.add(["new machine catching up, records/s", Int(sealedRates.catchUp).formatted(), Int(clearRates.catchUp).formatted(),
+                     String(format: "%.2f×", sealedRates.catchUp / clearRates.catchUp)])
+        Figures.record("sync.sealed_vs_clear_catch_up", sealedRates.catchUp / clearRates.catchUp)
+        Figures.record("sync.sealed_vs_clear_propagation_p50", sealedP50 / clearP50)
+        sealing.print()
+        print("targets: sealed ≥ 0.8× the rate of not sealed, ≤ 1.2× its latency")
 
         try ZoneBenchmarks.run(server, work: work).print()
         print("targets: propagation p99 with every zone saving ≤ 2× with one; the server's work per synced record flat as zones grow")
@@ -56,12 +78,13 @@ enum SyncBenchmarks {
 
     // MARK: - Save on A → subscriber on B
 
-    static func latency(_ server: SyncServer, work: String) throws -> BenchTable {
-        let a = try Machine("a", work: work)
+    static func latency(_ server: SyncServer, work: String, user: String, sealed: Bool) throws -> (BenchTable, Double) {
+        let a = try Machine("a-" + user, work: work, sealed: sealed)
         defer { a.stop() }
-        let b = try Machine("b", work: work)
+        let b = try Machine("b-" + user, work: work, sealed: sealed)
         defer { b.stop() }
-        for m in [a, b] { try m.setUp(server, user: "bench") }
+        let phrase = try a.setUp(server, user: user)
+        try b.setUp(server, user: user, phrase: phrase)
         for m in [a, b] {
             let status = try m.nextReport(timeout: 30)
             guard status["state"]?.stringValue == "idle" else { throw BenchError("\(m.name)'s sync worker: \(status); its log:\n\(m.logTail)") }
@@ -75,8 +98,8 @@ enum SyncBenchmarks {
         // The server's NOTIFY (sent in the transaction of A's export) marks the moment the change is on the server.
         let admin = try PostgresConnection(server.adminConnection)
         // The zone's own channel (server schema 3), which its workers made when they connected.
-        guard let channel = try admin.rows("SELECT channel FROM seam.zones WHERE zone = 'bench'").first?.first else {
-            throw BenchError("the zone 'bench' has no row in seam.zones: its workers never wrote")
+        guard let channel = try admin.rows("SELECT channel FROM seam.zones WHERE zone = '\(user)'").first?.first else {
+            throw BenchError("the zone '\(user)' has no row in seam.zones: its workers never wrote")
         }
         try admin.execute("LISTEN \(channel)")
 
@@ -125,19 +148,20 @@ enum SyncBenchmarks {
             Threads.sleep(pause)
         }
 
-        var table = BenchTable("Sync latency: a save on machine A heard by a subscriber on machine B (one person's two machines, "
-                               + "one PostgreSQL \(server.version) on this machine; \(saves) saves, inserts and renames taking turns)",
+        var table = BenchTable("Sync latency\(sealed ? "" : ", fields not sealed"): a save on machine A heard by a subscriber on machine B "
+                               + "(one person's two machines, one PostgreSQL \(server.version) on this machine; \(saves) saves, inserts and "
+                               + "renames taking turns)",
                                columns: ["measure", "p50", "p99", "max", "count"])
         func row(_ what: String, _ xs: [Double]) -> [String] {
             [what, Harness.duration(Harness.percentile(xs, 0.5)), Harness.duration(Harness.percentile(xs, 0.99)),
              Harness.duration(xs.max() ?? .nan), "\(xs.count)"]
         }
         table.add(row("save on A → the diff at B's subscriber", total))
-        Figures.record("sync.propagation_p50", Harness.percentile(total, 0.5))
+        if sealed { Figures.record("sync.propagation_p50", Harness.percentile(total, 0.5)) }
         table.add(row("  of which: save on A → on the server (A's worker exported it; its NOTIFY heard)", export))
         table.add(row("  of which: on the server → the diff at B's subscriber (B's worker imported it)", importing))
         table.add(row("Save round trip on A (the local commit, for scale)", roundTrip))
-        return table
+        return (table, Harness.percentile(total, 0.5))
     }
 
     /// Whether a diff inserts or updates a row named `name`.
@@ -154,9 +178,9 @@ enum SyncBenchmarks {
 
     // MARK: - A new machine catching up
 
-    static func catchingUp(_ server: SyncServer, work: String) throws -> (BenchTable, [String]) {
+    static func catchingUp(_ server: SyncServer, work: String, user: String, sealed: Bool)
+        throws -> (BenchTable, [String], (export: Double, catchUp: Double)) {
         let n = records
-        let user = "bulk"
         try server.addUser(user)
         let admin = try PostgresConnection(server.adminConnection(in: server.databases[user] ?? "seam"))
         // Records on the server, counted as they arrive: the rows past the last change tag seen
@@ -166,15 +190,15 @@ enum SyncBenchmarks {
         var lastTag = "0"
         func onServer() throws -> Int {
             let r = try admin.rows("SELECT count(*), coalesce(max(change_tag), \(lastTag)) FROM seam.records "
-                                   + "WHERE zone = '\(user)' AND change_tag > \(lastTag)")[0]
+                                   + "WHERE zone = '\(user)' AND change_tag > \(lastTag) AND record_type <> 'seam.key'")[0]
             counted += Int(r[0]) ?? 0
             lastTag = r[1]
             if counted < n { return counted }
-            return Int(try admin.rows("SELECT count(*) FROM seam.records WHERE zone = '\(user)' AND NOT deleted")[0][0]) ?? 0
+            return Int(try admin.rows("SELECT count(*) FROM seam.records WHERE zone = '\(user)' AND NOT deleted AND record_type <> 'seam.key'")[0][0]) ?? 0
         }
 
         // A: the timers saved before sync is set up, 1,000 a save.
-        let a = try Machine("bulk-a", work: work)
+        let a = try Machine(user + "-a", work: work, sealed: sealed)
         defer { a.stop() }
         let saver = try a.connect()
         let insertStart = Harness.now()
@@ -189,7 +213,7 @@ enum SyncBenchmarks {
         let insertTime = Double(Harness.now() - insertStart) / 1e9
 
         // A's first export: from `seam sync setup` finishing to the server holding every record.
-        try a.setUp(server, user: user)
+        let phrase = try a.setUp(server, user: user)
         let exported = try waitFor(n, "A's first export to the server", machine: a, onServer)
         // The cycle that exported ends with a report (idle, or an error); then A stops, so that
         // C is measured alone: it needs only the server.
@@ -198,10 +222,10 @@ enum SyncBenchmarks {
         a.stop()
 
         // C: a new machine, empty stores, the same zone.
-        let c = try Machine("bulk-c", work: work)
+        let c = try Machine(user + "-c", work: work, sealed: sealed)
         defer { c.stop() }
         let counter = try c.connect()
-        try c.setUp(server, user: user)
+        try c.setUp(server, user: user, phrase: phrase)
         let caughtUp = try waitFor(n, "C catching up", machine: c) {
             Int(try counter.call("org.seam.Store.Count", ["entity": "Timer"]).parameters["count"]?.int64Value ?? 0)
         }
@@ -214,12 +238,15 @@ enum SyncBenchmarks {
         // What the polling cost C's seamd (one thread serves everything): a Count of them all.
         let countTime = Harness.median(try Harness.time(runs: 21) { _ = try counter.call("org.seam.Store.Count", ["entity": "Timer"]) })
 
-        var table = BenchTable("Sync: a new machine catching up with \(n.formatted()) timers (one zone, PostgreSQL \(server.version) on this machine; "
+        var table = BenchTable("Sync: a new machine catching up with \(n.formatted()) timers\(sealed ? "" : ", fields not sealed") "
+                               + "(one zone, PostgreSQL \(server.version) on this machine; "
                                + "times from `seam sync setup` finishing, polled every \(Int(pollInterval * 1000)) ms)",
                                columns: ["step", "records", "time", "records/s", "first record after"])
         func rate(_ seconds: Double) -> String { Int((Double(n) / seconds).rounded()).formatted() }
-        Figures.record("sync.catch_up_records_per_second", Double(n) / caughtUp.total)
-        Figures.record("sync.first_export_records_per_second", Double(n) / exported.total)
+        if sealed {
+            Figures.record("sync.catch_up_records_per_second", Double(n) / caughtUp.total)
+            Figures.record("sync.first_export_records_per_second", Double(n) / exported.total)
+        }
         table.add(["A: saved locally (Save, \(insertBatch.formatted()) a save; sync not set up yet)", n.formatted(),
                    Harness.duration(insertTime), rate(insertTime), "-"])
         table.add(["A: first export (A's worker → the server holding them all)", n.formatted(),
@@ -240,7 +267,7 @@ enum SyncBenchmarks {
             "C's, at the end of the cycle that caught up: \(state(afterCatchingUp)); at its next cycle (reported "
                 + "\(Harness.duration(nextAfter)) later): \(state(nextCycle)) (restarts: \(restartsC))",
         ]
-        return (table, notes)
+        return (table, notes, (Double(n) / exported.total, Double(n) / caughtUp.total))
     }
 
     /// Polls `count` every 50 ms until it reaches `n`; seconds until the first record and until
@@ -276,7 +303,8 @@ enum SyncBenchmarks {
         let log: String
         let process: Process
 
-        init(_ name: String, work: String) throws {
+        /// `sealed` false: the worker seals nothing (`SEAM_SYNC_SEAL=0`), to compare.
+        init(_ name: String, work: String, sealed: Bool = true) throws {
             self.name = name
             let dir = work + "/" + name
             config = dir + "/config"
@@ -289,6 +317,7 @@ enum SyncBenchmarks {
             process = Process()
             process.executableURL = URL(fileURLWithPath: Executables.sibling("seamd"))
             process.arguments = ["--data-dir", dir + "/data", "--socket", socket, "--config", config + "/seamd.json"]
+            if !sealed { process.environment = ProcessInfo.processInfo.environment.merging(["SEAM_SYNC_SEAL": "0"]) { $1 } }
             process.standardOutput = FileHandle(forWritingAtPath: log)
             process.standardError = FileHandle(forWritingAtPath: log)
             try process.run()
@@ -308,13 +337,17 @@ enum SyncBenchmarks {
             return c
         }
 
-        /// `seam sync setup URL --password-stdin` for this machine; returns once it has exited
-        /// (seamd has started its worker by then).
-        func setUp(_ server: SyncServer, user: String) throws {
+        /// `seam sync setup URL --password-stdin --key-stdin` for this machine, with the zone's
+        /// recovery phrase (none: the zone's first machine makes its key); returns the phrase once
+        /// it has exited (seamd has started its worker by then).
+        @discardableResult
+        func setUp(_ server: SyncServer, user: String, phrase: String? = nil) throws -> String? {
             let (exit, output) = try SyncServer.capture(Executables.sibling("seam"),
-                                                        ["sync", "setup", server.url(user), "--password-stdin", "--config-dir", config,
-                                                         "--socket", socket], input: (server.passwords[user] ?? "") + "\n")
+                                                        ["sync", "setup", server.url(user), "--password-stdin", "--key-stdin", "--config-dir",
+                                                         config, "--socket", socket], input: (server.passwords[user] ?? "") + "\n" + (phrase ?? "") + "\n")
             guard exit.succeeded else { throw BenchError("seam sync setup on \(name): \(exit): \(output)") }
+            return phrase ?? output.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                .first { $0.split(separator: " ").count == 24 }
         }
 
         /// The worker's next report at the end of a cycle (idle, or an error) that differs from

@@ -54,10 +54,11 @@ enum ZoneBenchmarks {
             let user = "zone\(z)"
             try server.addUser(user)
             var machines: [SyncBenchmarks.Machine] = []
+            var phrase: String?
             for k in 0..<machinesPerZone {
                 let m = try SyncBenchmarks.Machine("z\(z)m\(k)", work: work)
                 machines.append(m)
-                try m.setUp(server, user: user)
+                phrase = try m.setUp(server, user: user, phrase: phrase)
             }
             let saver = try machines[0].connect()
             let timer = UUID().uuidString.lowercased()

@@ -172,6 +172,25 @@ enum SeamManual {
             It connects once, through the sync worker's own program (`seam-sync --check` *URL*),
             creating the server's tables if they are not there, writes *sync.json* in *DIR* (default
             *$XDG_CONFIG_HOME/seam*), and has seamd start its sync worker, `seam-sync`.
+
+            Timer names, step labels and group names reach the server sealed with the zone's key:
+            the server's operator holds ciphertext. On a zone's first machine, setup makes the key,
+            keeps it in *sync.key* (mode 0600) and shows its recovery phrase of 24 words; write it
+            down. Another machine joins the zone with that phrase: setup asks for it (not echoed),
+            or reads it from the line after the password with `--key-stdin`. A phrase with a
+            mistyped word is refused (its last word is a checksum), as is the phrase of another
+            key. Setting up again on a machine that has the zone's key needs no phrase.
+            """,
+        "sync phrase": """
+            Prints the recovery phrase of the key in *sync.key*. Anyone with it can read what the
+            server holds of the zone: show it only to machines of your own.
+            """,
+        "sync rotate-key": """
+            For a key that may have been seen. Makes a new key, has the server's records sealed
+            with it (resuming where it stopped, if interrupted: run it again), keeps the old key
+            as *sync.key.old*, restarts the worker and shows the new phrase. Every other machine
+            of the zone stops syncing until it joins again with the new phrase (`seam sync setup`
+            *URL*); it loses nothing meanwhile.
             """,
         "sync status": """
             The server (never a password), whether the worker runs, when it last pushed and pulled,
@@ -183,7 +202,8 @@ enum SeamManual {
             """,
         "sync off": """
             Removes *sync.json* and the password file, and has seamd stop its worker. The data stays,
-            here and on the server; set up again, sync carries on from where it was.
+            here and on the server, and so does the key (*sync.key*); set up again, sync carries on
+            from where it was.
             """,
 
         // Queries

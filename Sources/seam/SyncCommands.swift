@@ -10,7 +10,9 @@ enum SyncCommands {
         Command("sync setup", "sync the Cloud store through a PostgreSQL server",
                 operands: [Operand("URL", "postgresql://USER@HOST[:PORT]/DATABASE, with no password in it")],
                 options: [.flag("password-stdin", "read the password from standard input, not a prompt", excludes: ["no-password"]),
-                          .flag("no-password", "use libpq's own password or service file", excludes: ["password-stdin"]), Opt.configDir]) { operands, args in
+                          .flag("no-password", "use libpq's own password or service file", excludes: ["password-stdin"]),
+                          .flag("key-stdin", "read the zone's recovery phrase from standard input (after the password, with "
+                                + "--password-stdin); an empty line: a new zone, whose key is made here"), Opt.configDir]) { operands, args in
             try setup(operands[0], args)
         },
         Command("sync status", "the server, the last push and pull, changes waiting, the last error", options: [Opt.json]) { _, args in
@@ -47,7 +49,7 @@ enum SyncCommands {
             try connect(args).call("org.seam.Sync.Now")
             print("asked seam-sync to sync now; `seam sync status` shows how it went")
         },
-    ]
+    ] + SyncKeys.commands
 
     /// Removes the sync configuration and its password file, and has seamd stop its worker.
     /// The records stay, here and on the server; setting up again later syncs what changed.
@@ -58,6 +60,7 @@ enum SyncCommands {
             print("sync is not configured (no \(path))")
             return
         }
+        // The key stays: the zone's records are sealed with it, and setting up again needs it.
         for file in [path, FileSystem.join(directory, "sync.pgpass")] where FileSystem.exists(file) {
             do { try FileSystem.remove(file) } catch { throw CLIError("cannot remove \(file): \(error.message)") }
             print("removed \(file)")
@@ -93,31 +96,30 @@ enum SyncCommands {
             try FileSystem.writeAtomically(Array(url.passwordFileLine(password: password).utf8), to: trying, mode: 0o600)
             configuration.passwordFile = passwordFile
         }
+        // The phrase, read before anything is tried: it follows the password on standard input.
+        let phrase = try SyncKeys.phraseFromStandardInput(args)
         // The worker's own program proves the server answers (and makes its tables), so that
         // this CLI does not link libpq: it connects exactly as the worker will.
+        var environment = Processes.environment
+        if configuration.passwordFile != nil { environment["PGPASSFILE"] = trying }
+        let key: SyncKeys.Chosen
         do {
-            guard let worker = Processes.find("seam-sync") else {
-                throw SyncSetupError("seam-sync, the sync worker, is not installed beside seam or on PATH")
-            }
-            var environment = Processes.environment
-            if configuration.passwordFile != nil { environment["PGPASSFILE"] = trying }
-            let (exit, output) = try Processes.run(worker, arguments: ["--check", text], environment: environment)
-            // libpq's messages run over lines, the later ones indented: one line, as the CLI prints it.
-            let said = String(decoding: output, as: UTF8.self).split(separator: "\n")
-                .map { $0.drop { $0 == " " || $0 == "\t" } }.filter { !$0.isEmpty }.joined(separator: "; ")
-            guard exit.succeeded else {
-                throw SyncSetupError(said.hasPrefix("seam-sync: ") ? String(said.dropFirst("seam-sync: ".count)) : "seam-sync \(exit): \(said)")
-            }
+            let check = try SyncKeys.check(text, environment: environment)
             print("connected to " + (url.service.map { "service \($0)" } ?? "\(url.host):\(url.port)/\(url.database) as \(url.user)")
-                  + (said.hasSuffix("created the sync tables") ? "; created the sync tables" : ""))
+                  + (check.said.contains("created the sync tables") ? "; created the sync tables" : ""))
+            key = try SyncKeys.choose(zoneKey: check.zoneKey, given: phrase, directory: directory, url: text, environment: environment)
         } catch {
             try? FileSystem.remove(trying)
             throw SyncSetupError("cannot sync with \(text): \(error); nothing was changed")
         }
         if configuration.passwordFile != nil {
             try FileSystem.rename(trying, to: passwordFile)
-            try FileSystem.syncDirectory(directory)
         }
+        let keyPath = ZoneKey.path(in: directory)
+        try key.key.write(to: keyPath)
+        try FileSystem.syncDirectory(directory)
+        configuration.keyFile = keyPath
+        if key.made { SyncKeys.showPhrase(key.key, made: true) }
         let path = FileSystem.join(directory, "sync.json")
         try FileSystem.writeAtomically(configuration.encoded, to: path, mode: 0o600)
         print("wrote \(path)")

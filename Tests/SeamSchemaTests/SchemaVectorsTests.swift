@@ -77,8 +77,21 @@ final class SchemaVectorsTests: XCTestCase {
             Attribute("last", .date, default: .date(253_402_300_800)),
         ]), in: "Cloud")
 
+        // Transformers (issue 35): one attribute of each type that may carry `encrypted`, and one
+        // beside it without, so that the key's place in the sorted members is seen.
+        var transformers = ModelDraft(model: "Transformers")
+        try transformers.addConfiguration("Cloud")
+        try transformers.addEntity(Entity("Secret", attributes: [
+            Attribute("uuid", .uuid),
+            Attribute("name", .string, transformer: .encrypted),
+            Attribute("steps", .json, default: .json("[]"), transformer: .encrypted),
+            Attribute("blob", .binary, optional: true, versionHashModifier: "m", transformer: .encrypted),
+            Attribute("plain", .string, default: .string("")),
+        ], indexes: [Index("name")]), in: "Cloud")
+
         return [("minimal", try ModelVersion(minimal)), ("defaults", try ModelVersion(defaults)), ("links", try ModelVersion(links)),
-                ("escapes", try ModelVersion(escapes)), ("edges", try ModelVersion(edges))]
+                ("escapes", try ModelVersion(escapes)), ("edges", try ModelVersion(edges)),
+                ("transformers", try ModelVersion(transformers))]
     }
 
     static func document(_ v: ModelVersion) -> String {

@@ -38,9 +38,10 @@ final class CommittedFixtureTests: StoreTestCase {
             XCTAssertFalse(before.isEmpty)
             let report = try migrateAndCompare(dir)
             XCTAssertEqual(report.rowsCopied, release >= 4 ? 0 : (release == 3 ? 12 : 60), "release \(release)")
-            // Release 6 is current; every older one changes both files (Timer and Session gained
-            // `sound` in version 6).
-            XCTAssertEqual(report.configurations, release == 6 ? [] : ["Cloud", "Local"], "release \(release)")
+            // Release 7 is current; release 6 changes only Cloud (version 7 marked Timer and
+            // UserGroup fields encrypted); every older one changes both files (Timer and Session
+            // gained `sound` in version 6).
+            XCTAssertEqual(report.configurations, release == 7 ? [] : release == 6 ? ["Cloud"] : ["Cloud", "Local"], "release \(release)")
             XCTAssertEqual(try count(dir + "/Cloud.sqlite", "Timer"), 12)
             XCTAssertEqual(try count(dir + "/Local.sqlite", "Session"), 12)
             XCTAssertEqual(try count(dir + "/Cloud.sqlite", "SyncRecord"), 12)
@@ -82,6 +83,23 @@ final class CommittedFixtureTests: StoreTestCase {
         XCTAssertEqual(try open(dir + "/Local.sqlite").scalar("SELECT count(*) FROM Session WHERE sound = ''"), .integer(12))
         XCTAssertEqual(try open(dir + "/Local.sqlite").scalar("SELECT count(*) FROM Session WHERE note != ''"), .integer(12),
                        "the notes written by release 5 are kept")
+    }
+
+    /// Release 6 → 7: only transformers changed, so the Cloud copy is changed in place with no
+    /// statement at all, and the plan says what the marks mean; every row is as it was, in clear.
+    func testRelease6GainsEncryptedMarksWithNoRowChanged() throws {
+        let dir = temp.file("committed-6-marks")
+        try FileManager.default.copyItem(atPath: committed(6), toPath: dir)
+        let names = try dump(dir + "/Cloud.sqlite", "Timer", columns: ["uuid", "name", "steps"])
+        let plan = try StoreDirectory(path: dir, schema: TimerApp.schema).plan()
+        XCTAssertEqual(plan.files.map(\.configuration), ["Cloud"])
+        let text = plan.description
+        for line in ["no table changes", "Timer.name: now encrypted: kept in clear here, sealed by sync for the server", "Timer.steps: now encrypted",
+                     "UserGroup.name: now encrypted"] {
+            XCTAssertTrue(text.contains(line), "'\(line)' in:\n\(text)")
+        }
+        XCTAssertEqual(try migrateAndCompare(dir).rowsCopied, 0)
+        XCTAssertEqual(try dump(dir + "/Cloud.sqlite", "Timer", columns: ["uuid", "name", "steps"]), names, "the values stay in clear")
     }
 
     /// The newest release's files are current: they open with no write at all.

@@ -5,7 +5,7 @@ import XCTest
 /// The timer model's current version is the contract `design.md` fixes.
 final class TimerModelTests: XCTestCase {
     func testTheHistoryBuilds() throws {
-        XCTAssertEqual(try TimerModel.build().versions.count, 6)
+        XCTAssertEqual(try TimerModel.build().versions.count, 7)
         XCTAssertEqual(try SyncMetadataModel.build().versions.count, 2)
         XCTAssertEqual(TimerApp.schema.configurations, ["Cloud", "Local"])
     }
@@ -81,11 +81,11 @@ final class TimerModelTests: XCTestCase {
         XCTAssertEqual(try TimerModel.draft(5).version, 5)
     }
 
-    /// Version 6 is current and only adds `sound` to Timer and to Session, each at the end of its
-    /// table, with no stage; both files change (`FrozenHistoryTests` compares the committed
-    /// versions 5 and 6 in full).
-    func testVersion6IsCurrentAndOnlyAddsTheTimerAndSessionSound() throws {
-        let v5 = try XCTUnwrap(TimerModel.history.version(5)), v6 = TimerModel.history.current
+    /// Version 6 only adds `sound` to Timer and to Session, each at the end of its table, with
+    /// no stage; both files change (`FrozenHistoryTests` compares the committed versions 5 and 6
+    /// in full).
+    func testVersion6OnlyAddsTheTimerAndSessionSound() throws {
+        let v5 = try XCTUnwrap(TimerModel.history.version(5)), v6 = try XCTUnwrap(TimerModel.history.version(6))
         XCTAssertEqual(v6.version, 6)
         for name in ["Timer", "Session"] {
             XCTAssertEqual(v6.entity(name)?.attributes.map(\.name), (v5.entity(name)?.attributes.map(\.name) ?? []) + ["sound"], name)
@@ -95,7 +95,26 @@ final class TimerModelTests: XCTestCase {
         XCTAssertNotEqual(v6.hashes.configurations["Cloud"], v5.hashes.configurations["Cloud"], "a Cloud file of release 5 is outdated")
         XCTAssertNotEqual(v6.hashes.configurations["Local"], v5.hashes.configurations["Local"])
         XCTAssertEqual(try TimerModel.draft(6).version, 6)
-        XCTAssertThrowsError(try TimerModel.draft(7))
+    }
+
+    /// Version 7 is current and only marks what a person wrote as `encrypted` — Timer's name
+    /// and steps, UserGroup's name — changing no column: the Cloud file's shape is new (its hash),
+    /// the Local file's is version 6's, and no stage runs.
+    func testVersion7IsCurrentAndOnlyMarksNamesAndStepsEncrypted() throws {
+        let v6 = try XCTUnwrap(TimerModel.history.version(6)), v7 = TimerModel.history.current
+        XCTAssertEqual(v7.version, 7)
+        for name in ["Timer", "UserGroup", "Session"] {
+            let marked = Set(v7.entity(name)?.attributes.filter { $0.transformer == .encrypted }.map(\.name) ?? [])
+            XCTAssertEqual(marked, ["Timer": ["name", "steps"], "UserGroup": ["name"]][name] ?? [], name)
+            var unmarked = v7.entity(name)
+            for i in unmarked?.attributes.indices ?? 0..<0 { unmarked?.attributes[i].transformer = nil }
+            XCTAssertEqual(unmarked, v6.entity(name), "\(name): nothing else changed")
+        }
+        XCTAssertNotEqual(v7.hashes.configurations["Cloud"], v6.hashes.configurations["Cloud"], "a Cloud file of release 6 is outdated")
+        XCTAssertEqual(v7.hashes.configurations["Local"], v6.hashes.configurations["Local"], "a Local file of release 6 is current")
+        XCTAssertEqual(v7.customStages.map(\.name), [])
+        XCTAssertEqual(try TimerModel.draft(7).version, 7)
+        XCTAssertThrowsError(try TimerModel.draft(8))
     }
 
     /// The timer model's stages are SQL, so a million-row migration stays a bulk copy

@@ -1,7 +1,7 @@
 # Installs the Debian packages Seam needs, only when something is missing.
 # Sourced by scripts/test, scripts/bench and scripts/run.
 
-SEAM_DEBIAN_PACKAGES=(libsqlite3-dev libjson-c-dev libpq-dev pkg-config sqlite3 python3)
+SEAM_DEBIAN_PACKAGES=(libsqlite3-dev libjson-c-dev libpq-dev libsodium-dev pkg-config sqlite3 python3)
 # What the tests add: a C compiler and valgrind for the C SDK, groff for the man pages, zsh for
 # the completions (GeneratedDocsTests and SpecTests load them), venv for the PyPI varlink client of the
 # interop test, PostgreSQL for the sync tests (started by the tests themselves through
@@ -35,13 +35,14 @@ seam_install_deps() {
     fi
 }
 
-# seam_varlink_venv: a virtual environment in .build/venv with the `varlink` package from PyPI
-# (a generic varlink client, for the interop test). Made once.
+# seam_varlink_venv: a virtual environment in .build/venv with PyPI's `varlink` package (a
+# generic varlink client, for the interop test) and `PyNaCl` (libsodium from Python, which opens
+# a sealed field from Protocol/sync.md alone). Made once.
 seam_varlink_venv() {
-    if [[ ! -x .build/venv/bin/python ]] || ! .build/venv/bin/python -c "import varlink" 2>/dev/null; then
-        echo "==> a virtual environment with the varlink package from PyPI (.build/venv)"
+    if [[ ! -x .build/venv/bin/python ]] || ! .build/venv/bin/python -c "import varlink, nacl" 2>/dev/null; then
+        echo "==> a virtual environment with the varlink and PyNaCl packages from PyPI (.build/venv)"
         mkdir -p .build
-        python3 -m venv .build/venv
-        .build/venv/bin/pip install -q varlink
+        [[ -x .build/venv/bin/python ]] || python3 -m venv .build/venv
+        .build/venv/bin/pip install -q varlink pynacl
     fi
 }

@@ -1,0 +1,2 @@
+// libsodium (Debian's libsodium-dev): the sealing of encrypted fields, in SeamSync's FieldSeal.
+#include <sodium.h>

@@ -1,0 +1,124 @@
+import CSodium
+import SeamJSON
+import SeamSchema
+import SeamSyncSetup
+
+/// The sealing of encrypted fields, byte for byte as `Protocol/sync.md` ("Encrypted fields")
+/// specifies it; the one place libsodium is called.
+///
+/// A sealed field is the JSON object `{"box": B, "key": K, "sealed": 1}`: K the key's id, B the
+/// standard base64 of a 24-byte random nonce followed by the XChaCha20-Poly1305 (IETF)
+/// ciphertext and tag of the value's JSON text, with associated data binding it to its zone,
+/// entity, uuid and attribute — so a box moved to another row or field does not open.
+struct FieldSeal: Sendable {
+    let key: ZoneKey
+    let keyID: String
+    /// The server role whose records these are.
+    let zone: String
+
+    static let nonceSize = 24
+    static let tagSize = 16
+    static let format: Int64 = 1
+
+    init(key: ZoneKey, zone: String) {
+        precondition(sodium_init() >= 0, "libsodium did not initialise")
+        self.key = key
+        self.keyID = key.id
+        self.zone = zone
+    }
+
+    /// Why a sealed field does not open.
+    enum OpenError: Error, Equatable {
+        /// Sealed with another key (its id): the zone's key changed, or the field came from elsewhere.
+        case otherKey(String)
+        /// Not a sealed field of this format (`{"sealed":1,"key":…,"box":…}`), or a box too short.
+        case malformed
+        /// The box does not open: tampered with, truncated, or moved from another row or field.
+        case forged
+    }
+
+    /// Whether `value` is a sealed field (the object of exactly `sealed`, `key` and `box`).
+    static func isSealed(_ value: JSON) -> Bool {
+        guard let o = value.objectValue else { return false }
+        return o.count == 3 && o["sealed"] != nil && o["key"] != nil && o["box"] != nil
+    }
+
+    /// The associated data: the canonical JSON array `["seam-sealed-1", zone, entity, uuid, attribute]`.
+    func associatedData(entity: String, uuid: String, attribute: String) -> [UInt8] {
+        var out: [UInt8] = []
+        CanonicalJSON.array([.string("seam-sealed-1"), .string(zone), .string(entity), .string(uuid), .string(attribute)]).write(into: &out)
+        return out
+    }
+
+    func seal(_ value: JSON, entity: String, uuid: String, attribute: String) -> JSON {
+        let plain = value.encoded()
+        let ad = associatedData(entity: entity, uuid: uuid, attribute: attribute)
+        var nonce = [UInt8](repeating: 0, count: Self.nonceSize)
+        randombytes_buf(&nonce, nonce.count)
+        var box = [UInt8](repeating: 0, count: plain.count + Self.tagSize)
+        var boxLength: UInt64 = 0
+        let status = crypto_aead_xchacha20poly1305_ietf_encrypt(&box, &boxLength, plain, UInt64(plain.count), ad, UInt64(ad.count), nil,
+                                                                 nonce, key.bytes)
+        precondition(status == 0 && boxLength == UInt64(box.count), "XChaCha20-Poly1305 refused to seal")
+        return .object(["sealed": .integer(Self.format), "key": .string(keyID), "box": .string(Base64.encode(nonce + box))])
+    }
+
+    func open(_ sealed: JSON, entity: String, uuid: String, attribute: String) -> Result<JSON, OpenError> {
+        guard Self.isSealed(sealed), sealed["sealed"]?.int64Value == Self.format, let id = sealed["key"]?.stringValue,
+              let text = sealed["box"]?.stringValue
+        else { return .failure(.malformed) }
+        guard id == keyID else { return .failure(.otherKey(id)) }
+        guard let bytes = Base64.decode(text), bytes.count >= Self.nonceSize + Self.tagSize else { return .failure(.malformed) }
+        let nonce = Array(bytes.prefix(Self.nonceSize)), box = Array(bytes.dropFirst(Self.nonceSize))
+        let ad = associatedData(entity: entity, uuid: uuid, attribute: attribute)
+        var plain = [UInt8](repeating: 0, count: box.count - Self.tagSize)
+        var plainLength: UInt64 = 0
+        guard crypto_aead_xchacha20poly1305_ietf_decrypt(&plain, &plainLength, nil, box, UInt64(box.count), ad, UInt64(ad.count), nonce,
+                                                         key.bytes) == 0
+        else { return .failure(.forged) }
+        guard let value = try? JSON.decode(Array(plain.prefix(Int(plainLength)))) else { return .failure(.malformed) }
+        return .success(value)
+    }
+
+    // MARK: - Whole records
+
+    /// `fields` with each of `encrypted` sealed (a field already sealed, or absent, as it is).
+    func seal(_ fields: JSONObject, encrypted: Set<String>, entity: String, uuid: String) -> JSONObject {
+        var out = fields
+        for name in encrypted {
+            guard let value = fields[name], !Self.isSealed(value) else { continue }
+            out[name] = seal(value, entity: entity, uuid: uuid, attribute: name)
+        }
+        return out
+    }
+
+    /// `fields` with every sealed field opened; the first that does not open, and why.
+    func open(_ fields: JSONObject, entity: String, uuid: String) -> Result<JSONObject, FieldOpenFailure> {
+        var out = fields
+        for (name, value) in fields where Self.isSealed(value) {
+            switch open(value, entity: entity, uuid: uuid, attribute: name) {
+            case .success(let clear): out[name] = clear
+            case .failure(let why): return .failure(FieldOpenFailure(field: name, reason: why))
+            }
+        }
+        return .success(out)
+    }
+}
+
+/// A sealed field of a record that did not open, and why.
+struct FieldOpenFailure: Error, CustomStringConvertible {
+    var field: String
+    var reason: FieldSeal.OpenError
+
+    var description: String {
+        let name = "'\(field.prefix(64))'"
+        switch reason {
+        case .otherKey(let id):
+            return "its field \(name) is sealed with another key (\(id.prefix(16))) than this machine's: the zone's key was changed on "
+                + "another machine; join it again with its recovery phrase (seam sync setup URL)"
+        case .malformed: return "its field \(name) is not a sealed field Seam can read"
+        case .forged: return "its field \(name) does not open with this zone's key: it was tampered with, cut short, or moved from another "
+            + "row or field"
+        }
+    }
+}
