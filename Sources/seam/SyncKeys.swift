@@ -72,7 +72,11 @@ enum SyncKeys {
     /// registered as the zone's on the server.
     static func choose(zoneKey: String?, given: Given?, directory: String, url: String,
                        environment: [String: String]) throws -> Chosen {
-        let own = try? ZoneKey.read(ZoneKey.path(in: directory))
+        // This machine's key from an earlier setup; one it cannot use (others may read it) is
+        // said, not replaced.
+        let ownPath = ZoneKey.path(in: directory)
+        let own: ZoneKey?
+        do { own = FileSystem.exists(ownPath) ? try ZoneKey.read(ownPath) : nil } catch { throw SyncSetupError(error.description) }
         guard let zoneKey else {
             var chosen: Chosen
             switch given {
@@ -118,7 +122,7 @@ enum SyncKeys {
         let directory = args.value("config-dir") ?? Environment.configDirectory
         let configPath = FileSystem.join(directory, "sync.json")
         guard FileSystem.exists(configPath) else { throw CLIError("sync is not configured (no \(configPath)): seam sync setup URL first") }
-        let current = try readKey(args)
+        _ = try readKey(args)  // the key being replaced: this machine's, readable by it alone
         let path = ZoneKey.path(in: directory), pending = path + ".new"
         let new: ZoneKey
         if let resumed = try? ZoneKey.read(pending) {
@@ -142,7 +146,6 @@ enum SyncKeys {
         try FileSystem.rename(path, to: path + ".old")
         try FileSystem.rename(pending, to: path)
         try FileSystem.syncDirectory(directory)
-        _ = current
         do { _ = try connect(args).call("org.seam.Sync.Reload") } catch {
             print("seamd does not answer; its sync worker takes the new key when it next starts")
         }

@@ -63,6 +63,13 @@ final class ForeignObjectTests: XCTestCase {
                        try cloud.scalar("SELECT count(*) FROM Timer").integerValue, context, file: file, line: line)
     }
 
+    /// The objects a dry run of version `version`'s files names: those of each file the plan
+    /// changes (a file whose shape is the current one's, as Local from version 6 to 7, is not).
+    static func named(byThePlanOf version: Int) -> Set<String> {
+        let old = TimerModel.history.version(version)?.hashes.configurations, now = TimerModel.history.current.hashes.configurations
+        return (old?["Cloud"] == now["Cloud"] ? [] : cloudNames).union(old?["Local"] == now["Local"] ? [] : localNames)
+    }
+
     /// Every release's files, with one object of each kind added, migrate offline with every
     /// object kept; the dry run lists each first.
     func testEveryReleaseKeepsWhatIsNotSeamsOffline() throws {
@@ -73,7 +80,7 @@ final class ForeignObjectTests: XCTestCase {
             try Self.addObjects(to: data)
             let dry = try Executables.run("seam-migrate", ["--dry-run", data])
             XCTAssertEqual(dry.status, 0, dry.stderr)
-            for name in Self.cloudNames.union(Self.localNames) {
+            for name in Self.named(byThePlanOf: version) {
                 XCTAssertTrue(dry.stdout.contains(" \(name)"), "v\(version): the dry run does not name \(name):\n\(dry.stdout)")
             }
             XCTAssertTrue(dry.stdout.contains("table MyNotes (2 rows)"), dry.stdout)
@@ -98,7 +105,7 @@ final class ForeignObjectTests: XCTestCase {
             let broker = try BrokerProcess(arguments: ["--config", config], dataDirectory: data)
             let dry = try Executables.run("seam", ["migrate", "--dry-run", "--socket", broker.socketPath])
             XCTAssertEqual(dry.status, 0, dry.stderr)
-            for name in Self.cloudNames.union(Self.localNames) {
+            for name in Self.named(byThePlanOf: version) {
                 XCTAssertTrue(dry.stdout.contains(" \(name)"), "v\(version): seam migrate --dry-run does not name \(name):\n\(dry.stdout)")
             }
             let run = try Executables.run("seam", ["migrate", "--socket", broker.socketPath])
