@@ -53,25 +53,8 @@ struct Reseal {
                                     + "AND (\(condition)) ORDER BY uuid LIMIT \(Self.page)", [type, seal.keyID] + extra + [after])
             guard let last = rows.last?[0] else { break }
             after = last
-            var changed = 0
-            try pg.transaction {
-                for row in rows {
-                    guard let uuid = row[0], let tag = row[3], let fields = (try? JSON.decode(row[1] ?? ""))?.objectValue else { continue }
-                    // One that does not open, or would be past the server's bound sealed, stays as it is
-                    // (a record past the bound is set aside by every machine anyway).
-                    guard let sealed = resealed(fields, type: type, uuid: uuid, encrypted: encrypted),
-                          case let text = String(decoding: JSON.object(sealed).encoded(), as: UTF8.self),
-                          text.utf8.count <= ServerSchema.maxRecordBytes
-                    else {
-                        passedOver += 1
-                        continue
-                    }
-                    let t = try pg.query("SELECT seam.update_record($1, $2::uuid, $3::jsonb, $4::jsonb, $5, false)",
-                                         [type, uuid, text, row[2] ?? "{}", tag])
-                    if t.first?[0] != nil { changed += 1 }
-                }
-                if changed > 0 { try pg.query("SELECT seam.notify()") }
-            }
+            let (changed, skipped) = try write(rows.map { [type] + $0 }, encrypted: [type: encrypted])
+            passedOver += skipped
             written += changed
             if rows.count < Self.page { break }
         }
@@ -80,6 +63,47 @@ struct Reseal {
                 + "too large); left as they are")
         }
         return written
+    }
+
+    /// Reseals the records `keys` (the import saw their encrypted fields in clear); how many it wrote.
+    func records(_ keys: [RecordKey], encrypted: [String: Set<String>]) throws -> Int {
+        var written = 0, passedOver = 0
+        for page in keys.chunked(Self.page) {
+            let rows = try pg.query("SELECT record_type, uuid::text, fields::text, versions::text, change_tag FROM seam.records "
+                                    + "WHERE zone = session_user AND uuid = ANY($1::uuid[]) AND NOT deleted",
+                                    ["{" + page.map(\.uuid).joined(separator: ",") + "}"])
+            let (changed, skipped) = try write(rows, encrypted: encrypted)
+            written += changed
+            passedOver += skipped
+        }
+        if passedOver > 0 { log("\(passedOver) record(s) on the server could not be sealed (too large, or not opening); left as they are") }
+        return written
+    }
+
+    /// Writes each row (type, uuid, fields, versions, tag) again sealed, in one transaction,
+    /// conditional on its tag: how many were written, and how many passed over — one that does
+    /// not open, or would be past the server's bound sealed (a record past the bound is set
+    /// aside by every machine anyway).
+    private func write(_ rows: [[String?]], encrypted: [String: Set<String>]) throws -> (written: Int, passedOver: Int) {
+        var changed = 0, passedOver = 0
+        try pg.transaction {
+            for row in rows {
+                guard let type = row[0], let uuid = row[1], let tag = row[4], let fields = (try? JSON.decode(row[2] ?? ""))?.objectValue
+                else { continue }
+                guard let sealed = resealed(fields, type: type, uuid: uuid, encrypted: encrypted[type] ?? []),
+                      case let text = String(decoding: JSON.object(sealed).encoded(), as: UTF8.self),
+                      text.utf8.count <= ServerSchema.maxRecordBytes
+                else {
+                    passedOver += 1
+                    continue
+                }
+                let t = try pg.query("SELECT seam.update_record($1, $2::uuid, $3::jsonb, $4::jsonb, $5, false)",
+                                     [type, uuid, text, row[3] ?? "{}", tag])
+                if t.first?[0] != nil { changed += 1 }
+            }
+            if changed > 0 { try pg.query("SELECT seam.notify()") }
+        }
+        return (changed, passedOver)
     }
 
     /// `fields` with every sealed field opened (with `seal`'s key or `previous`) and sealed again,

@@ -73,7 +73,7 @@ struct SyncImport {
                     let rows = try pg.query("FETCH \(Self.importBatch) FROM seam_import")
                     // Decoded while seamd saves the last batch.
                     let now = WallClock.now()
-                    let records = rows.map { Self.serverRecord($0, now: now, seal: shared.seal) }
+                    let records = rows.map { Self.serverRecord($0, now: now, seal: shared.seal, sealed: shared.encrypted) }
                     if case .failure(let why)? = records.first(where: { if case .failure(let e) = $0 { e.stopsSync } else { false } }) {
                         throw SyncFailure(why.description, permanent: true)
                     }
@@ -93,8 +93,11 @@ struct SyncImport {
     /// A record as the import's cursor read it (type, uuid, fields or null past the bound, tag,
     /// deleted, the fields' size, versions or null past the bound): its fields, sealed ones
     /// opened with `seal`, or why it is set aside. A tombstone's fields do not matter.
-    static func serverRecord(_ row: [String?], now: Double, seal: FieldSeal?) -> Result<JSONObject, SetAsideReason> {
-        if row[4] == "t" { return .success([:]) }
+    /// With `sealed` (entity → the fields it seals), a record whose fields hold one of them in
+    /// clear is marked `inClear`, to be sealed on the server after the import.
+    static func serverRecord(_ row: [String?], now: Double, seal: FieldSeal?, sealed: [String: Set<String>] = [:])
+        -> Result<ServerFields, SetAsideReason> {
+        if row[4] == "t" { return .success(ServerFields(fields: [:], inClear: false)) }
         guard let text = row[2] else {
             return .failure(SetAsideReason("its fields take \(row[5] ?? "?") bytes on the server, past the \(ServerSchema.maxRecordBytes) a "
                                            + "synced record may take"))
@@ -115,17 +118,25 @@ struct SyncImport {
                                                + "clock: it would win every edit of that field"))
             }
         }
-        guard fields.values.contains(where: FieldSeal.isSealed) else { return .success(fields) }
+        let inClear = sealed[row[0] ?? ""].map { names in names.contains { fields[$0].map { !FieldSeal.isSealed($0) } ?? false } } ?? false
+        guard fields.values.contains(where: FieldSeal.isSealed) else { return .success(ServerFields(fields: fields, inClear: inClear)) }
         guard let seal else {
             return .failure(SetAsideReason("it holds sealed fields and this machine has no key for the zone: join it with its recovery "
                                            + "phrase (seam sync setup URL)", stopsSync: true))
         }
         switch seal.open(fields, entity: row[0] ?? "", uuid: row[1] ?? "") {
-        case .success(let clear): return .success(clear)
+        case .success(let clear): return .success(ServerFields(fields: clear, inClear: inClear))
         case .failure(let why):
             if case .otherKey = why.reason { return .failure(SetAsideReason(why.description, stopsSync: true)) }
             return .failure(SetAsideReason(why.description))
         }
+    }
+
+    /// A server record's fields as this machine takes them (sealed ones opened), and whether it
+    /// held a field this model seals in clear.
+    struct ServerFields {
+        var fields: JSONObject
+        var inClear: Bool
     }
 
     /// A fetched batch cut where its records' fields pass `SaveBuilder.partBytes` (with a
@@ -256,7 +267,7 @@ struct SyncImport {
     /// the save is sent, not waited for (`finishBatch`).
     ///
     /// `decoded`: `serverRecord` of each row, when the caller has it already.
-    private func apply(_ rows: [[String?]], _ state: inout ImportState, decoded: [Result<JSONObject, SetAsideReason>]? = nil) throws {
+    private func apply(_ rows: [[String?]], _ state: inout ImportState, decoded: [Result<ServerFields, SetAsideReason>]? = nil) throws {
         let token = state.token, fresh = state.fresh, tokenRow = shared.tokens["server"], setAsideBefore = shared.setAside
         let last = rows.last?[3].flatMap { Int64($0) } ?? token
         var incoming: [SyncPlanner.Incoming] = []
@@ -265,9 +276,10 @@ struct SyncImport {
         for (i, row) in rows.enumerated() {
             guard let type = row[0], let uuid = row[1], let tag = row[3].flatMap({ Int64($0) }), shared.synced[type] != nil else { continue }
             let key = RecordKey(type: type, uuid: uuid)
-            switch decoded?[i] ?? Self.serverRecord(row, now: now, seal: shared.seal) {
-            case .success(let fields):
-                incoming.append(SyncPlanner.Incoming(key: key, fields: fields, tag: tag, deleted: row[4] == "t"))
+            switch decoded?[i] ?? Self.serverRecord(row, now: now, seal: shared.seal, sealed: shared.encrypted) {
+            case .success(let server):
+                incoming.append(SyncPlanner.Incoming(key: key, fields: server.fields, tag: tag, deleted: row[4] == "t"))
+                if server.inClear, shared.seal != nil { shared.arrivedInClear.insert(key) }
             case .failure(let why):
                 shared.log("the server's \(type) \(uuid) (change tag \(tag)) is set aside: \(why). Correct or delete it on the server; "
                     + "it comes again when it changes")

@@ -21,6 +21,8 @@ final class SyncState {
     var seal: FieldSeal?
     /// False only for the benchmark's comparison (`SyncWorker.seals`).
     var sealsFields = true
+    /// Records the import read with a field this model seals in clear, to seal after it.
+    var arrivedInClear: Set<RecordKey> = []
     var tokens: [String: (uuid: String, value: Int64)] = [:]
     /// The synced entities whose server records up to the `server` token are all here (the
     /// `entities` token): one missing from it was gained by a migration, and its earlier records

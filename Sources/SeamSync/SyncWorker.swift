@@ -30,11 +30,10 @@ public final class SyncWorker {
     /// The zone's notification channel on the server, which only the zone can read (`seam.channel()`).
     var channel = ""
     var checkedKeptFields = false
-    /// The zone's change tag through which the server's records hold no encrypted field in
-    /// clear (or under an older key): 0 at connect and after a migration, when `Reseal` looks
-    /// at every record; then only at what changed since (another machine on an older model, an
-    /// older build, or a hand on the server may write a field in clear).
-    var resealedThrough: Int64 = 0
+    /// Whether `Reseal` has looked at every record of the zone since the worker connected or
+    /// the store was migrated; after that, the import finds what arrives in clear (another
+    /// machine on an older build, or a hand on the server) and it is sealed after the import.
+    var resealedAll = false
 
     struct Report {
         /// What the worker does or waits on: "starting", "syncing", "idle", "waiting for the
@@ -298,7 +297,7 @@ public final class SyncWorker {
         }
         try connection.query("LISTEN \(channel)")
         try takeKey(connection)
-        resealedThrough = 0
+        resealedAll = false
         pg = connection
         shared.log("connected to \(configuration.url)")
     }
@@ -347,7 +346,7 @@ public final class SyncWorker {
         if try shared.loadSchema() || !checkedKeptFields {
             try shared.fillKeptFields()
             checkedKeptFields = true
-            resealedThrough = 0
+            resealedAll = false
         }
         // A model that seals fields, and no key to seal them with: nothing may leave in clear.
         if !shared.encrypted.isEmpty, shared.seal == nil, pg != nil { throw noKey }
@@ -365,21 +364,10 @@ public final class SyncWorker {
         }
         var pushed = 0
         var pulled = 0
-        // Another machine may have rotated the zone's key since this worker connected: nothing
-        // sealed with the old one may be written now.
-        if let pg, let seal = shared.seal, let id = try ZoneKeyRecord.read(pg)?.id, id != seal.keyID {
-            throw SyncFailure("this zone's key (\(id)) is not this machine's (\(seal.keyID)) any more: it was changed on another machine "
-                              + "(seam sync rotate-key); run `seam sync setup \(configuration.url)` again and give the zone's new recovery "
-                              + "phrase. Nothing here is lost meanwhile", permanent: true)
-        }
-        if let pg, let seal = shared.seal, !shared.encrypted.isEmpty {
-            let top = Int64(try pg.query("SELECT coalesce(max(change_tag), 0) FROM seam.records WHERE zone = session_user").first?[0] ?? "0") ?? 0
-            if top > resealedThrough {
-                let n = try Reseal(pg: pg, seal: seal, previous: previousSeal, log: shared.log)
-                    .encryptedFields(shared.encrypted, after: resealedThrough)
-                if n > 0 { shared.log("sealed \(n) record(s) the server held in clear") }
-                resealedThrough = top
-            }
+        if let pg, let seal = shared.seal, !shared.encrypted.isEmpty, !resealedAll {
+            let n = try Reseal(pg: pg, seal: seal, previous: previousSeal, log: shared.log).encryptedFields(shared.encrypted)
+            if n > 0 { shared.log("sealed \(n) record(s) the server held in clear") }
+            resealedAll = true
         }
         if let pg {
             pushed += try SyncExport(shared: shared, pg: pg).export()
@@ -390,6 +378,13 @@ public final class SyncWorker {
         shared.report.pushed += pushed
         shared.report.lastPush = WallClock.now()
         if let pg { pulled += try SyncImport(shared: shared, pg: pg).importChanges() }
+        // What the import found in clear in a field this model seals: sealed now.
+        if let pg, let seal = shared.seal, !shared.arrivedInClear.isEmpty {
+            let n = try Reseal(pg: pg, seal: seal, previous: previousSeal, log: shared.log)
+                .records(Array(shared.arrivedInClear), encrypted: shared.encrypted)
+            if n > 0 { shared.log("sealed \(n) record(s) that arrived in clear") }
+            shared.arrivedInClear = []
+        }
         shared.report.pulled += pulled
         shared.report.lastPull = WallClock.now()
         if pushed + pulled > 0 { shared.log("pushed \(pushed), pulled \(pulled)") }

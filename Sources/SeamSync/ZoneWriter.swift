@@ -30,6 +30,13 @@ struct ZoneWriter {
     /// they differ from the local row (`Pushed`), and the records edited here that the server
     /// holds deleted (the delete wins: they must go here too).
     func push(_ records: [Outgoing]) throws -> (written: [Pushed], deletedThere: [RecordKey]) {
+        // Another machine may have rotated the zone's key since this worker connected: nothing
+        // sealed with the old one may be written now.
+        if let seal, let id = try ZoneKeyRecord.read(pg)?.id, id != seal.keyID {
+            throw SyncFailure("this zone's key (\(id)) is not this machine's (\(seal.keyID)) any more: it was changed on another machine "
+                              + "(seam sync rotate-key); run `seam sync setup URL` again and give the zone's new recovery phrase. Nothing "
+                              + "here is lost meanwhile", permanent: true)
+        }
         var remaining = records
         var out: [Pushed] = []
         var deletedThere: [RecordKey] = []

@@ -96,7 +96,7 @@ enum SyncBenchmarks {
         guard first.parameters["kind"]?.stringValue == "result" else { throw BenchError("Subscribe answered \(first.parameters)") }
         let saver = try a.connect()
         // The server's NOTIFY (sent in the transaction of A's export) marks the moment the change is on the server.
-        let admin = try PostgresConnection(server.adminConnection)
+        let admin = try PostgresConnection(server.adminConnection(in: server.databases[user] ?? "seam"))
         // The zone's own channel (server schema 3), which its workers made when they connected.
         guard let channel = try admin.rows("SELECT channel FROM seam.zones WHERE zone = '\(user)'").first?.first else {
             throw BenchError("the zone '\(user)' has no row in seam.zones: its workers never wrote")
