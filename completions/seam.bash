@@ -7,7 +7,7 @@
 # Names of timers, groups and sessions are asked of seamd as you type (`seam … --json`);
 # when seamd is not running they are simply not offered.
 
-_seam_commands='timer group start flash pause resume reset stop skip clear ls watch status schema store migrate query subscribe call backup check restore sync up down install-units'
+_seam_commands='timer group start flash pause resume reset stop skip clear ls watch status schema store migrate query subscribe call backup check restore sync up down install-units doctor'
 _seam_groups='timer group store sync'
 _seam_common='--socket --verbose --help'
 _seam_root=0
@@ -50,6 +50,7 @@ _seam_options() {
         'sync rotate-key') echo --config-dir ;;
         up) echo --data-dir ;;
         install-units) echo '--dir --force' ;;
+        doctor) echo '--data-dir --config-dir --json' ;;
     esac
 }
 
@@ -79,6 +80,8 @@ _seam_value() {
         'sync rotate-key|--config-dir') _seam_files "$value" -d ;;
         'up|--data-dir') _seam_files "$value" -d ;;
         'install-units|--dir') _seam_files "$value" -d ;;
+        'doctor|--data-dir') _seam_files "$value" -d ;;
+        'doctor|--config-dir') _seam_files "$value" -d ;;
     esac
 }
 

@@ -201,7 +201,9 @@ public struct CommandSet: Sendable {
             Terminal.exit(Terminal.usageError)
         }
         if arguments.contains("--help") || arguments.contains("-h") || arguments == ["help"] {
-            print(help)
+            // `seam sync --help`: the group's commands; `seam --help`: them all.
+            let group = commands.filter { !words.isEmpty && $0.words.count > words.count && Array($0.words.prefix(words.count)) == words }
+            print(group.isEmpty ? help : help(forGroup: words, group))
             Terminal.exit(0)
         }
         if words.isEmpty {

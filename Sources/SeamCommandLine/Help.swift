@@ -17,6 +17,16 @@ extension CommandSet {
         return lines.joined(separator: "\n")
     }
 
+    /// The commands that begin with `words` (`seam sync --help`).
+    func help(forGroup words: [String], _ group: [Command]) -> String {
+        let name = ([tool] + words).joined(separator: " ")
+        var lines = ["usage: \(name) COMMAND [OPTIONS]", ""]
+        if let summary = groupSummaries[words.joined(separator: " ")] { lines += [summary, ""] }
+        lines += Self.list(group.map { ($0.words.dropFirst(words.count).joined(separator: " "), $0.summary) })
+        lines += ["", "\(name) COMMAND --help says more about one."]
+        return lines.joined(separator: "\n")
+    }
+
     public func help(for c: Command) -> String {
         var lines = ["usage: " + usageLine(c), "", c.summary]
         if c.words.isEmpty { lines += ["", about.withoutMarks] }

@@ -72,6 +72,14 @@ public enum FileSystem {
         return Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), links: UInt64(st.st_nlink))
     }
 
+    /// The bytes this user may still write on the file system that holds `path`; nil when it
+    /// cannot be asked.
+    public static func availableBytes(_ path: String) -> Int64? {
+        var st = statvfs()
+        guard statvfs(path, &st) == 0 else { return nil }
+        return Int64(st.f_bavail) * Int64(st.f_frsize)
+    }
+
     /// The permission bits of `path` (`0o600`, say), following links, and whether this user
     /// owns it; nil when there is no such file.
     public static func permissions(_ path: String) -> (mode: UInt32, ownedByMe: Bool)? {

@@ -181,6 +181,17 @@ enum SeamManual {
             mistyped word is refused (its last word is a checksum), as is the phrase of another
             key. Setting up again on a machine that has the zone's key needs no phrase.
             """,
+        "doctor": """
+            Looks at what can go wrong around Seam and says, for each problem, what to do: the
+            socket's directory (others must not be able to write to it), whether seamd answers,
+            the systemd user units (and whether the seamd they run is still there), each store's
+            state (outdated, damaged, read only), the free space beside the stores (a migration
+            or a backup writes copies), the sync files (a password or key file others may read)
+            and the sync worker (its last error, records set aside), and each role (restarts,
+            its last error). A line per check: `ok`, `note`, `warning` or `PROBLEM`, and what to
+            do under it; `--json` gives them as one object (`findings`, `problems`). Exits 1 when
+            any check found a problem.
+            """,
         "sync phrase": """
             Prints the recovery phrase of the key in *sync.key*. Anyone with it can read what the
             server holds of the zone: show it only to machines of your own.
@@ -383,7 +394,7 @@ enum SeamManual {
         commandSections: [
             ("Timers and groups", ["timer", "group"]),
             ("Sessions", ["start", "flash", "pause", "resume", "reset", "stop", "skip", "clear", "ls", "watch"]),
-            ("The broker", ["up", "down", "install-units", "status", "schema", "store", "backup", "check", "restore", "migrate"]),
+            ("The broker", ["up", "down", "install-units", "status", "doctor", "schema", "store", "backup", "check", "restore", "migrate"]),
             ("Sync", ["sync"]),
             ("Queries", ["query", "subscribe", "call"]),
         ],

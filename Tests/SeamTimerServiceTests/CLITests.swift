@@ -366,6 +366,8 @@ final class CLITests: BrokerTestCase {
         XCTAssertTrue(try seam("timr", "ls", status: 64).contains("unknown command 'timr ls' (did you mean 'timer'?)"))
         XCTAssertTrue(try seam("timer", "sho", status: 64).contains("'sho' is not a command (did you mean 'show'?)"))
         XCTAssertTrue(try seam("ls", "--jsn", status: 64).contains("unknown option --jsn (did you mean --json?)"))
+        let group = try seam("sync", "--help")
+        XCTAssertTrue(group.hasPrefix("usage: seam sync COMMAND") && group.contains("rotate-key") && !group.contains("timer add"), group)
         XCTAssertTrue(try seam("timer", "add", "X", "--step", "a=1m", "--repeat", "2", "--repeat", "3", status: 64)
             .contains("--repeat is given twice; it takes one value"))
         XCTAssertEqual(try seam("--version"), "seam 0.1.0\n")
