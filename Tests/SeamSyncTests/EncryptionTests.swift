@@ -159,6 +159,51 @@ final class EncryptionTests: PostgresTestCase {
         ServerRecords.inClearOnPurpose.formUnion(changed.keys)  // sealed, but not as the check reads them
     }
 
+    /// A machine set up before encrypted fields (its sync.json names no key) in a zone that has
+    /// one stops, says to set up again with the phrase, and loses nothing: what it made
+    /// meanwhile goes once it has the key.
+    func testAMachineWithoutTheKeyStopsAndLosesNothing() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "lou")
+        let key = try ZoneKey.read(a.config + "/sync.key")
+        let path = a.config + "/sync.json"
+        var json = try XCTUnwrap(JSON.decode(String(contentsOfFile: path, encoding: .utf8)).objectValue)
+        json["keyFile"] = nil
+        try Data(JSON.object(json).encoded()).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.removeItem(atPath: a.config + "/sync.key")
+        _ = try a.connection.call("org.seam.Sync.Reload")
+        try eventually(20, "the worker says what to do") {
+            (try a.syncStatus()["lastError"]?.stringValue ?? "").contains("this machine does not have")
+        }
+        let made = try a.addTimer("Made without the key")
+        let admin = try PostgresConnection(server.adminConnection)
+        XCTAssertEqual(try admin.query("SELECT count(*) FROM seam.records WHERE uuid = $1::uuid", [made]).first?[0], "0", "nothing sent")
+        let joined = try Executables.run("seam", ["sync", "setup", server.url("lou"), "--password-stdin", "--key-stdin", "--config-dir",
+                                                  a.config, "--socket", a.broker.socketPath],
+                                         input: (server.passwords["lou"] ?? "") + "\n" + key.phrase + "\n")
+        XCTAssertEqual(joined.status, 0, joined.stderr)
+        try eventually(20, "what it made meanwhile reaches the server") { try ServerRecords.field(admin, made, "name") == "Made without the key" }
+    }
+
+    /// A record written in clear on the server (by an older build, or by hand) arrives, and is
+    /// sealed by the next sync: the server keeps no name in clear for long.
+    func testWhatArrivesInClearIsSealedByTheNextSync() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "jude")
+        let admin = try PostgresConnection(server.adminConnection)
+        let uuid = UUID().uuidString.lowercased()
+        try admin.query(ZoneWrites.tagged("jude") + "INSERT INTO seam.records (zone, record_type, uuid, fields, versions, change_tag) "
+                        + "SELECT 'jude', 'Timer', $1::uuid, $2::jsonb, '{}', last_tag FROM tag",
+                        [uuid, #"{"name": "Written in clear elsewhere", "steps": [{"label": "Clear step", "seconds": 60}]}"#])
+        try ZoneWrites.notify(admin, "jude")
+        try eventually(20, "A has it, and the server holds it sealed") {
+            let fields = try XCTUnwrap(try rawRecord(admin, uuid)["fields"])
+            return try a.timer(uuid)?["name"]?.stringValue == "Written in clear elsewhere"
+                && FieldSeal.isSealed(fields["name"] ?? .null) && FieldSeal.isSealed(fields["steps"] ?? .null)
+        }
+        XCTAssertEqual(try ServerRecords.field(admin, uuid, "name"), "Written in clear elsewhere", "the same value, sealed")
+    }
+
     /// A key file others may read stops the worker with what to do; set right, sync goes on.
     func testAKeyFileOthersMayReadStopsTheWorker() throws {
         let server = try pg()
