@@ -1,3 +1,19 @@
+extension CommandSet {
+    /// `_seam`, `_seam_migrate`: the prefix of a completion script's functions and variables.
+    var completionPrefix: String { "_" + tool.map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined() }
+
+    /// The commands' first words, each once, in order (`timer`, `group`, `start`, …).
+    var firstWords: [String] { Self.unique(commands.compactMap(\.words.first)) }
+
+    /// The first words that take a second (`timer add`): the groups.
+    var groups: [String] { Self.unique(commands.filter { $0.words.count == 2 }.map { $0.words[0] }) }
+
+    static func unique(_ words: [String]) -> [String] {
+        var seen = Set<String>()
+        return words.filter { seen.insert($0).inserted }
+    }
+}
+
 /// A bash completion script written from a tool's spec: tables of its commands, options and what
 /// completes each value and operand, over a fixed engine (the functions in `engine`), which
 /// needs nothing but bash (not the bash-completion package).
@@ -8,7 +24,7 @@ struct BashCompletion {
 
     init(_ set: CommandSet) {
         self.set = set
-        p = "_" + set.tool.map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined()
+        p = set.completionPrefix
         precondition(set.commands.allSatisfy { $0.words.count <= 2 }, "bash completion: commands of at most two words")
     }
 
@@ -25,8 +41,7 @@ struct BashCompletion {
                     "# when seamd is not running they are simply not offered."]
         }
         out.append("")
-        let firsts = unique(set.commands.compactMap(\.words.first))
-        let groups = unique(set.commands.filter { $0.words.count == 2 }.map { $0.words[0] })
+        let firsts = set.firstWords, groups = set.groups
         out += ["\(p)_commands=\(Self.quote(firsts.joined(separator: " ")))",
                 "\(p)_groups=\(Self.quote(groups.joined(separator: " ")))",
                 "\(p)_common=\(Self.quote((set.commonOptions.map { "--" + $0.name } + ["--help"]).joined(separator: " ")))",
@@ -42,7 +57,7 @@ struct BashCompletion {
             out.append("        \(Self.quote(c.name))) echo \(Self.quote(c.options.map { "--" + $0.name }.joined(separator: " "))) ;;")
         }
         out += ["    esac", "}", ""]
-        let valued = unique((set.commonOptions + set.commands.flatMap(\.options)).filter { !$0.isFlag }.map { "--" + $0.name })
+        let valued = CommandSet.unique((set.commonOptions + set.commands.flatMap(\.options)).filter { !$0.isFlag }.map { "--" + $0.name })
         out += ["# Options that take a value (the next word, or after \"=\").", "\(p)_takes_value() {"]
         if !valued.isEmpty { out += ["    case $1 in", "        \(valued.joined(separator: " | "))) return 0 ;;", "    esac"] }
         out += ["    return 1", "}", ""]
@@ -89,11 +104,6 @@ struct BashCompletion {
     static func quote(_ s: String) -> String {
         let safe = !s.isEmpty && s.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_./=:@%+,".unicodeScalars.contains($0)) }
         return safe ? s : "'" + s.replacing("'", with: "'\\''") + "'"
-    }
-
-    func unique(_ words: [String]) -> [String] {
-        var seen = Set<String>()
-        return words.filter { seen.insert($0).inserted }
     }
 
     /// An awk program that prints the `"name"` values of JSON on standard input, unescaped, one a

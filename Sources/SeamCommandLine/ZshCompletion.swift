@@ -6,7 +6,7 @@ struct ZshCompletion {
 
     init(_ set: CommandSet) {
         self.set = set
-        p = "_" + set.tool.map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined()
+        p = set.completionPrefix
     }
 
     var script: String {
@@ -45,8 +45,7 @@ struct ZshCompletion {
             out.append("      _arguments -s -S $common" + specs.map { " \\\n        " + $0 }.joined() + " ;;")
         }
         out += ["    *)", "      _arguments -s -S $common ;;", "  esac", "}", ""]
-        let firsts = unique(set.commands.compactMap(\.words.first))
-        let groups = unique(set.commands.filter { $0.words.count == 2 }.map { $0.words[0] })
+        let firsts = set.firstWords, groups = set.groups
         out += ["(( $+functions[\(p)_main] )) ||", "\(p)_main() {", "  local curcontext=$curcontext state state_descr line ret=1",
                 "  typeset -A opt_args", "  local -a commands subcommands", "  commands=("]
         for first in firsts {
@@ -113,11 +112,6 @@ struct ZshCompletion {
     }
 
     func namesFunction(_ words: [String]) -> String { "\(p)_names_" + words.joined(separator: "_").replacing("-", with: "_") }
-
-    func unique(_ words: [String]) -> [String] {
-        var seen = Set<String>()
-        return words.filter { seen.insert($0).inserted }
-    }
 
     /// In single quotes for zsh.
     static func single(_ s: String) -> String { "'" + s.replacing("'", with: "'\\''") + "'" }

@@ -16,15 +16,15 @@ struct Reseal {
 
     static let page = 500
 
-    /// Reseals the records (changed after tag `after`) of each entity whose `encrypted` fields
-    /// are in clear or under another key than `seal`'s; returns how many it wrote.
-    func encryptedFields(_ encrypted: [String: Set<String>], after: Int64 = 0) throws -> Int {
+    /// Reseals the records of each entity whose `encrypted` fields are in clear or under another
+    /// key than `seal`'s; returns how many it wrote.
+    func encryptedFields(_ encrypted: [String: Set<String>]) throws -> Int {
         var written = 0
         for (type, names) in encrypted.sorted(by: { $0.key < $1.key }) where !names.isEmpty {
             // Attribute names are identifiers (`Protocol/schema.md`, "Names"): safe in a literal.
             let unsealed = names.sorted().filter { $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" } }
                 .map { "(fields ? '\($0)' AND fields->'\($0)'->>'key' IS DISTINCT FROM $2)" }.joined(separator: " OR ")
-            written += try pass(type: type, condition: "change_tag > $3::bigint AND (\(unsealed))", encrypted: names, extra: [String(after)])
+            written += try pass(type: type, condition: unsealed, encrypted: names)
         }
         return written
     }

@@ -38,7 +38,7 @@ enum DoctorCommand {
         do {
             let c = try SeamConnection.connect(path: socket)
             f.status = try c.status()
-            if f.status?["sync"] != nil || FileSystem.exists(FileSystem.join(config, "sync.json")) {
+            if FileSystem.exists(FileSystem.join(config, "sync.json")) {
                 f.syncStatus = try? c.call("org.seam.Sync.Status")
             }
             // seamd's own data directory, when it says which.
