@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "seamd", targets: ["seamd"]),
         .executable(name: "seam", targets: ["seam"]),
         .executable(name: "seam-ticker", targets: ["seam-ticker"]),
+        .executable(name: "seam-metrics", targets: ["seam-metrics"]),
     ],
     targets: [
         // MARK: - System libraries (Debian packages, found through pkg-config)
@@ -35,6 +36,11 @@ let package = Package(
             providers: [.apt(["libpq-dev"])]
         ),
         .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+        .systemLibrary(
             name: "CSodium",
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
@@ -49,23 +55,25 @@ let package = Package(
         .target(name: "SeamQuery", dependencies: ["SeamSchema"]),
 
         // MARK: - Storage
-        .target(name: "SeamStore", dependencies: ["SeamSchema", "SeamQuery", "SeamSystem", "CSQLite"]),
+        .target(name: "SeamStore", dependencies: ["SeamSchema", "SeamQuery", "SeamSystem", "SeamMetrics", "CSQLite"]),
 
         // MARK: - One context over every store
         .target(name: "SeamContext", dependencies: ["SeamSchema", "SeamStore", "SeamQuery", "SeamSystem"]),
 
         // MARK: - The broker, its protocol and its clients
         .target(name: "SeamJSON", dependencies: ["SeamSystem"]),
-        .target(name: "SeamProtocol", dependencies: ["SeamJSON", "SeamSchema"]),
+        .target(name: "SeamMetrics"),
+        .target(name: "SeamJournal", dependencies: ["CSystemd"]),
+        .target(name: "SeamProtocol", dependencies: ["SeamJSON", "SeamSchema", "SeamMetrics"]),
         .target(
             name: "SeamBroker",
-            dependencies: ["SeamContext", "SeamProtocol", "SeamJSON", "SeamStore", "SeamQuery", "SeamSchema", "SeamSystem"]
+            dependencies: ["SeamContext", "SeamProtocol", "SeamJSON", "SeamStore", "SeamQuery", "SeamSchema", "SeamSystem", "SeamMetrics", "SeamJournal"]
         ),
         .target(name: "SeamClient", dependencies: ["SeamProtocol", "SeamJSON", "SeamSystem"]),
         .executableTarget(
             name: "seam",
             dependencies: ["SeamClient", "SeamProtocol", "SeamJSON", "SeamCommandLine", "SeamTimers", "SeamSchema", "SeamSystem", "SeamWatch",
-                           "SeamSyncSetup", "SeamStore"]
+                           "SeamSyncSetup", "SeamStore", "SeamMetrics"]
         ),
         .executableTarget(name: "seamd", dependencies: ["SeamBroker", "SeamTimers", "SeamTimerService", "SeamStore", "SeamSystem", "SeamCommandLine"]),
 
@@ -73,6 +81,8 @@ let package = Package(
         .target(name: "SeamTimers", dependencies: ["SeamSchema"]),
         .target(name: "SeamTicker", dependencies: ["SeamJSON", "SeamProtocol", "SeamSystem"]),
         .target(name: "SeamWatch", dependencies: ["SeamJSON", "SeamProtocol", "SeamSchema", "SeamTimers", "SeamCommandLine"]),
+        .executableTarget(name: "seam-metrics", dependencies: ["SeamClient", "SeamMetrics", "SeamProtocol", "SeamCommandLine", "SeamSystem"],
+                          path: "Plugins/seam-metrics"),
         .executableTarget(name: "seam-ticker", dependencies: ["SeamTicker", "SeamCommandLine", "SeamSystem"], path: "Plugins/seam-ticker"),
         .target(name: "SeamTimerService", dependencies: ["SeamBroker", "SeamContext", "SeamJSON", "SeamProtocol", "SeamSchema", "SeamTimers"]),
 
@@ -131,6 +141,7 @@ let package = Package(
         ),
         .testTarget(name: "SeamQueryTests", dependencies: ["SeamQuery", "SeamSchema", "SeamStore"]),
         .testTarget(name: "SeamJSONTests", dependencies: ["SeamJSON"]),
+        .testTarget(name: "SeamMetricsTests", dependencies: ["SeamMetrics", "SeamProtocol", "SeamJSON"]),
         .testTarget(name: "SeamCommandLineTests", dependencies: ["SeamCommandLine", "SeamTestSupport"]),
         .testTarget(name: "SeamSystemTests", dependencies: ["SeamSystem", "SeamSchema", "SeamTestSupport"]),
         .testTarget(name: "SeamSyncTests", dependencies: ["SeamSync", "SeamSyncSetup", "SeamPostgres", "SeamClient", "SeamJSON", "SeamSchema", "SeamStore", "SeamTestSupport", "SeamTimers"]),

@@ -7,7 +7,7 @@
 # Names of timers, groups and sessions are asked of seamd as you type (`seam … --json`);
 # when seamd is not running they are simply not offered.
 
-_seam_commands='timer group start flash pause resume reset stop skip clear ls watch status schema store migrate query subscribe call backup check restore sync up down install-units doctor'
+_seam_commands='timer group start flash pause resume reset stop skip clear ls watch status metrics schema store migrate query subscribe call backup check restore sync up down install-units doctor'
 _seam_groups='timer group store sync'
 _seam_common='--socket --verbose --help'
 _seam_root=0
@@ -35,6 +35,7 @@ _seam_options() {
         ls) echo --json ;;
         watch) echo '--plain --bell' ;;
         status) echo --json ;;
+        metrics) echo --json ;;
         schema) echo --json ;;
         'store info') echo --json ;;
         migrate) echo '--dry-run --json' ;;
@@ -101,7 +102,7 @@ _seam_operand() {
         'skip|0') _seam_reply "$3" < <(_seam_names ls) ;;
         'query|0') _seam_reply "$3" < <(printf '%s\n' Timer UserGroup Session SyncToken SyncRecord) ;;
         'subscribe|0') _seam_reply "$3" < <(printf '%s\n' Timer UserGroup Session SyncToken SyncRecord) ;;
-        'call|0') _seam_reply "$3" < <(printf '%s\n' org.seam.Store.Hello org.seam.Store.Schema org.seam.Store.Fetch org.seam.Store.Count org.seam.Store.Save org.seam.Store.Status org.seam.Store.Subscribe org.seam.Store.Unsubscribe org.seam.Timers.Start org.seam.Timers.Flash org.seam.Timers.Pause org.seam.Timers.Resume org.seam.Timers.Reset org.seam.Timers.Skip org.seam.Timers.Stop org.seam.Timers.Clear org.seam.Timers.Advance org.seam.Timers.AdvanceMany org.seam.Sync.Status org.seam.Sync.Now org.seam.Sync.Reload org.seam.Migration.Plan org.seam.Migration.Migrate org.seam.Maintenance.Backup org.seam.Maintenance.Check org.seam.Maintenance.Restore org.varlink.service.GetInfo org.varlink.service.GetInterfaceDescription) ;;
+        'call|0') _seam_reply "$3" < <(printf '%s\n' org.seam.Store.Hello org.seam.Store.Schema org.seam.Store.Fetch org.seam.Store.Count org.seam.Store.Save org.seam.Store.Status org.seam.Store.Subscribe org.seam.Store.Unsubscribe org.seam.Timers.Start org.seam.Timers.Flash org.seam.Timers.Pause org.seam.Timers.Resume org.seam.Timers.Reset org.seam.Timers.Skip org.seam.Timers.Stop org.seam.Timers.Clear org.seam.Timers.Advance org.seam.Timers.AdvanceMany org.seam.Sync.Status org.seam.Sync.Now org.seam.Sync.Reload org.seam.Migration.Plan org.seam.Migration.Migrate org.seam.Maintenance.Backup org.seam.Metrics.Get org.seam.Maintenance.Check org.seam.Maintenance.Restore org.varlink.service.GetInfo org.varlink.service.GetInterfaceDescription) ;;
         'backup|0') _seam_files "$3" -d ;;
         'restore|0') _seam_files "$3" -d ;;
     esac

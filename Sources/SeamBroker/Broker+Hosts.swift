@@ -33,9 +33,11 @@ extension Broker: SupervisorHost {
     func connect(role p: SupervisedProcess, fd: Int32, peer: PeerCredentials) -> Connection {
         let c = connections.register(fd, peer: peer)
         c.supervisedAs = p.spec.name
-        // A built-in role may touch everything; a plugin, what its Hello declares.
+        // A built-in role may touch everything; a plugin, what its Hello declares; the metrics
+        // role, which reads only seamd's own figures, nothing.
+        let touchesNothing = p.spec.role == "plugin" || p.spec.role == SupervisorConfiguration.metricsRole
         c.hello = Connection.Hello(version: Interfaces.protocolVersions.max() ?? 1, role: p.spec.role, name: p.spec.pluginName,
-                                   author: p.spec.author, capabilities: p.spec.role == "plugin" ? .nothing : .everything,
+                                   author: p.spec.author, capabilities: touchesNothing ? .nothing : .everything,
                                    workerOwned: workerOwned)
         return c
     }

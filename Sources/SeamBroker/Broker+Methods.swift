@@ -40,6 +40,8 @@ extension Broker {
             return sync.call(call, c)
         case "org.seam.Maintenance":
             return maintenance.call(call, c)
+        case "org.seam.Metrics":
+            return metricsCall(call, c)
         default:
             guard let service = configuration.interfaces.first(where: { $0.name == call.interface }) else {
                 result = .failure(.interfaceNotFound(call.interface))
@@ -89,7 +91,7 @@ extension Broker {
         }
         c.hello = hello
         subscribers.endSubscriptionsOutsideCapabilities(c)
-        if !supervised { log.debug("\(c.label) said hello") }
+        if !supervised { log.debug("\(c.label) said hello", .init(connection: c.label, method: "org.seam.Store.Hello")) }
         return .success(hello.reply(sequence: context.sequence))
     }
 

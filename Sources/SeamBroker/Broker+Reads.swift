@@ -67,17 +67,23 @@ extension Broker {
 
     /// Answers call `id` of `c` with the reply a reader makes: the connection waits for it, then
     /// goes on with the calls it sent after.
-    func answerLater(_ c: Connection, id: JSON?, lane: ReaderPool.Lane? = nil, _ work: @escaping @Sendable (ReaderPool.Connections) -> ReadOutcome) {
+    /// `method` names the call in the metrics (nil: counted by whoever asked).
+    func answerLater(_ c: Connection, id: JSON?, method: String? = nil, lane: ReaderPool.Lane? = nil,
+                     _ work: @escaping @Sendable (ReaderPool.Connections) -> ReadOutcome) {
         c.awaitingRead = true
+        let started = metrics.start()
         onReader(for: c, lane: lane, work) { [unowned self] outcome in
             c.awaitingRead = false
             let error: VarlinkError? = if case .failed(let f) = outcome { context.readError(f) } else { nil }
-            guard !c.closed else { return }
+            var reply: [UInt8] = []
             switch outcome {
-            case .frame(let bytes): connections.send(frame: bytes, to: c)
-            case .failed: connections.send(Reply(error!, id: id), to: c)
+            case .frame(let bytes): reply = bytes
+            case .failed: reply = Reply(error!, id: id).frame()
             case .built, .channelLoaded, .tooManyRows, .readSave, .ran: break
             }
+            if let method { metrics.answered(method, reply: reply, started: started) }
+            guard !c.closed else { return }
+            if !reply.isEmpty { connections.send(frame: reply, to: c) }
             resumeAfterRead(c)
         }
     }
@@ -110,7 +116,7 @@ extension Broker {
         let target: ReadTarget
         do { target = try context.readTarget(r.entity) } catch { return Reply(VarlinkError(error), id: call.id).frame() }
         let costLimit = configuration.limits.predicateCost
-        answerLater(c, id: call.id, counts ? ReadJobs.count(r, target: target, costLimit: costLimit, id: call.id)
+        answerLater(c, id: call.id, method: call.method, counts ? ReadJobs.count(r, target: target, costLimit: costLimit, id: call.id)
                                            : ReadJobs.fetch(r, target: target, costLimit: costLimit, id: call.id))
         return []
     }

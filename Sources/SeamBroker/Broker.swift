@@ -19,6 +19,10 @@ public final class Broker {
     let listener: Int32
     let ownsSocketFile: Bool
     let startedAt: Double
+    /// What seamd counts of itself (`org.seam.Metrics.Get`).
+    let metrics: BrokerMetrics
+    static let fetchMethod = "org.seam.Store.Fetch"
+    static let saveMethod = "org.seam.Store.Save"
     /// Every client and role connection, and their reading and writing (`ConnectionTable`).
     let connections: ConnectionTable
     let subscriptions = Subscriptions()
@@ -62,6 +66,7 @@ public final class Broker {
         self.configuration = configuration
         self.log = log
         startedAt = configuration.clock.monotonic
+        metrics = BrokerMetrics(enabled: configuration.countsMetrics)
         Signals.ignoreBrokenPipes()
         Signals.watchChildren()
         do { try FileSystem.makeDirectory(configuration.dataDirectory, mode: 0o700) } catch {
@@ -98,13 +103,14 @@ public final class Broker {
         connections = ConnectionTable(loop: loop, log: log, handshakeTimeout: configuration.handshakeTimeout, limits: configuration.limits)
         reopener = StoreReopener(context: opened, loop: loop, log: log)
         subscribers = Subscribers(subscriptions: subscriptions, context: opened, connections: connections, log: log,
-                                  predicateCost: configuration.limits.predicateCost)
+                                  predicateCost: configuration.limits.predicateCost, metrics: metrics)
         supervisor = Supervisor(loop: loop, log: log, socketPath: configuration.socketPath)
         migrations = MigrationCoordinator(context: opened, loop: loop, log: log, supervisor: supervisor,
                                           dataDirectory: configuration.dataDirectory, migrator: configuration.supervision.migrator)
         sync = SyncBridge(context: opened, supervisor: supervisor, configurationPath: configuration.syncConfigurationPath)
         saves = SavePath(context: opened, connections: connections, subscribers: subscribers, steps: steps, sync: sync, log: log,
-                         rowCache: rowCache, pluginSaveOperations: configuration.limits.pluginSaveOperations)
+                         rowCache: rowCache, pluginSaveOperations: configuration.limits.pluginSaveOperations,
+                         metrics: metrics)
         maintenance = MaintenanceRunner(context: opened, loop: loop, log: log, migrations: migrations,
                                         dataDirectory: configuration.dataDirectory)
         if let fd = configuration.listenDescriptor {
@@ -248,7 +254,7 @@ public final class Broker {
                 guard let f = try c.decoder.next() else { return }
                 frame = f
             } catch {
-                log.info("\(c.label): \(error); closing it")
+                log.info("\(c.label): \(error); closing it", .init(connection: c.label))
                 connections.send(Reply(.invalidRequest("\(error); closing the connection"), id: nil), to: c)
                 connections.flush(c)
                 connections.close(c)
@@ -273,15 +279,18 @@ public final class Broker {
         if readOffLoop, frame.count >= Self.offLoopFrameBytes, c.hello != nil {
             return readBigSaveOffLoop(frame, from: c)
         }
+        let started = metrics.start()
         // The hottest calls, read straight from their bytes; anything they do not recognise
         // (errors included) takes the general path below.
         if let q = QuickFetch(frame) {
             let reply = c.hello?.deniedRead(member: "Fetch", entity: q.entity).map { Reply($0, id: q.id).frame() } ?? uuidFetch.reply(q)
             connections.send(frame: reply, to: c)
+            metrics.answered(Self.fetchMethod, reply: reply, started: started)
             return
         }
         if let q = QuickSave(frame), let reply = saves.quickSave(q, from: c) {
             connections.send(frame: reply, to: c)
+            metrics.answered(Self.saveMethod, reply: reply, started: started)
             return
         }
         let json: JSON
@@ -296,6 +305,11 @@ public final class Broker {
             return
         }
         let reply = dispatch(call, from: c)
+        // A Fetch or Count sent to a reader is counted when it is answered (`answerLater`); a
+        // Subscribe whose first result is read there, or a save in steps, when it is taken on.
+        if !reply.isEmpty || !c.awaitingRead || (call.member != "Fetch" && call.member != "Count") {
+            metrics.answered(call.method, reply: reply, started: started)
+        }
         if !call.oneway {
             connections.send(frame: reply, to: c)
         } else if c.pendingOutput > 0 {
@@ -368,6 +382,9 @@ public struct BrokerConfiguration: Sendable {
     /// Whether each save first checks that the store files are still at their paths (on by
     /// default; `SEAM_FILE_CHECKS=0` turns it off, for the benchmark that measures its cost).
     public var verifiesFiles = true
+    /// Whether seamd counts its calls for `org.seam.Metrics.Get` (on by default; `SEAM_METRICS=0`
+    /// turns it off, for the benchmark that measures what counting costs a save).
+    public var countsMetrics = true
     /// Interfaces the application adds beside org.seam.Store.
     public var interfaces: [ServiceInterface] = []
     /// The processes to start and keep running (none unless the caller says).

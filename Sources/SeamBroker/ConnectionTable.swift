@@ -27,6 +27,10 @@ final class ConnectionTable {
     /// Every open connection, by its descriptor.
     private(set) var byDescriptor: [Int32: Connection] = [:]
     private var nextID = 0
+    /// Connections served since seamd started (each one's number is the next).
+    var served: Int { nextID }
+    /// Connections closed for leaving more unread than `Limits.maxOutboxBytes`.
+    private(set) var closedForSlowReading = 0
     weak var host: (any ConnectionHost)?
     private let loop: EventLoop
     private let log: Logger
@@ -85,11 +89,11 @@ final class ConnectionTable {
         let connection = register(fd, peer: peer)
         connection.handshakeTimer = loop.after(handshakeTimeout) { [unowned self] in
             if connection.calls == 0, !connection.closed {
-                self.log.info("\(connection.label) sent nothing for \(self.handshakeTimeout) s; closing it")
+                self.log.info("\(connection.label) sent nothing for \(self.handshakeTimeout) s; closing it", .init(connection: connection.label))
                 self.close(connection)
             }
         }
-        log.debug("\(connection.label) connected")
+        log.debug("\(connection.label) connected", .init(connection: connection.label))
     }
 
     /// Connections of clients that connected by themselves (not the roles seamd started).
@@ -146,7 +150,7 @@ final class ConnectionTable {
         guard !c.closed else { return false }
         let result: UnixSocket.ReadResult
         do { result = try UnixSocket.read(c.fd, into: scratch) } catch {
-            log.debug("\(c.label): \(error)")
+            log.debug("\(c.label): \(error)", .init(connection: c.label))
             close(c)
             return false
         }
@@ -206,7 +210,8 @@ final class ConnectionTable {
         // leave unread before its calls and diffs wait (`pauseCallsBytes`); frames left unread
         // beyond that are, once they pass the limit.
         if before > outboxLimits.pauseCallsBytes, c.pendingOutput > outboxLimits.maxOutboxBytes {
-            log.warning("\(c.label) reads too slowly (\(c.pendingOutput) bytes queued); closing it")
+            log.warning("\(c.label) reads too slowly (\(c.pendingOutput) bytes queued); closing it", .init(connection: c.label))
+            closedForSlowReading += 1
             close(c)
             return false
         }
@@ -276,7 +281,7 @@ final class ConnectionTable {
     /// queued, calls that wait for it to read them, subscriptions. It closes once there is
     /// none (`closeIfFinished`), or when the client closes entirely (`hungUp`).
     private func readEnded(_ c: Connection) {
-        log.debug("\(c.label) closed its end")
+        log.debug("\(c.label) closed its end", .init(connection: c.label))
         perform(c.life.handle(.inputEnded), for: c)
     }
 
@@ -291,7 +296,7 @@ final class ConnectionTable {
     /// that waited for it to read are still handled (one-way saves among them), their replies
     /// dropped, and the connection closed.
     private func hungUp(_ c: Connection) {
-        log.debug("\(c.label) disconnected")
+        log.debug("\(c.label) disconnected", .init(connection: c.label))
         perform(c.life.handle(.hungUp), for: c)
     }
 
@@ -310,7 +315,7 @@ final class ConnectionTable {
     /// saves, say) loses nothing. Any other failure closes the connection. Calls that waited
     /// for their client to read are handled (their replies dropped): they may be all it sent.
     func writeFailed(_ c: Connection, _ error: SystemError) {
-        log.debug("\(c.label): \(error)")
+        log.debug("\(c.label): \(error)", .init(connection: c.label))
         guard error.errno == SystemError.brokenPipe || error.errno == SystemError.connectionReset else { return close(c) }
         perform(c.life.handle(.peerGone), for: c)
     }

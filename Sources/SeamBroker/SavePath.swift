@@ -40,13 +40,16 @@ final class SavePath {
     let rowCache: RowCache
     /// The most operations a plugin's save may carry (`BrokerLimits.pluginSaveOperations`).
     private let pluginSaveOperations: Int
+    /// Where commit sizes are counted.
+    private let metrics: BrokerMetrics
     /// Each entity's attribute types by name (`attributeTypes`).
     private var attributeTypesByEntity: [String: [String: AttributeType]] = [:]
     /// Connections with replies or diffs held until the saves of this round are on the disk.
     private(set) var heldForSync: [ObjectIdentifier: Connection] = [:]
 
     init(context: Context, connections: ConnectionTable, subscribers: Subscribers, steps: SteppedSaves, sync: SyncBridge,
-         log: Logger, rowCache: RowCache, pluginSaveOperations: Int) {
+         log: Logger, rowCache: RowCache, pluginSaveOperations: Int, metrics: BrokerMetrics = BrokerMetrics(enabled: false)) {
+        self.metrics = metrics
         self.context = context
         self.connections = connections
         self.subscribers = subscribers
@@ -173,6 +176,7 @@ final class SavePath {
     /// Tells the subscribers of what a commit changed (`Subscribers.publish`); cached rows it
     /// touched are forgotten first.
     func publish(_ set: ChangeSet) {
+        metrics.committed(rows: set.changes.count)
         rowCache.evict(set)
         subscribers.publish(set)
     }

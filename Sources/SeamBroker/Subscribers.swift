@@ -28,8 +28,12 @@ final class Subscribers {
     private let log: Logger
     /// The most a subscription's predicate may cost per row (`BrokerLimits.predicateCost`).
     private let predicateCost: Int
+    /// Where resyncs are counted.
+    private let metrics: BrokerMetrics
 
-    init(subscriptions: Subscriptions, context: Context, connections: ConnectionTable, log: Logger, predicateCost: Int) {
+    init(subscriptions: Subscriptions, context: Context, connections: ConnectionTable, log: Logger, predicateCost: Int,
+         metrics: BrokerMetrics = BrokerMetrics(enabled: false)) {
+        self.metrics = metrics
         self.subscriptions = subscriptions
         self.context = context
         self.connections = connections
@@ -81,7 +85,7 @@ final class Subscribers {
         if let channel = subscriptions.existing(query) {
             let s = subscriptions.add(channel, connection: c, callID: id, sequence: sequence, flow: SubscriptionFlow(loadingAt: sequence))
             s.since = query.since
-            log.debug("\(c.label) subscribed (\(s.id)) to channel \(channel.id)")
+            log.debug("\(c.label) subscribed (\(s.id)) to channel \(channel.id)", .init(connection: c.label, method: "org.seam.Store.Subscribe"))
             c.awaitingRead = true
             // A channel still loading answers all who wait when it has; a loaded one's result is
             // written from a copy of its window.
@@ -92,7 +96,7 @@ final class Subscribers {
         do { channel = try subscriptions.makeChannel(for: query) } catch { return Reply(error, id: id).frame() }
         let s = subscriptions.add(channel, connection: c, callID: id, sequence: sequence, flow: SubscriptionFlow(loadingAt: sequence))
         s.since = query.since
-        log.debug("\(c.label) subscribed (\(s.id)) to channel \(channel.id): \(channel.entity) \(channel.request.predicate ?? "")")
+        log.debug("\(c.label) subscribed (\(s.id)) to channel \(channel.id): \(channel.entity) \(channel.request.predicate ?? "")", .init(connection: c.label, method: "org.seam.Store.Subscribe"))
         c.awaitingRead = true
         loadChannel(channel, query: query, for: c)
         return []
@@ -164,7 +168,7 @@ final class Subscribers {
     func fellBehind(_ s: Subscription) {
         let c = s.connection
         if !c.owesResync {
-            log.info("\(c.label) fell behind (\(c.pendingOutput) bytes queued); its subscriptions will resync once it has read them")
+            log.info("\(c.label) fell behind (\(c.pendingOutput) bytes queued); its subscriptions will resync once it has read them", .init(connection: c.label))
         }
         c.owesResync = true
     }
@@ -366,6 +370,7 @@ final class Subscribers {
                                   sequence: now)
                 }
             } else {
+                metrics.resynced()
                 work = { _ in
                     .built(Subscriptions.resultFrame(subscription: id, callID: callID, kind: "resync", sequence: now, from: since, window), sequence: now)
                 }
@@ -412,6 +417,7 @@ final class Subscribers {
         let window = s.channel.window
         let (id, callID) = (s.id, s.callID)
         c.resyncInFlight = true
+        metrics.resynced()
         onReader(for: c, { _ in
             .built(Subscriptions.resultFrame(subscription: id, callID: callID, kind: "resync", sequence: now, from: from, window), sequence: now)
         }, then: { [unowned self] outcome in

@@ -38,7 +38,8 @@ public struct RoleSpec: Sendable, Equatable {
 /// is wrong with them, entry by entry, so one bad entry never stops the others.
 ///
 ///     {"roles": {"ticker": {"enabled": true, "command": ["seam-ticker"]},
-///                "migrate": {"enabled": true, "command": ["seam-migrate"]}},
+///                "migrate": {"enabled": true, "command": ["seam-migrate"]},
+///                "metrics": {"enabled": true, "port": 9464}},
 ///      "plugins": [{"name": "logger", "command": ["python3", "logger.py"], "environment": {"K": "V"}}],
 ///      "backups": {"keep": 10, "maxBytes": 1000000000}}
 ///
@@ -61,6 +62,14 @@ public struct SupervisorConfiguration: Sendable, Equatable {
     public static let builtIn: [RoleSpec] = [RoleSpec(role: "ticker", command: ["seam-ticker"])]
 
     public static let defaultMigrator = RoleSpec(role: "migrate", command: ["seam-migrate"], oneShot: true)
+
+    /// The roles that run only when `seamd.json` enables them: the metrics endpoint (`seam-metrics`,
+    /// serving Prometheus's text on 127.0.0.1:`port`).
+    public static let optIn: [RoleSpec] = [RoleSpec(role: metricsRole, command: ["seam-metrics"])]
+    public static let metricsRole = "metrics"
+    /// The port the metrics role listens on unless told (Prometheus's registry of default ports
+    /// has no entry for Seam; 9464 is the one it lists for an exporter of "OpenTelemetry").
+    public static let defaultMetricsPort = 9464
 
     /// The sync worker for the sync configuration at `path` (written by `seam sync setup`).
     public static func syncWorker(configuration path: String) -> RoleSpec {
@@ -94,9 +103,9 @@ public struct SupervisorConfiguration: Sendable, Equatable {
         var roles: [RoleSpec] = []
         let configured = top["roles"]?.objectValue ?? [:]
         if let r = top["roles"], r.objectValue == nil { problems.append("\(path): 'roles' is not an object; using the defaults") }
-        for key in configured.keys where !builtIn.contains(where: { $0.role == key }) && key != defaultMigrator.role {
-            problems.append("\(path): unknown role '\(key)' ignored (the roles are "
-                            + "\((builtIn.map(\.role) + [defaultMigrator.role]).joined(separator: ", ")))")
+        let known = builtIn.map(\.role) + [defaultMigrator.role] + optIn.map(\.role)
+        for key in configured.keys where !known.contains(key) {
+            problems.append("\(path): unknown role '\(key)' ignored (the roles are \(known.joined(separator: ", ")))")
         }
         var migrator = defaultMigrator
         var migratesAtStart = true
@@ -120,19 +129,34 @@ public struct SupervisorConfiguration: Sendable, Equatable {
                 problems.append("\(context) is not an object; using the default")
             }
         }
-        for var spec in builtIn {
+        for var spec in builtIn + optIn {
+            let optedIn = optIn.contains(spec)
             guard let entry = configured[spec.role] else {
-                roles.append(spec)
+                if !optedIn { roles.append(spec) }
                 continue
             }
             let context = "\(path): roles.\(spec.role)"
             guard let object = entry.objectValue else {
                 problems.append("\(context) is not an object; using the default")
-                roles.append(spec)
+                if !optedIn { roles.append(spec) }
                 continue
             }
             if let e = object["enabled"], e.boolValue == nil { problems.append("\(context).enabled is not true or false") }
             if object["enabled"]?.boolValue == false { continue }
+            for key in object.keys where !["enabled", "command", "environment"].contains(key) && !(spec.role == metricsRole && key == "port") {
+                problems.append("\(context).\(key) is not a setting; ignored")
+            }
+            if spec.role == metricsRole {
+                var port = defaultMetricsPort
+                if let p = object["port"] {
+                    if let n = p.int64Value, (1...65_535).contains(n) { port = Int(n) } else {
+                        problems.append("\(context).port is not a port number from 1 to 65535; using \(defaultMetricsPort)")
+                    }
+                }
+                spec.command += ["--port", String(port)]
+            }
+            // An opt-in role runs when enabled is true, not merely when it is mentioned.
+            if optedIn, object["enabled"]?.boolValue != true { continue }
             if let c = object["command"] {
                 guard let command = Self.command(c) else {
                     problems.append("\(context).command is not a non-empty array of strings; using the default")

@@ -229,7 +229,7 @@ final class Supervisor {
         let line = String(decoding: bytes, as: UTF8.self)
         guard !line.isEmpty else { return }
         p.lastLine = line
-        log.info("\(p.spec.name): \(line)")
+        log.log(Logger.level(ofRoleLine: line), line, .init(role: p.spec.name, pid: p.pid))
     }
 
     /// Collects every child that ended (SIGCHLD) and schedules its restart.

@@ -546,6 +546,9 @@ public final class Context {
         checkpointers[store].map { ($0.checkpoints, $0.lastFailureMessage, $0.walFrames, $0.holds) }
     }
 
+    /// The checkpoint thread of an open store, for what seamd's metrics read of it.
+    public func checkpointer(of store: String) -> Checkpointer? { checkpointers[store] }
+
     /// The configuration (store) that holds `entity`.
     public func store(of entity: String) throws(ContextError) -> String { try route(entity).store }
 

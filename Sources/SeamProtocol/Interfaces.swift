@@ -376,9 +376,36 @@ public enum Interfaces {
 
         """
 
+    public static let metrics = """
+        # What seamd counts of itself, for monitoring (any client that said Hello): counters since
+        # seamd started, gauges as they are now, histograms. `seam metrics` prints them in
+        # Prometheus's text format; the `metrics` role serves that text over HTTP on 127.0.0.1.
+        # The families and their labels are listed in PROTOCOL.md ("Metrics").
+        interface org.seam.Metrics
+
+        # One sample: its labels; value for a counter or a gauge (null when not a finite number);
+        # buckets ([upper bound, observations at or below it], ascending), sum and count for a
+        # histogram (the +Inf bucket is count).
+        type Sample (
+          labels: [string]string,
+          value: ?float,
+          buckets: ?[][]float,
+          sum: ?float,
+          count: ?int
+        )
+
+        # A metric: its name (Prometheus's rules), type ("counter", "gauge" or "histogram"), what
+        # it measures, and its samples.
+        type Family (name: string, type: string, help: string, samples: []Sample)
+
+        method Get() -> (families: []Family)
+
+        """
+
     /// Interface name → description.
     public static let all: [String: String] = [
         "org.varlink.service": service, "org.seam.Store": store, "org.seam.Migration": migration,
         "org.seam.Sync": sync, "org.seam.Maintenance": maintenance,
+        "org.seam.Metrics": metrics,
     ]
 }

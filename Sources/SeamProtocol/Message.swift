@@ -146,3 +146,41 @@ extension Reply {
         return w.finish()
     }
 }
+
+extension Reply {
+    /// The error a reply frame (as `frame()` writes one: `{"parameters":{…},"error":"NAME",…}`)
+    /// carries, or nil for a successful one: its parameters are skipped as a JSON value, without
+    /// decoding them. A frame of another shape (or past 64 KiB: errors are short) reads as no error.
+    public static func errorName(inFrame frame: [UInt8]) -> String? {
+        guard frame.count > 16, frame.count <= 65_536 else { return nil }
+        let prefix = Array(#"{"parameters":"#.utf8)
+        guard frame.starts(with: prefix) else { return nil }
+        var i = prefix.count
+        var depth = 0
+        var inString = false
+        // Past the parameters object: strings skipped with their escapes, braces and brackets counted.
+        while i < frame.count {
+            let b = frame[i]
+            if inString {
+                if b == UInt8(ascii: "\\") { i += 1 } else if b == UInt8(ascii: "\"") { inString = false }
+            } else {
+                switch b {
+                case UInt8(ascii: "\""): inString = true
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                default: break
+                }
+                if depth == 0 {
+                    i += 1
+                    break
+                }
+            }
+            i += 1
+        }
+        let key = Array(#","error":""#.utf8)
+        guard frame.count - i > key.count, frame[i..<i + key.count].elementsEqual(key) else { return nil }
+        var scanner = FrameScanner(bytes: frame[(i + key.count - 1)...])
+        return scanner.plainString()
+    }
+}

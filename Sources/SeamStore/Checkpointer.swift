@@ -1,4 +1,5 @@
 import CSQLite
+import SeamMetrics
 import SeamSystem
 import Synchronization
 
@@ -78,6 +79,8 @@ public final class Checkpointer: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
     private let completed = Atomic<Int>(0)
+    /// How long each checkpoint of the thread's took, for seamd's metrics.
+    private let durations = Mutex(Histogram(bounds: Histogram.seconds))
     private let drains = Atomic<Int>(0)
     private let lastFailure = Atomic<Int32>(0)
     private let writer: OneThreadDatabase
@@ -251,7 +254,10 @@ public final class Checkpointer: Sendable {
     private func checkpoint(_ connection: OpaquePointer?, generation: Int? = nil) {
         let generation = generation ?? self.generation.load(ordering: .acquiring)
         var log: Int32 = 0, done: Int32 = 0
+        let started = WallClock.monotonic()
         let rc = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
+        let took = WallClock.monotonic() - started
+        if rc == SQLITE_OK { durations.withLock { $0.observe(took) } }
         if rc == SQLITE_OK {
             copied.store(Self.tag(generation, Int(done)), ordering: .releasing)
             completed.add(1, ordering: .relaxed)
@@ -261,6 +267,9 @@ public final class Checkpointer: Sendable {
             lastFailure.store(rc, ordering: .relaxed)
         }
     }
+
+    /// How long the checkpoints completed so far took, in seconds.
+    public var checkpointSeconds: Histogram { durations.withLock { $0 } }
 
     /// Checkpoints completed so far.
     public var checkpoints: Int { completed.load(ordering: .relaxed) }

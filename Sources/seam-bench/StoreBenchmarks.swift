@@ -49,7 +49,8 @@ enum StoreBenchmarks {
     /// release's stores of `rows` rows: seamd's start until every store has passed its check at
     /// open, beside `PRAGMA quick_check` of the same files alone; `seam backup` of them while seamd
     /// serves, beside `VACUUM INTO`; and a one-row save's round trip with the check that each
-    /// store file is still at its path, beside seamd with it off (`SEAM_FILE_CHECKS=0`).
+    /// store file is still at its path, beside seamd with it off (`SEAM_FILE_CHECKS=0`); and the
+    /// same round trip with seamd counting its metrics, beside it not counting (`SEAM_METRICS=0`).
     static func storeFiles(_ source: String, work: String) throws {
         var table = BenchTable("Store files: the check at open, seam backup, the file check before each save (\(rows) rows, "
                                + "medians of \(runs), each beside its comparison run by run)",
@@ -96,21 +97,26 @@ enum StoreBenchmarks {
                    Harness.duration(check), Harness.ratio(open, check), "-"])
         table.add(["seam backup (through seamd), beside VACUUM INTO of both files", Harness.duration(backup), Harness.duration(vacuum),
                    Harness.ratio(backup, vacuum), "≤ 1.5×"])
-        let (with, without) = try saveWithAndWithoutFileChecks(work: work)
+        let (with, without) = try saveCostBeside(work: work + "/checks", environment: ["SEAM_FILE_CHECKS": "0"])
         table.add(["one-row save round trip p50 (one CPU), with the file check, beside without it", Harness.duration(with),
                    Harness.duration(without), Harness.ratio(with, without), "≤ 1.05×"])
+        let (counted, uncounted) = try saveCostBeside(work: work + "/metrics", environment: ["SEAM_METRICS": "0"])
+        table.add(["one-row save round trip p50 (one CPU), counting metrics, beside not counting (SEAM_METRICS=0)",
+                   Harness.duration(counted), Harness.duration(uncounted), Harness.ratio(counted, uncounted), "≤ 1.02×"])
         table.print()
         Figures.record("store.backup_vs_vacuum", backup / vacuum)
         Figures.record("store.save_with_file_check_vs_without", with / without)
+        Figures.record("store.save_with_metrics_vs_without", counted / uncounted)
         Figures.record("store.open_with_check_vs_quick_check", open / check)
     }
 
-    /// One-row save round trips (p50) on two seamds, one with the file check before each save and
-    /// one without, taking turns 100 saves at a time after 1,500 untimed each.
-    static func saveWithAndWithoutFileChecks(work: String) throws -> (Double, Double) {
-        let on = try ChannelBenchmarks.SaveCost(work: work + "/checks-on", channels: 0)
+    /// One-row save round trips (p50) on two seamds, one as shipped and one with `environment`
+    /// turning something off (the file check before each save, the metrics' counting), taking
+    /// turns 100 saves at a time after 1,500 untimed each.
+    static func saveCostBeside(work: String, environment: [String: String]) throws -> (Double, Double) {
+        let on = try ChannelBenchmarks.SaveCost(work: work + "-on", channels: 0)
         defer { on.stop() }
-        let off = try ChannelBenchmarks.SaveCost(work: work + "/checks-off", channels: 0, environment: ["SEAM_FILE_CHECKS": "0"])
+        let off = try ChannelBenchmarks.SaveCost(work: work + "-off", channels: 0, environment: environment)
         defer { off.stop() }
         _ = try on.measure(rounds: 1_500)
         _ = try off.measure(rounds: 1_500)

@@ -113,6 +113,16 @@ enum SeamManual {
             supervises, each with its name, state (and when a dead one restarts), pid, number of
             restarts and last error; then any problems with its configuration file.
             """,
+        "metrics": """
+            What seamd counts of itself (`org.seam.Metrics.Get`), in Prometheus's text exposition
+            format: calls by method and outcome and how long they took, commit sizes, connections,
+            subscriptions and channels, bytes queued for clients and connections held back,
+            resyncs, each role's restarts, migration progress, how far behind sync is and the
+            records it set aside, each store's size and WAL, checkpoint times. Counters count from
+            seamd's start. `--json` prints the reply as seamd sent it. PROTOCOL.md ("Metrics")
+            lists every family; to have Prometheus scrape seamd, enable the `metrics` role in
+            *seamd.json* (seamd(1)).
+            """,
         "schema": """
             The models the broker serves: each one's name, version and structural hash, and each
             entity with its configuration and attributes.

@@ -1,6 +1,7 @@
 import SeamClient
 import SeamCommandLine
 import SeamJSON
+import SeamMetrics
 import SeamProtocol
 
 /// Commands about the broker and its stores, for people and scripts.
@@ -12,7 +13,7 @@ enum StoreCommands {
         "org.seam.Timers.Flash", "org.seam.Timers.Pause", "org.seam.Timers.Resume", "org.seam.Timers.Reset", "org.seam.Timers.Skip",
         "org.seam.Timers.Stop", "org.seam.Timers.Clear", "org.seam.Timers.Advance", "org.seam.Timers.AdvanceMany",
         "org.seam.Sync.Status", "org.seam.Sync.Now", "org.seam.Sync.Reload", "org.seam.Migration.Plan", "org.seam.Migration.Migrate",
-        "org.seam.Maintenance.Backup", "org.seam.Maintenance.Check", "org.seam.Maintenance.Restore", "org.varlink.service.GetInfo",
+        "org.seam.Maintenance.Backup", "org.seam.Metrics.Get", "org.seam.Maintenance.Check", "org.seam.Maintenance.Restore", "org.varlink.service.GetInfo",
         "org.varlink.service.GetInterfaceDescription",
     ]
 
@@ -67,6 +68,15 @@ enum StoreCommands {
                 })
             }
             for problem in s["configurationProblems"]?.arrayValue ?? [] { print("configuration: \(problem.stringValue ?? "")") }
+        },
+        Command("metrics", "seamd's counters, gauges and histograms, in Prometheus's text format", options: [Opt.json]) { _, args in
+            let reply = try connect(args).call("org.seam.Metrics.Get")
+            if args.flag("json") { return output(.object(reply)) }
+            let families: [MetricFamily]
+            do { families = try MetricsWire.families(reply) } catch {
+                throw CLIError("seamd's metrics do not read as PROTOCOL.md says (\(error)); is seam older than seamd?")
+            }
+            print(PrometheusText.render(families), terminator: "")
         },
         Command("schema", "models, versions, hashes, entities", options: [Opt.json]) { _, args in
             let s = try connect(args, hello: false).call("org.seam.Store.Schema")

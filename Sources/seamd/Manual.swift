@@ -132,7 +132,8 @@ enum SeamdManual {
             {
               "roles": {
                 "ticker": {"enabled": true, "command": ["/path/to/seam-ticker"]},
-                "migrate": {"enabled": true}
+                "migrate": {"enabled": true},
+                "metrics": {"enabled": true, "port": 9464}
               },
               "plugins": [
                 {"name": "logger",
@@ -156,6 +157,14 @@ enum SeamdManual {
             *A,B DIR* after its arguments, and variables for its environment. The worker runs once
             per migration and is never restarted; `--no-roles` does not stop it.
             """),
+        .item("roles.metrics.enabled", """
+            Whether to run the metrics role, `seam-metrics` (default false: it runs only when this is
+            true). It serves what `seam metrics` prints, Prometheus's text format, at
+            *http://127.0.0.1:PORT/metrics*, on the loopback only, to requests whose `Host` names
+            the loopback.
+            """),
+        .item("roles.metrics.port", "The TCP port it listens on (default 9464); `--port` *PORT* is added to its command."),
+        .item("`roles.metrics.command`, `roles.metrics.environment`", "Its program (default `seam-metrics`) and variables."),
         .item("plugins", """
             Further role processes, each with a `name` (1 to 64 letters, digits, `-`, `_` or `.`;
             unique), a `command` (the program and its arguments), and optionally an `environment` of
@@ -179,6 +188,7 @@ enum SeamdManual {
             *~/.local/share/seam*.
             """),
         .item("SEAM_SOCKET", "The socket when `--socket` is not given."),
+        .item("SEAM_METRICS", "When `0`, seamd counts nothing for `org.seam.Metrics.Get` (for the benchmark that measures what counting costs)."),
         .item("XDG_RUNTIME_DIR", """
             Without `SEAM_SOCKET`, the socket is *$XDG_RUNTIME_DIR/seam/seamd.sock*; without either,
             */tmp/seam-$UID/seamd.sock*.

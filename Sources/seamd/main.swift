@@ -47,7 +47,10 @@ do {
     }
     // Only to measure what the check of the store files before each save costs (scripts/bench store).
     if Environment.value("SEAM_FILE_CHECKS") == "0" { configuration.verifiesFiles = false }
-    let log = Logger(tag: "seamd", level: level)
+    if Environment.value("SEAM_METRICS") == "0" { configuration.countsMetrics = false }
+    var log = Logger(tag: "seamd", level: level)
+    // Under systemd, entries with fields (`journalctl --user -u seamd SEAM_ROLE=ticker`).
+    log.journal = Logger.journalWanted
     do {
         let broker = try Broker(configuration: configuration, schema: TimerApp.schema, log: log)
         try broker.run()

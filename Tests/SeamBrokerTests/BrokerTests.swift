@@ -24,7 +24,7 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(info["product"]?.stringValue, "seamd")
         XCTAssertNotNil(info["version"]?.stringValue)
         XCTAssertNotNil(info["url"]?.stringValue)
-        XCTAssertEqual(info["interfaces"]?.arrayValue?.compactMap(\.stringValue), ["org.seam.Maintenance", "org.seam.Migration", "org.seam.Store", "org.seam.Sync", "org.seam.Timers", "org.varlink.service"])
+        XCTAssertEqual(info["interfaces"]?.arrayValue?.compactMap(\.stringValue), ["org.seam.Maintenance", "org.seam.Metrics", "org.seam.Migration", "org.seam.Store", "org.seam.Sync", "org.seam.Timers", "org.varlink.service"])
         let description = try c.call("org.varlink.service.GetInterfaceDescription", ["interface": "org.seam.Store"])
         XCTAssertEqual(description["description"]?.stringValue, Interfaces.store)
         XCTAssertTrue(Interfaces.store.hasPrefix("# Seam's store broker") && Interfaces.store.contains("interface org.seam.Store"))
@@ -39,6 +39,7 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(try RepositoryFiles.text("Protocol/org.seam.Migration.varlink"), Interfaces.migration)
         XCTAssertEqual(try RepositoryFiles.text("Protocol/org.seam.Sync.varlink"), Interfaces.sync)
         XCTAssertEqual(try RepositoryFiles.text("Protocol/org.seam.Maintenance.varlink"), Interfaces.maintenance)
+        XCTAssertEqual(try RepositoryFiles.text("Protocol/org.seam.Metrics.varlink"), Interfaces.metrics)
     }
 
     func testHelloSaveFetchCountStatus() throws {

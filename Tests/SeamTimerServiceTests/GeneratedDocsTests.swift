@@ -6,7 +6,7 @@ import XCTest
 /// generates: a command, option or line of prose changed without `scripts/generate-docs` fails
 /// here, with the first line that differs.
 final class GeneratedDocsTests: XCTestCase {
-    static let tools = ["seam", "seamd", "seam-migrate", "seam-fixture", "seam-sync", "seam-ticker"]
+    static let tools = ["seam", "seamd", "seam-migrate", "seam-fixture", "seam-sync", "seam-ticker", "seam-metrics"]
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     func testTheCommittedFilesAreWhatTheSpecsGenerate() throws {

@@ -1,12 +1,17 @@
 # Installs the Debian packages Seam needs, only when something is missing.
-# Sourced by scripts/test, scripts/bench and scripts/run.
+# Sourced by scripts/test, scripts/bench, scripts/run and scripts/package.
 
-SEAM_DEBIAN_PACKAGES=(libsqlite3-dev libjson-c-dev libpq-dev libsodium-dev pkg-config sqlite3 python3)
+SEAM_DEBIAN_PACKAGES=(libsqlite3-dev libjson-c-dev libpq-dev libsodium-dev libsystemd-dev pkg-config sqlite3 python3)
 # What the tests add: a C compiler and valgrind for the C SDK, groff for the man pages, zsh for
 # the completions (GeneratedDocsTests and SpecTests load them), venv for the PyPI varlink client of the
 # interop test, PostgreSQL for the sync tests (started by the tests themselves through
-# scripts/pg-server).
-SEAM_TEST_PACKAGES=(gcc make valgrind groff-base zsh python3-venv postgresql)
+# scripts/pg-server), systemd for journald and journalctl (JournalTests starts a journald when
+# none runs).
+SEAM_TEST_PACKAGES=(gcc make valgrind groff-base zsh python3-venv postgresql systemd)
+# What scripts/package adds: dpkg-dev for dpkg-shlibdeps (the package's Depends, read from the
+# libraries its binaries link), binutils for strip, lintian to check the result, and gcc and make for
+# the C SDK it ships. No fakeroot: dpkg-deb --root-owner-group gives every file root's ownership.
+SEAM_PACKAGE_PACKAGES=(dpkg-dev binutils lintian gcc make)
 
 # seam_install_packages PKG…: installs those of the Debian packages that are missing.
 seam_install_packages() {
@@ -36,13 +41,14 @@ seam_install_deps() {
 }
 
 # seam_varlink_venv: a virtual environment in .build/venv with PyPI's `varlink` package (a
-# generic varlink client, for the interop test) and `PyNaCl` (libsodium from Python, which opens
-# a sealed field from Protocol/sync.md alone). Made once.
+# generic varlink client, for the interop test), `PyNaCl` (libsodium from Python, which opens
+# a sealed field from Protocol/sync.md alone) and `prometheus_client` (whose parser reads what
+# the metrics role serves). Made once.
 seam_varlink_venv() {
-    if [[ ! -x .build/venv/bin/python ]] || ! .build/venv/bin/python -c "import varlink, nacl" 2>/dev/null; then
-        echo "==> a virtual environment with the varlink and PyNaCl packages from PyPI (.build/venv)"
+    if [[ ! -x .build/venv/bin/python ]] || ! .build/venv/bin/python -c "import varlink, nacl, prometheus_client" 2>/dev/null; then
+        echo "==> a virtual environment with the varlink, PyNaCl and prometheus_client packages from PyPI (.build/venv)"
         mkdir -p .build
         [[ -x .build/venv/bin/python ]] || python3 -m venv .build/venv
-        .build/venv/bin/pip install -q varlink pynacl
+        .build/venv/bin/pip install -q varlink pynacl prometheus_client
     fi
 }
