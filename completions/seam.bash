@@ -7,7 +7,7 @@
 # Names of timers, groups and sessions are asked of seamd as you type (`seam … --json`);
 # when seamd is not running they are simply not offered.
 
-_seam_commands='timer group start flash pause resume reset stop skip clear ls watch status metrics schema store migrate query subscribe call backup check restore sync up down install-units doctor'
+_seam_commands='timer group start flash pause resume reset stop skip clear ls watch status metrics schema store migrate query subscribe call backup check restore sync up down install-units doctor web'
 _seam_groups='timer group store sync'
 _seam_common='--socket --verbose --help'
 _seam_root=0
@@ -52,6 +52,7 @@ _seam_options() {
         up) echo --data-dir ;;
         install-units) echo '--dir --force' ;;
         doctor) echo '--data-dir --config-dir --json' ;;
+        web) echo '--config-dir --json' ;;
     esac
 }
 
@@ -83,6 +84,7 @@ _seam_value() {
         'install-units|--dir') _seam_files "$value" -d ;;
         'doctor|--data-dir') _seam_files "$value" -d ;;
         'doctor|--config-dir') _seam_files "$value" -d ;;
+        'web|--config-dir') _seam_files "$value" -d ;;
     esac
 }
 

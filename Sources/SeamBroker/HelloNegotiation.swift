@@ -7,7 +7,7 @@ import SeamProtocol
 /// it read and write. (Whether there is room for one more client is the broker's to say.)
 extension Connection.Hello {
     /// Roles only the connections seamd hands to the processes it starts may hold.
-    static let builtInRoles: Set<String> = ["ticker", "migrate", "sync", SupervisorConfiguration.metricsRole]
+    static let builtInRoles: Set<String> = ["ticker", "migrate", "sync", SupervisorConfiguration.metricsRole, SupervisorConfiguration.webRole]
     /// The roles that may write the sync worker's own entities (`workerOwned`): what it records
     /// of the server is its alone, and a plugin or a person's script writing it would corrupt
     /// sync (Protocol/sync.md); a migration copies it.

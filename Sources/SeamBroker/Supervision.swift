@@ -64,12 +64,14 @@ public struct SupervisorConfiguration: Sendable, Equatable {
     public static let defaultMigrator = RoleSpec(role: "migrate", command: ["seam-migrate"], oneShot: true)
 
     /// The roles that run only when `seamd.json` enables them: the metrics endpoint (`seam-metrics`,
-    /// serving Prometheus's text on 127.0.0.1:`port`).
-    public static let optIn: [RoleSpec] = [RoleSpec(role: metricsRole, command: ["seam-metrics"])]
+    /// serving Prometheus's text on 127.0.0.1:`port`) and the web page of the timers (`seam-web`).
+    public static let optIn: [RoleSpec] = [RoleSpec(role: metricsRole, command: ["seam-metrics"]),
+                                           RoleSpec(role: webRole, command: ["seam-web"])]
     public static let metricsRole = "metrics"
-    /// The port the metrics role listens on unless told (Prometheus's registry of default ports
-    /// has no entry for Seam; 9464 is the one it lists for an exporter of "OpenTelemetry").
-    public static let defaultMetricsPort = 9464
+    public static let webRole = "web"
+    /// The port each opt-in role listens on unless told (the metrics' is the one Prometheus's
+    /// registry of default ports lists for an OpenTelemetry exporter; the web page's, unlisted).
+    public static let defaultPorts = [metricsRole: 9464, webRole: 8620]
 
     /// The sync worker for the sync configuration at `path` (written by `seam sync setup`).
     public static func syncWorker(configuration path: String) -> RoleSpec {
@@ -143,14 +145,15 @@ public struct SupervisorConfiguration: Sendable, Equatable {
             }
             if let e = object["enabled"], e.boolValue == nil { problems.append("\(context).enabled is not true or false") }
             if object["enabled"]?.boolValue == false { continue }
-            for key in object.keys where !["enabled", "command", "environment"].contains(key) && !(spec.role == metricsRole && key == "port") {
+            let defaultPort = defaultPorts[spec.role]
+            for key in object.keys where !["enabled", "command", "environment"].contains(key) && !(defaultPort != nil && key == "port") {
                 problems.append("\(context).\(key) is not a setting; ignored")
             }
-            if spec.role == metricsRole {
-                var port = defaultMetricsPort
+            if let defaultPort {
+                var port = defaultPort
                 if let p = object["port"] {
                     if let n = p.int64Value, (1...65_535).contains(n) { port = Int(n) } else {
-                        problems.append("\(context).port is not a port number from 1 to 65535; using \(defaultMetricsPort)")
+                        problems.append("\(context).port is not a port number from 1 to 65535; using \(defaultPort)")
                     }
                 }
                 spec.command += ["--port", String(port)]

@@ -66,9 +66,12 @@ enum Doctor {
         return out
     }
 
+    /// Where the Debian package puts the systemd user units.
+    static let packagedUnitDirectory = "/usr/lib/systemd/user"
+
     static func units(_ f: Facts) -> [Finding] {
         guard !f.units.isEmpty else {
-            return [Finding(check: "units", level: .note, said: "no systemd user units in \(f.unitDirectory)",
+            return [Finding(check: "units", level: .note, said: "no systemd user units in \(f.unitDirectory) or \(packagedUnitDirectory)",
                             todo: "seam install-units writes them, so that systemd starts seamd at the first connection")]
         }
         return f.units.map { u in

@@ -47,11 +47,14 @@ enum DoctorCommand {
             f.unreachable = !FileSystem.exists(socket) ? "no socket there" : FileSystem.isSocket(socket) ? "nothing answers on the socket"
                 : "\(FileSystem.kind(socket) ?? "a file") there, not a socket"
         }
+        // The user's own units first (they override), then those a package installed.
         for name in ["seamd.socket", "seamd.service"] {
-            let path = FileSystem.join(unitDirectory, name)
-            guard let text = try? FileSystem.read(path) else { continue }
-            let program = name == "seamd.service" ? execStart(String(decoding: text, as: UTF8.self)) : nil
-            f.units.append((name, program, program.map { FileSystem.exists($0) } ?? true))
+            for (directory, shown) in [(unitDirectory, name), (Doctor.packagedUnitDirectory, "\(name) (\(Doctor.packagedUnitDirectory))")] {
+                guard let text = try? FileSystem.read(FileSystem.join(directory, name)) else { continue }
+                let program = name == "seamd.service" ? execStart(String(decoding: text, as: UTF8.self)) : nil
+                f.units.append((shown, program, program.map { FileSystem.exists($0) } ?? true))
+                break
+            }
         }
         f.availableBytes = FileSystem.availableBytes(FileSystem.isDirectory(f.dataDirectory) ? f.dataDirectory : Doctor.parent(f.dataDirectory))
         let syncPath = FileSystem.join(config, "sync.json")

@@ -113,6 +113,16 @@ enum SeamManual {
             supervises, each with its name, state (and when a dead one restarts), pid, number of
             restarts and last error; then any problems with its configuration file.
             """,
+        "web": """
+            The address of the timers' web page, `http://127.0.0.1:`*PORT*`/?token=`*TOKEN*: the `web`
+            role (`seam-web`), which seamd runs when *seamd.json* enables it (`"roles": {"web":
+            {"enabled": true, "port": 8620}}`). The page shows the groups, timers and running
+            sessions live, and starts, pauses, resumes, skips, resets and stops them, and adds and
+            edits timers. It listens on the loopback only and lets in only a browser that brings the
+            token (kept in *web-token*, mode 0600, in the configuration directory; the page keeps it
+            in a cookie after the first visit), for a `Host` naming the loopback and, for what it
+            changes, from its own origin. `--json` prints the address, port and token.
+            """,
         "metrics": """
             What seamd counts of itself (`org.seam.Metrics.Get`), in Prometheus's text exposition
             format: calls by method and outcome and how long they took, commit sizes, connections,

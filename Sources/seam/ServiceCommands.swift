@@ -52,7 +52,7 @@ enum ServiceCommands {
             print("removed a stale socket that no seamd answers on: \(socket)")
         }
         guard let seamd = Processes.find("seamd") else {
-            throw CLIError("cannot find seamd beside seam or on PATH; build it (swift build -c release) or put it on PATH")
+            throw CLIError("cannot find seamd beside seam or on PATH; build it (scripts/run, or swift build -c release --static-swift-stdlib) or put it on PATH")
         }
         let logDirectory = Environment.stateDirectory
         let logPath = FileSystem.join(logDirectory, "seamd.log")
@@ -125,7 +125,7 @@ enum ServiceCommands {
         let directory = args.value("dir")
             ?? FileSystem.join(Environment.value("XDG_CONFIG_HOME") ?? FileSystem.join(Environment.home, ".config"), "systemd/user")
         guard let found = Processes.find("seamd") else {
-            throw CLIError("cannot find seamd beside seam or on PATH; build it (swift build -c release) first")
+            throw CLIError("cannot find seamd beside seam or on PATH; build it (scripts/run, or swift build -c release --static-swift-stdlib) first")
         }
         let seamd = found.hasPrefix("/") ? found : FileSystem.join(Environment.value("PWD") ?? ".", found)
         guard systemdAcceptsExecutable(seamd) else {

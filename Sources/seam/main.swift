@@ -18,7 +18,7 @@ var seam = CommandSet(
         .flag("verbose", "an error from seamd shows its varlink name too, as --json shows it"),
     ],
     commands: (TimerCommands.all + [WatchCommand.command] + StoreCommands.all + MaintenanceCommands.all + SyncCommands.all
-               + ServiceCommands.all + [DoctorCommand.command]).map { $0.returning(discussion: SeamManual.discussions[$0.name] ?? "") }
+               + ServiceCommands.all + [DoctorCommand.command, WebCommand.command]).map { $0.returning(discussion: SeamManual.discussions[$0.name] ?? "") }
 )
 seam.version = "0.1.0"
 seam.manual = SeamManual.manual

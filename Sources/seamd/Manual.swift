@@ -133,7 +133,8 @@ enum SeamdManual {
               "roles": {
                 "ticker": {"enabled": true, "command": ["/path/to/seam-ticker"]},
                 "migrate": {"enabled": true},
-                "metrics": {"enabled": true, "port": 9464}
+                "metrics": {"enabled": true, "port": 9464},
+                "web": {"enabled": true, "port": 8620}
               },
               "plugins": [
                 {"name": "logger",
@@ -165,6 +166,13 @@ enum SeamdManual {
             """),
         .item("roles.metrics.port", "The TCP port it listens on (default 9464); `--port` *PORT* is added to its command."),
         .item("`roles.metrics.command`, `roles.metrics.environment`", "Its program (default `seam-metrics`) and variables."),
+        .item("roles.web.enabled", """
+            Whether to run the timers' web page, `seam-web` (default false). It listens on
+            *http://127.0.0.1:PORT/* and lets in a browser that brings the per-user token `seam web`
+            prints (kept in *web-token*, mode 0600, beside this file).
+            """),
+        .item("roles.web.port", "The TCP port it listens on (default 8620); `--port` *PORT* is added to its command."),
+        .item("`roles.web.command`, `roles.web.environment`", "Its program (default `seam-web`) and variables."),
         .item("plugins", """
             Further role processes, each with a `name` (1 to 64 letters, digits, `-`, `_` or `.`;
             unique), a `command` (the program and its arguments), and optionally an `environment` of
