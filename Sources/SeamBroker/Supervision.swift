@@ -149,6 +149,7 @@ public struct SupervisorConfiguration: Sendable, Equatable {
             for key in object.keys where !["enabled", "command", "environment"].contains(key) && !(defaultPort != nil && key == "port") {
                 problems.append("\(context).\(key) is not a setting; ignored")
             }
+            var portArguments: [String] = []
             if let defaultPort {
                 var port = defaultPort
                 if let p = object["port"] {
@@ -156,26 +157,22 @@ public struct SupervisorConfiguration: Sendable, Equatable {
                         problems.append("\(context).port is not a port number from 1 to 65535; using \(defaultPort)")
                     }
                 }
-                spec.command += ["--port", String(port)]
+                portArguments = ["--port", String(port)]
             }
             // An opt-in role runs when enabled is true, not merely when it is mentioned.
             if optedIn, object["enabled"]?.boolValue != true { continue }
             if let c = object["command"] {
-                guard let command = Self.command(c) else {
+                if let command = Self.command(c) { spec.command = command } else {
                     problems.append("\(context).command is not a non-empty array of strings; using the default")
-                    roles.append(spec)
-                    continue
                 }
-                spec.command = command
             }
             if let env = object["environment"] {
-                guard let e = Self.environment(env) else {
+                if let e = Self.environment(env) { spec.environment = e } else {
                     problems.append("\(context).environment is not an object of strings; ignored")
-                    roles.append(spec)
-                    continue
                 }
-                spec.environment = e
             }
+            // The port goes after the command, whichever program it names.
+            spec.command += portArguments
             roles.append(spec)
         }
         if let p = top["plugins"], p.arrayValue == nil { problems.append("\(path): 'plugins' is not an array; no plugins started") }

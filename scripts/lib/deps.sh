@@ -6,8 +6,8 @@ SEAM_DEBIAN_PACKAGES=(libsqlite3-dev libjson-c-dev libpq-dev libsodium-dev libsy
 # the completions (GeneratedDocsTests and SpecTests load them), venv for the PyPI varlink client of the
 # interop test, PostgreSQL for the sync tests (started by the tests themselves through
 # scripts/pg-server), systemd for journald and journalctl (JournalTests starts a journald when
-# none runs).
-SEAM_TEST_PACKAGES=(gcc make valgrind groff-base zsh python3-venv postgresql systemd)
+# none runs), chromium and its driver for seam-web's browser tests.
+SEAM_TEST_PACKAGES=(gcc make valgrind groff-base zsh python3-venv postgresql systemd chromium chromium-driver)
 # What scripts/package adds: dpkg-dev for dpkg-shlibdeps (the package's Depends, read from the
 # libraries its binaries link), binutils for strip, lintian to check the result, and gcc and make for
 # the C SDK it ships. No fakeroot: dpkg-deb --root-owner-group gives every file root's ownership.
@@ -42,13 +42,14 @@ seam_install_deps() {
 
 # seam_varlink_venv: a virtual environment in .build/venv with PyPI's `varlink` package (a
 # generic varlink client, for the interop test), `PyNaCl` (libsodium from Python, which opens
-# a sealed field from Protocol/sync.md alone) and `prometheus_client` (whose parser reads what
-# the metrics role serves). Made once.
+# a sealed field from Protocol/sync.md alone), `prometheus_client` (whose parser reads what
+# the metrics role serves), and `aiohttp` and `selenium` (seam-web's server library, and the
+# driver of its browser tests). Made once.
 seam_varlink_venv() {
-    if [[ ! -x .build/venv/bin/python ]] || ! .build/venv/bin/python -c "import varlink, nacl, prometheus_client" 2>/dev/null; then
-        echo "==> a virtual environment with the varlink, PyNaCl and prometheus_client packages from PyPI (.build/venv)"
+    if [[ ! -x .build/venv/bin/python ]] || ! .build/venv/bin/python -c "import varlink, nacl, prometheus_client, aiohttp, selenium" 2>/dev/null; then
+        echo "==> a virtual environment with PyPI's varlink, PyNaCl, prometheus_client, aiohttp and selenium (.build/venv)"
         mkdir -p .build
         [[ -x .build/venv/bin/python ]] || python3 -m venv .build/venv
-        .build/venv/bin/pip install -q varlink pynacl prometheus_client
+        .build/venv/bin/pip install -q varlink pynacl prometheus_client aiohttp selenium
     fi
 }
