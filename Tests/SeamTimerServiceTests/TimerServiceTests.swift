@@ -30,7 +30,7 @@ final class TimerServiceTests: EmbeddedBrokerTestCase {
     func testTheCommittedInterfaceFileMatches() throws {
         XCTAssertEqual(try RepositoryFiles.text("Protocol/org.seam.Timers.varlink"), TimerService.description)
         let info = try client().call("org.varlink.service.GetInfo")
-        XCTAssertEqual(info["interfaces"]?.arrayValue?.compactMap(\.stringValue), ["org.seam.Maintenance", "org.seam.Migration", "org.seam.Store", "org.seam.Sync", "org.seam.Timers", "org.varlink.service"])
+        XCTAssertEqual(info["interfaces"]?.arrayValue?.compactMap(\.stringValue), ["org.seam.Maintenance", "org.seam.Metrics", "org.seam.Migration", "org.seam.Store", "org.seam.Sync", "org.seam.Timers", "org.varlink.service"])
     }
 
     /// Start copies the timer wholesale; editing the timer changes nothing in the run; starting

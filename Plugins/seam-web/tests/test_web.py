@@ -69,9 +69,9 @@ class Seamd:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
-        log = open(self.directory / "seamd.log", "ab")
-        self.process = subprocess.Popen([str(BIN / "seamd"), "--data-dir", str(self.directory / "data"), "--socket", self.socket,
-                                         "--config", str(self.config / "seamd.json")], env=self.env, stdout=log, stderr=log)
+        with open(self.directory / "seamd.log", "ab") as log:
+            self.process = subprocess.Popen([str(BIN / "seamd"), "--data-dir", str(self.directory / "data"), "--socket", self.socket,
+                                             "--config", str(self.config / "seamd.json")], env=self.env, stdout=log, stderr=log)
         wait_for("seamd's socket", lambda: os.path.exists(self.socket))
         wait_for("the web role", lambda: self.answers(), timeout=20)
 
@@ -182,6 +182,52 @@ class WebTests(unittest.TestCase):
         # The token file is the user's alone.
         mode = (self.seamd.config / "web-token").stat().st_mode & 0o777
         self.assertEqual(mode, 0o600)
+
+    def test_in_the_browser_a_page_without_the_token_or_of_another_origin_is_refused(self):
+        """The same refusals as a browser meets them: the page without its cookie, and a page of
+        another origin (another port on this machine) that tries to start a timer, by a script's
+        fetch and by a form's plain POST."""
+        import functools
+        import http.server
+        import threading
+        browser = self.open_browser()
+        other = free_port()
+        site = self.temp / "elsewhere"
+        site.mkdir(exist_ok=True)
+        target = f"{self.base}/api/action"
+        (site / "fetch.html").write_text(f"""<!doctype html><title>waiting</title><script>
+            fetch("{target}", {{method: "POST", credentials: "include", headers: {{"Content-Type": "application/json"}},
+                   body: JSON.stringify({{action: "flash", duration: "7m", name: "Evil fetch"}})}})
+              .then(r => document.title = "status " + r.status, e => document.title = "blocked");
+            </script>""")
+        (site / "form.html").write_text(f"""<!doctype html><title>form</title>
+            <form method="POST" action="{target}" enctype="text/plain"><input name='{{"action":"flash","duration":"7m","name":"Evil form","x":"' value='"}}'></form>
+            <script>document.forms[0].submit()</script>""")
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", other), functools.partial(Quiet, directory=str(site)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            browser.get(f"http://127.0.0.1:{other}/fetch.html")
+            wait_for("the cross-origin fetch to end", lambda: browser.title != "waiting")
+            self.assertEqual(browser.title, "blocked", "the preflight is refused, so the fetch never happens")
+            browser.get(f"http://127.0.0.1:{other}/form.html")
+            wait_for("the form's answer", lambda: "refused" in browser.page_source or "token" in browser.page_source)
+            self.shot("cross-origin")
+            time.sleep(0.5)
+            self.assertFalse([s for s in self.seamd.rows("Session") if s["name"].startswith("Evil")])
+            # Without its cookie, the page asks for its token.
+            browser.get(self.base + "/")
+            browser.delete_all_cookies()
+            browser.get(self.base + "/")
+            self.assertIn("needs its token", browser.page_source)
+        finally:
+            server.shutdown()
+            server.server_close()
+            browser.get(self.url)
+            wait_for("the page live", lambda: browser.find_element("id", "status").text == "live")
 
     # MARK: - The page, live
 
