@@ -47,6 +47,7 @@ extension Broker: SteppedSavesHost {
     func readBigSaveOffLoop(_ frame: ArraySlice<UInt8>, from c: Connection) {
         let schema = context.schema
         c.awaitingRead = true
+        let started = metrics.start()
         onReader(for: c, { _ in
             let types: (Entity) -> [String: AttributeType] = { $0.attributeTypes }
             if let q = QuickSave(frame), let request = WireRequests.save(q, schema: schema, types: types) {
@@ -66,12 +67,16 @@ extension Broker: SteppedSavesHost {
             }
             // A store it writes may have begun to hold its writes meanwhile: it waits, as read.
             if writeGate.parkIfHeld(c, frame) { return }
+            // Counted as the loop takes it on (a save in steps, when it begins), from the frame's arrival.
             switch read {
             case .success(let request):
                 let reply = saves.save(request, author: hello.author, c, id: id, answers: answers)
+                metrics.answered(Self.saveMethod, reply: reply, started: started)
                 if answers { connections.send(frame: reply, to: c) }
             case .failure(let error):
-                if answers { connections.send(Reply(error, id: id), to: c) }
+                let reply = Reply(error, id: id).frame()
+                metrics.answered(Self.saveMethod, reply: reply, started: started)
+                if answers { connections.send(frame: reply, to: c) }
             }
             if context.hasNotices { reportStoreNotices() }
             connections.flush(c)

@@ -88,6 +88,25 @@ final class MetricsTests: XCTestCase {
         XCTAssertNotNil(try JSON.decode(json.stdout)["families"]?.arrayValue)
     }
 
+    /// A save big enough to be read off the loop (a frame past 32 KiB) is counted too, and its rows.
+    func testABigSaveReadOffTheLoopIsCounted() throws {
+        let broker = try BrokerProcess.supervising(config: #"{"roles": {"ticker": {"enabled": false}}}"#, in: directory)
+        defer { broker.stop() }
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        let name = String(repeating: "n", count: 100)
+        _ = try c.save((0..<500).map { .insert(entity: "UserGroup", values: ["name": .string("\(name)\($0)")]) })
+        _ = try? c.save((0..<500).map { _ in .insert(entity: "UserGroup", values: ["name": .integer(1), "x": .string(name)]) })
+        let f = try families(c)
+        XCTAssertEqual(sample(f["seam_requests_total"], ["method": "org.seam.Store.Save", "outcome": "ok"])?["value"]?.int64Value, 1)
+        XCTAssertEqual(f["seam_requests_total"]?["samples"]?.arrayValue?.filter {
+            $0["labels"]?["method"]?.stringValue == "org.seam.Store.Save" && $0["labels"]?["outcome"]?.stringValue != "ok"
+        }.count, 1, "the refused big save, by its error")
+        let rows = sample(f["seam_commit_rows"])
+        XCTAssertEqual(rows?["count"]?.int64Value, 1)
+        XCTAssertEqual(rows?["sum"]?.doubleValue, 500)
+    }
+
     /// The role, enabled in seamd.json: Prometheus's own parser reads what it serves; requests
     /// for another host, method or path, and hostile ones, are refused, and it goes on serving.
     func testTheMetricsRoleServesTextThatPrometheusParsesAndRefusesTheRest() throws {
