@@ -9,9 +9,10 @@ SEAM_DEBIAN_PACKAGES=(libsqlite3-dev libjson-c-dev libpq-dev libsodium-dev libsy
 # none runs), chromium and its driver for seam-web's browser tests.
 SEAM_TEST_PACKAGES=(gcc make valgrind groff-base zsh python3-venv postgresql systemd chromium chromium-driver)
 # What scripts/package adds: dpkg-dev for dpkg-shlibdeps (the package's Depends, read from the
-# libraries its binaries link), binutils for strip, lintian to check the result, and gcc and make for
-# the C SDK it ships. No fakeroot: dpkg-deb --root-owner-group gives every file root's ownership.
-SEAM_PACKAGE_PACKAGES=(dpkg-dev binutils lintian gcc make)
+# libraries its binaries link), binutils for strip, lintian to check the result, gcc and make for
+# the C SDK it ships, and python3-aiohttp for the packaged seam-web its test runs. No fakeroot:
+# dpkg-deb --root-owner-group gives every file root's ownership.
+SEAM_PACKAGE_PACKAGES=(dpkg-dev binutils lintian gcc make python3-aiohttp)
 
 # seam_install_packages PKG…: installs those of the Debian packages that are missing.
 seam_install_packages() {
