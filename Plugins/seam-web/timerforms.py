@@ -34,8 +34,8 @@ def _is_digit(c: str) -> bool:
 
 
 def _trim(text: str) -> str:
-    # Swift's trimmingSpaces: spaces and tabs at either end (not other whitespace).
-    return text.strip(" \t")
+    # SeamTimers' trimmingSpaces: whitespace at either end, newlines and Unicode spaces included.
+    return text.strip()
 
 
 def parse_duration(text: str) -> int:

@@ -73,7 +73,7 @@ public struct Logger: Sendable {
             var extra = [("SEAM_ROLE", fields.role ?? tag), ("SEAM_PID", String(fields.pid ?? Environment.processID))]
             if let c = fields.connection { extra.append(("SEAM_CONNECTION", c)) }
             if let m = fields.method { extra.append(("SEAM_METHOD", m)) }
-            let identifier = fields.role.map { _ in "\(tag)/\(fields.role!)" } ?? tag
+            let identifier = fields.role.map { "\(tag)/\($0)" } ?? tag
             if Journal.send(text, priority: l.priority, identifier: identifier, fields: extra) { return }
             // No journal took it: the line is not lost.
         }

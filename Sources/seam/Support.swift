@@ -256,3 +256,10 @@ func table(_ rows: [[String]], onTerminal: Bool = Terminal.stdoutIsTerminal) {
         print(cells.joined(separator: "  "))
     }
 }
+
+extension String {
+    /// Without whitespace (newlines too) at either end.
+    var trimmingSpaces: String {
+        String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+    }
+}

@@ -154,9 +154,3 @@ enum SyncKeys {
               + "nothing meanwhile.")
     }
 }
-
-extension String {
-    fileprivate var trimmingSpaces: String {
-        String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
-    }
-}

@@ -39,7 +39,7 @@ enum WebCommand {
         do { bytes = try FileSystem.read(path) } catch {
             throw CLIError("cannot read the web page's token at \(path) (\(error.message)); seam-web makes it when it starts")
         }
-        let token = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: " \n")
+        let token = String(decoding: bytes, as: UTF8.self).trimmingSpaces
         guard token.count >= 32, token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
             throw CLIError("\(path) does not hold a token; remove it and restart seamd, and seam-web makes another")
         }
@@ -51,14 +51,5 @@ enum WebCommand {
         if Terminal.stdoutIsTerminal {
             Terminal.error("open it in a browser on this machine; the page keeps the token in a cookie, so the address after the first visit is http://127.0.0.1:\(port)/")
         }
-    }
-}
-
-extension String {
-    fileprivate func trimmingCharacters(in set: String) -> String {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s = s.dropFirst() }
-        while let l = s.last, set.contains(l) { s = s.dropLast() }
-        return String(s)
     }
 }

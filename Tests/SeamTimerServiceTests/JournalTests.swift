@@ -23,12 +23,10 @@ final class JournalTests: XCTestCase {
     func journalAnswers() throws -> Bool {
         let marker = "seam-journal-probe-\(UUID().uuidString)"
         try Executables.runTool("/bin/sh", ["-c", "echo \(marker) | systemd-cat -t seam-probe"])
-        for _ in 0..<20 {
-            let r = try Executables.runTool("/usr/bin/journalctl", ["-t", "seam-probe", "--no-pager", "-o", "cat", "-n", "20"])
-            if r.stdout.contains(marker) { return true }
-            usleep(100_000)
+        let arrived = try? waitUntil(2, "the probe in the journal") {
+            try Executables.runTool("/usr/bin/journalctl", ["-t", "seam-probe", "--no-pager", "-o", "cat", "-n", "20"]).stdout.contains(marker)
         }
-        return false
+        return arrived != nil
     }
 
     func requireJournal() throws {
