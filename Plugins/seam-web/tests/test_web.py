@@ -157,9 +157,26 @@ class WebTests(unittest.TestCase):
     def shot(self, name: str) -> None:
         self.browser.save_screenshot(str(SCREENSHOTS / f"seam-web-{name}.png"))
 
-    def card(self, uuid: str):
-        found = self.browser.find_elements("css selector", f'.session[data-uuid="{uuid}"]')
-        return found[0] if found else None
+    # The page re-renders a session's card on every change, so an element found by one call may be
+    # gone by the next: what the tests read of a card, and each click, is one script in the page.
+
+    def card(self, uuid: str) -> dict | None:
+        """A session's card as the page shows it now: its classes, text and countdown."""
+        return self.browser.execute_script("""
+            const card = document.querySelector(`.session[data-uuid="${arguments[0]}"]`);
+            return card && {classes: card.className, text: card.innerText,
+                            countdown: card.querySelector(".countdown").textContent};""", uuid)
+
+    def card_has(self, uuid: str, state: str) -> bool:
+        card = self.card(uuid)
+        return bool(card) and state in card["classes"].split()
+
+    def click(self, uuid: str, action: str) -> None:
+        """Clicks a card's button, waiting for the card to show it."""
+        wait_for(f"the {action} button", lambda: self.browser.execute_script("""
+            const button = document.querySelector(`.session[data-uuid="${arguments[0]}"] button[data-action="${arguments[1]}"]`);
+            if (button) button.click();
+            return Boolean(button);""", uuid, action))
 
     # MARK: - Who may use it
 
@@ -240,17 +257,16 @@ class WebTests(unittest.TestCase):
         wait_for("the session on the page", lambda: self.card(session["uuid"]), timeout=5, step=0.02)
         shown_after = time.monotonic() - started
         self.assertLess(shown_after, 1.0, f"the session appeared {shown_after:.2f} s after seam start")
-        card = self.card(session["uuid"])
-        self.assertIn("Steep · step 1 of 2", card.text)
+        self.assertIn("Steep · step 1 of 2", self.card(session["uuid"])["text"])
         self.shot("running")
-        card.find_element("css selector", 'button[data-action="pause"]').click()
+        self.click(session["uuid"], "pause")
         wait_for("the pause in the store", lambda: any(s["uuid"] == session["uuid"] and s["state"] == "paused" for s in self.seamd.rows("Session")))
-        wait_for("the page showing it paused", lambda: "paused" in (self.card(session["uuid"]).get_attribute("class") or ""))
-        self.card(session["uuid"]).find_element("css selector", 'button[data-action="resume"]').click()
+        wait_for("the page showing it paused", lambda: self.card_has(session["uuid"], "paused"))
+        self.click(session["uuid"], "resume")
         wait_for("resumed in the store", lambda: any(s["uuid"] == session["uuid"] and s["state"] == "running" for s in self.seamd.rows("Session")))
-        self.card(session["uuid"]).find_element("css selector", 'button[data-action="skip"]').click()
+        self.click(session["uuid"], "skip")
         wait_for("skipped to step 2", lambda: any(s["uuid"] == session["uuid"] and s["stepIndex"] == 1 for s in self.seamd.rows("Session")))
-        self.card(session["uuid"]).find_element("css selector", 'button[data-action="stop"]').click()
+        self.click(session["uuid"], "stop")
         wait_for("stopped", lambda: any(s["uuid"] == session["uuid"] and s["state"] == "finished" for s in self.seamd.rows("Session")))
 
     def test_a_session_finishing_shows_as_finished_on_time(self):
@@ -259,10 +275,10 @@ class WebTests(unittest.TestCase):
         session = next(s for s in self.seamd.rows("Session") if s["name"] == "Egg")
         ends = time.time() + 2  # within the time seam flash took
         wait_for("the flash on the page", lambda: self.card(session["uuid"]))
-        wait_for("the flash finished", lambda: "finished" in (self.card(session["uuid"]).get_attribute("class") or ""), timeout=10, step=0.02)
+        wait_for("the flash finished", lambda: self.card_has(session["uuid"], "finished"), timeout=10, step=0.02)
         late = time.time() - ends
         self.assertLess(late, 1.0, f"shown finished {late:.2f} s after its end")
-        self.assertEqual(self.card(session["uuid"]).find_element("css selector", ".countdown").text, "done")
+        self.assertEqual(self.card(session["uuid"])["countdown"], "done")
         self.shot("finished")
 
     def test_the_forms_say_what_the_cli_says(self):
