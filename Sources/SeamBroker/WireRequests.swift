@@ -141,8 +141,16 @@ enum WireRequests {
                 var values: [String: AttributeValue] = [:]
                 values.reserveCapacity(item.values.count)
                 for v in item.values {
-                    guard let type = types[v.name], case .success(let value) = WireValues.decode(v.value, as: type) else { return nil }
-                    values[v.name] = value
+                    guard let type = types[v.name] else { return nil }
+                    switch v.content {
+                    case .scalar(let json):
+                        guard case .success(let value) = WireValues.decode(json, as: type) else { return nil }
+                        values[v.name] = value
+                    case .container(let text):
+                        // What `WireValues.decode` makes of the same value read as a tree: its text.
+                        guard type == .json else { return nil }
+                        values[v.name] = .json(text)
+                    }
                 }
                 guard request.add(kind, e.name, uuid: item.uuid, values) else { return nil }
             }

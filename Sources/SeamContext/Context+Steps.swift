@@ -36,7 +36,7 @@ public final class SteppedSave {
     public let store: String
     let request: SaveRequest
     let author: String
-    var work = Context.WorkingSet()
+    var work: Context.WorkingSet
     /// The next operation to stage.
     var staged = 0
     /// Worked out once every operation is staged (`made` so far, from the staged rows before
@@ -55,6 +55,7 @@ public final class SteppedSave {
         self.store = store
         self.request = request
         self.author = author
+        work = Context.WorkingSet(operations: request.operations.count)
     }
 
     /// Operations staged and rows written so far, out of twice the operations: a progress measure.

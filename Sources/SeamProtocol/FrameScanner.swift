@@ -79,6 +79,54 @@ struct FrameScanner {
         return nil
     }
 
+    /// An array or object written exactly as `JSON.encoded()` writes the value it holds — no
+    /// whitespace; keys and strings plain (`plainString`); numbers small non-negative integers
+    /// (`smallInteger`); `true`, `false`, `null`; no key twice in one object — so that its bytes
+    /// are its own canonical text, which it returns; nil (nothing consumed) for anything else.
+    ///
+    /// Bounded below the general decoder's limits wherever the frame puts it, so that it never
+    /// takes what the general path refuses: at most `maxContainerDepth` deep, and at most
+    /// `maxContainerMembers` members in any one array or object (which also keeps the scan for a
+    /// repeated key from going quadratic).
+    mutating func canonicalContainer() -> String? {
+        let start = pos
+        guard container(depth: 1) else {
+            pos = start
+            return nil
+        }
+        return String(decoding: bytes[start..<pos], as: UTF8.self)
+    }
+
+    /// The deepest container `canonicalContainer` takes (the general path's limit is 32, counted
+    /// from the frame's root, where a save's values are five deep).
+    static let maxContainerDepth = 16
+    /// The most members of one array or object `canonicalContainer` takes.
+    static let maxContainerMembers = 64
+
+    private mutating func container(depth: Int) -> Bool {
+        guard depth <= Self.maxContainerDepth, pos < bytes.endIndex else { return false }
+        let isObject: Bool
+        switch bytes[pos] {
+        case UInt8(ascii: "{"): isObject = true
+        case UInt8(ascii: "["): isObject = false
+        default: return false
+        }
+        pos += 1
+        if take(isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) { return true }
+        var keys: [String] = []
+        var members = 0
+        repeat {
+            members += 1
+            guard members <= Self.maxContainerMembers else { return false }
+            if isObject {
+                guard let key = plainString(), take(UInt8(ascii: ":")), !keys.contains(key) else { return false }
+                keys.append(key)
+            }
+            guard plainScalar() != nil || container(depth: depth + 1) else { return false }
+        } while take(UInt8(ascii: ","))
+        return take(isObject ? UInt8(ascii: "}") : UInt8(ascii: "]"))
+    }
+
     /// The literal `w`, followed by a delimiter (`,`, `}` or `]`) or the end.
     private mutating func word(_ w: StaticString) -> Bool {
         let count = w.utf8CodeUnitCount

@@ -5,7 +5,9 @@ import SeamJSON
 /// members in any order, each list optional, with an optional `id` (as `QuickFetch` takes it).
 /// An insert is `{"entity":E,"values":{…}}`, an update `{"entity":E,"uuid":U,"values":{…}}`, a
 /// delete `{"entity":E,"uuid":U}`; a value is a string, a non-negative integer of up to 18
-/// digits, `true`, `false` or `null`.
+/// digits, `true`, `false` or `null` — or, for a `json` attribute, an array or object of those
+/// written as `JSON.encoded()` writes it, kept as its text (`FrameScanner.canonicalContainer`):
+/// a Session's steps go from the frame's bytes to the store without a JSON tree.
 ///
 /// Recognition is as narrow as `QuickFetch`'s: no whitespace, strings of printable ASCII without
 /// escapes, no other member anywhere, no member twice (values included), no number with a sign,
@@ -30,12 +32,26 @@ public struct QuickSave: Sendable, Equatable {
     }
 
     public struct Value: Sendable, Equatable {
+        /// A value as the frame holds it.
+        public enum Content: Sendable, Equatable {
+            /// A string, a small integer, `true`, `false` or `null`, as the general decoder reads it.
+            case scalar(JSON)
+            /// An array or object (a `json` attribute's value), as its text, which is exactly
+            /// what `JSON.encoded()` writes of the value the general decoder reads.
+            case container(String)
+        }
+
         public var name: String
-        public var value: JSON
+        public var content: Content
 
         public init(_ name: String, _ value: JSON) {
             self.name = name
-            self.value = value
+            content = .scalar(value)
+        }
+
+        public init(_ name: String, container text: String) {
+            self.name = name
+            content = .container(text)
         }
     }
 
@@ -144,8 +160,14 @@ public struct QuickSave: Sendable, Equatable {
         if s.take(UInt8(ascii: "}")) { return values }
         repeat {
             guard values.count < maxValuesPerRow, let name = s.plainString(), s.take(UInt8(ascii: ":")),
-                  let value = s.plainScalar(), !values.contains(where: { $0.name == name }) else { return nil }
-            values.append(Value(name, value))
+                  !values.contains(where: { $0.name == name }) else { return nil }
+            if let value = s.plainScalar() {
+                values.append(Value(name, value))
+            } else if let text = s.canonicalContainer() {
+                values.append(Value(name, container: text))
+            } else {
+                return nil
+            }
         } while s.take(UInt8(ascii: ","))
         return s.take(UInt8(ascii: "}")) ? values : nil
     }

@@ -16,6 +16,8 @@ final class QuickSaveTests: XCTestCase {
             #"{"method":"org.seam.Store.Save","parameters":{"deletes":[{"entity":"Timer","uuid":"\#(uuid)"}],"inserts":[]},"id":"a-1"}"#,
             #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Timer","values":{}},{"entity":"Group","values":{"on":true,"off":false}}]}}"#,
             #"{"method":"org.seam.Store.Save","parameters":{}}"#,
+            // A json attribute's value, an array or object kept as its text.
+            #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Session","values":{"steps":[{"label":"work","seconds":1500},{"label":"rest","seconds":300}],"meta":{},"list":[],"deep":[[[null,true,false,"x",0]]]}}]}}"#,
         ]
         for text in frames {
             XCTAssertNotNil(QuickSave(ArraySlice(text.utf8)), text)
@@ -24,6 +26,8 @@ final class QuickSaveTests: XCTestCase {
         let q = try XCTUnwrap(QuickSave(ArraySlice(frames[0].utf8)))
         XCTAssertEqual(q, QuickSave(inserts: [.init(entity: "Session", values: [.init("name", .string("target")), .init("startedAt", .integer(1_700_000_000))])],
                                     id: .integer(7)))
+        let steps = try XCTUnwrap(QuickSave(ArraySlice(frames[5].utf8))?.inserts.first?.values.first)
+        XCTAssertEqual(steps, .init("steps", container: #"[{"label":"work","seconds":1500},{"label":"rest","seconds":300}]"#))
         // What SeamClient itself sends.
         let call = Call(method: QuickSave.method, parameters: ["inserts": [["entity": "Session", "values": ["name": "x"]]]], id: .integer(42))
         XCTAssertEqual(QuickSave(call.frame().dropLast()),
@@ -47,8 +51,18 @@ final class QuickSaveTests: XCTestCase {
             #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1.5}}]}}"#,
             #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1e3}}]}}"#,
             #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":01}}]}}"#,
-            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":[1]}}]}}"#,
-            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":{"b":1}}}]}}"#,
+            // Arrays and objects not written as JSON.encoded() writes them, or past the bounds.
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":[1, 2]}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":{"b":1,"b":2}}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":[1.5]}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":[-1]}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":["x\"y"]}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":["é"]}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":[1,]}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":{"b"}}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":[1}}]}}"#,
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":"# + String(repeating: "[", count: 17) + String(repeating: "]", count: 17) + "}}]}}",
+            #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":["# + Array(repeating: "0", count: 65).joined(separator: ",") + "]}}]}}",
             #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":"x\"y"}}]}}"#,
             #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":"é"}}]}}"#,
             #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":truex}}]}}"#,
@@ -79,12 +93,25 @@ final class QuickSaveTests: XCTestCase {
         XCTAssertNil(QuickSave(ArraySlice(frame(QuickSave.maxValuesPerRow + 1).utf8)))
     }
 
+    /// A json attribute's array or object at the quick path's bounds (16 deep, 64 members) is
+    /// taken and reads the same; one past them goes the general path (`testAnythingElseTakesTheGeneralPath`).
+    func testAJSONValueAtTheBoundsIsKeptAsItsText() throws {
+        let deep = String(repeating: "[", count: 16) + "1" + String(repeating: "]", count: 16)
+        let wide = "{" + (0..<64).map { "\"k\($0)\":[\($0)]" }.joined(separator: ",") + "}"
+        for value in [deep, wide] {
+            let text = #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"T","values":{"a":"# + value + "}}]}}"
+            XCTAssertEqual(QuickSave(ArraySlice(text.utf8))?.inserts.first?.values, [.init("a", container: value)])
+            try assertSameAsGeneralPath(Array(text.utf8))
+        }
+    }
+
     /// Seeded mutations of recognised frames: whatever is still recognised reads the same on
     /// the general path.
     func testMutatedFramesNeverMeanSomethingElse() throws {
         let seeds = [
             #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Session","values":{"name":"t","startedAt":17,"ok":true}}]},"id":12}"#,
             #"{"id":"x","parameters":{"deletes":[{"uuid":"u1","entity":"Timer"}],"updates":[{"entity":"T","uuid":"u2","values":{"a":null,"b":false}}]},"method":"org.seam.Store.Save"}"#,
+            #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Session","values":{"steps":[{"label":"w","seconds":15},{"a":[1,{"b":{}}]}],"n":"x"}}]},"id":3}"#,
         ]
         try assertMutationsReadTheSame(seeds, seed: 0x5A7E_0001, recognises: { QuickSave(ArraySlice($0)) != nil },
                                        sameAsGeneralPath: { try assertSameAsGeneralPath($0) })
@@ -109,7 +136,14 @@ final class QuickSaveTests: XCTestCase {
                 guard key != "deletes" else { continue }
                 guard case .object(let values)? = g["values"] else { return XCTFail("values: \(text)", file: file, line: line) }
                 XCTAssertEqual(values.count, item.values.count, text, file: file, line: line)
-                for v in item.values { XCTAssertEqual(values[v.name], v.value, text, file: file, line: line) }
+                for v in item.values {
+                    switch v.content {
+                    case .scalar(let json): XCTAssertEqual(values[v.name], json, text, file: file, line: line)
+                    case .container(let kept):
+                        // What the broker stores of a json attribute read as a tree: its encoding.
+                        XCTAssertEqual(values[v.name].map { String(decoding: $0.encoded(), as: UTF8.self) }, kept, text, file: file, line: line)
+                    }
+                }
             }
         }
     }
