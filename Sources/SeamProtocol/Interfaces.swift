@@ -112,7 +112,8 @@ public enum Interfaces {
           migration: object,
           backups: []object,
           maintenance: ?object,
-          readers: object
+          readers: object,
+          saveInSteps: ?object
         )
 
         # A connected plugin and what it may read and write (null: every entity).

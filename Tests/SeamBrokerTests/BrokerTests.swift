@@ -33,6 +33,18 @@ final class BrokerTests: XCTestCase {
         }
     }
 
+    /// Status answers with exactly the members its interface declares (a client generated from
+    /// the definition must find every one, and nothing it was not told of).
+    func testStatusHoldsWhatItsInterfaceDeclares() throws {
+        let text = Interfaces.store
+        let start = try XCTUnwrap(text.range(of: "method Status() -> (")).upperBound
+        let end = try XCTUnwrap(text[start...].range(of: "\n)")).lowerBound
+        let declared = Set(text[start..<end].split(separator: "\n").compactMap { line in
+            line.split(separator: ":").first.map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+        })
+        XCTAssertEqual(Set(try client().status().keys), declared)
+    }
+
     func testTheCommittedInterfaceFilesMatchWhatTheBrokerServes() throws {
         XCTAssertEqual(try RepositoryFiles.text("Protocol/org.seam.Store.varlink"), Interfaces.store)
         XCTAssertEqual(try RepositoryFiles.text("Protocol/org.varlink.service.varlink"), Interfaces.service)

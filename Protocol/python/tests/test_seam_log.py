@@ -94,7 +94,7 @@ class ByHandTests(SeamdTestCase):
         self.assertEqual(result.stderr.strip(), f"seam-log: no seamd answers on {path} (No such file or directory); start it with `seam up`")
 
     async def test_standard_output_then_sigterm_exits_0(self) -> None:
-        child = subprocess.Popen([str(SEAM_LOG), "Session", "--where", 'state == "running"', "--sort=-startedAt"],
+        child = subprocess.Popen([str(SEAM_LOG), "Session", "--where", 'state == "running"', "--sort", "-startedAt"],
                                  env={**environment(), "SEAM_SOCKET": self.socket}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
         try:
