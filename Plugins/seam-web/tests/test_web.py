@@ -45,7 +45,12 @@ def free_port() -> int:
 def wait_for(what: str, condition, timeout: float = 10.0, step: float = 0.05):
     deadline = time.monotonic() + timeout
     while True:
-        value = condition()
+        try:
+            value = condition()
+        except Exception as e:  # an element the page replaced while it was read: read again
+            if type(e).__name__ != "StaleElementReferenceException":
+                raise
+            value = None
         if value:
             return value
         if time.monotonic() > deadline:
