@@ -261,6 +261,7 @@ public final class Checkpointer: Sendable {
         if rc == SQLITE_OK {
             copied.store(Self.tag(generation, Int(done)), ordering: .releasing)
             completed.add(1, ordering: .relaxed)
+            if done == log, log > 0 { readAhead?.startsOver() }
         } else if rc & 0xff != SQLITE_BUSY {
             // Busy: another checkpoint is running (the writer's own past `limit`, or the thread's).
             // Anything else is kept for Status; a later round tries again.
