@@ -17,11 +17,9 @@ import Synchronization
 /// `step` bytes it asks the thread to read ahead the `window` after that end. When a checkpoint
 /// has copied every frame back, the next commit starts the WAL over at its start:
 /// `startsOver()` then asks for the file's first `startWindow`. Nothing is read that the kernel
-/// holds, but asking costs a look at every page asked for (1 µs or so per 100): the window is
-/// asked again at every step so that a page dropped since is read again before the writer
-/// reaches it, and the start only when the WAL is about to start over (it was asked at every
-/// step too, 8 MiB looked at per 256 KiB written: 7% of seamd's time under single-row saves,
-/// and the commit-to-subscriber p99 on one CPU 282–295 µs against 205–210 µs without it).
+/// holds, but asking looks at every page asked for: the window is asked again at every step, so
+/// that a page dropped since is read again before the writer reaches it, and the start only
+/// when the WAL is about to start over (ARCHITECTURE.md, "Checkpoints", has what each cost).
 final class WALReadAhead: Sendable {
     /// What is read ahead of the WAL's end, and how far the end moves before the next read-ahead.
     static let window = 1 << 20

@@ -172,6 +172,20 @@ enum WriteBenchmarks {
         var keys = TimeOrderedUUIDs()
         var random = SystemRandomNumberGenerator()
         var seamSeconds = 0.0, aloneSeconds = 0.0
+        // SQLite alone: one batch in one transaction, the same rows with keys of the same kind.
+        func insertAlone(_ values: [[String: AttributeValue]]) throws {
+            try direct.exec("BEGIN IMMEDIATE")
+            for v in values {
+                let key = AttributeValue.uuid(keys.next(now: UInt64(Date().timeIntervalSince1970 * 1000), using: &random))
+                for (k, a) in e.attributes.enumerated() {
+                    direct.bind(insert, Int32(k + 1), a.name == Entity.identity ? key : v[a.name] ?? a.defaultValue ?? .null)
+                }
+                guard sqlite3_step(insert) == SQLITE_DONE else { throw BenchError(String(cString: sqlite3_errmsg(direct.db))) }
+                sqlite3_reset(insert)
+            }
+            try direct.exec("COMMIT")
+        }
+
         let turn = inFlight == 1 ? 1 : pipelinedTurn
         // Numbered apart from the other runs' rows: every run inserts rows of its own.
         let first = (inFlight - 1) * rows
@@ -198,19 +212,6 @@ enum WriteBenchmarks {
             aloneSeconds += Double(Harness.now() - t) / 1e9
         }
         return (Double(rows) / seamSeconds, Double(rows) / aloneSeconds)
-
-        func insertAlone(_ values: [[String: AttributeValue]]) throws {
-            try direct.exec("BEGIN IMMEDIATE")
-            for v in values {
-                let key = AttributeValue.uuid(keys.next(now: UInt64(Date().timeIntervalSince1970 * 1000), using: &random))
-                for (k, a) in e.attributes.enumerated() {
-                    direct.bind(insert, Int32(k + 1), a.name == Entity.identity ? key : v[a.name] ?? a.defaultValue ?? .null)
-                }
-                guard sqlite3_step(insert) == SQLITE_DONE else { throw BenchError(String(cString: sqlite3_errmsg(direct.db))) }
-                sqlite3_reset(insert)
-            }
-            try direct.exec("COMMIT")
-        }
     }
 
     /// `seam ls --json` and `seam timer ls` over `rows` timers: the median of three runs each.
