@@ -20,12 +20,12 @@ enum ChannelBenchmarks {
     /// Every order of seamd (0), PostgreSQL (1), the floor (2) and SQLite alone (3), one a
     /// block of 100 rounds in turn (24 orders, 24 blocks): whatever one leaves behind (seamd's
     /// checkpointer, PostgreSQL's WAL writer) falls on each of the others, as often as on any.
-    static let orders: [[Int]] = {
-        func permutations(_ xs: [Int]) -> [[Int]] {
-            xs.count <= 1 ? [xs] : xs.indices.flatMap { i in permutations(xs.enumerated().filter { $0.offset != i }.map(\.element)).map { [xs[i]] + $0 } }
-        }
-        return permutations([0, 1, 2, 3])
-    }()
+    static let orders = permutations([0, 1, 2, 3])
+
+    /// Every order of `xs`.
+    static func permutations(_ xs: [Int]) -> [[Int]] {
+        xs.count <= 1 ? [xs] : xs.indices.flatMap { i in permutations(xs.enumerated().filter { $0.offset != i }.map(\.element)).map { [xs[i]] + $0 } }
+    }
 
     static func run() throws {
         let work = try Harness.scratchDirectory("channels")
@@ -285,8 +285,8 @@ enum ChannelBenchmarks {
         let saver: RawSeam
         private var saves = 0
 
-        init(work: String, channels: Int, environment: [String: String] = [:]) throws {
-            let (process, socket) = try startSeamd(work, sync: false, environment: environment)
+        init(work: String, channels: Int, sync: Bool = false, environment: [String: String] = [:]) throws {
+            let (process, socket) = try startSeamd(work, sync: sync, environment: environment)
             self.process = process
             held = try registerChannels(channels, socket: socket)
             saver = try RawSeam(socket)
@@ -297,20 +297,26 @@ enum ChannelBenchmarks {
 
         /// Round trips of one-row saves.
         func measure(rounds: Int) throws -> [Double] {
-            var times: [Double] = []
-            for i in saves..<(saves + rounds) {
-                let frame = RawSeam.frame("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
-                    "name": .string("x\(i)"), "startedAt": .integer(Int64(i)),
-                ]]]], id: Int64(i))
-                let t = Harness.now()
-                try UnixSocket.writeAll(saver.fd, frame)
-                try saver.awaitFrame()
-                times.append(Double(Harness.now() - t) / 1e9)
-                if let e = try saver.reply().error { throw BenchError("the save failed: \(e)") }
-            }
-            saves += rounds
-            return times
+            defer { saves += rounds }
+            return try ChannelBenchmarks.timeRoundTrips(saver: saver, rounds: rounds, from: saves)
         }
+    }
+
+    /// Seconds from sending each one-row save to holding its whole reply.
+    static func timeRoundTrips(saver: RawSeam, rounds: Int, from first: Int) throws -> [Double] {
+        var times: [Double] = []
+        times.reserveCapacity(rounds)
+        for i in first..<(first + rounds) {
+            let frame = RawSeam.frame("org.seam.Store.Save", ["inserts": [["entity": "Session", "values": [
+                "name": .string("x\(i)"), "startedAt": .integer(Int64(i)),
+            ]]]], id: Int64(i))
+            let t = Harness.now()
+            try UnixSocket.writeAll(saver.fd, frame)
+            try saver.awaitFrame()
+            times.append(Double(Harness.now() - t) / 1e9)
+            if let e = try saver.reply().error { throw BenchError("the save failed: \(e)") }
+        }
+        return times
     }
 
     /// One commit heard by 1,000 subscriptions (10 channels on each of 100 connections): the
@@ -380,8 +386,10 @@ enum ChannelBenchmarks {
     /// has started over, fdatasync it when `synced`, then send the subscriber one frame and the
     /// saver another, both with the save's sequence number. Not the least any broker could do (one
     /// that logged less would write less): what seamd's design costs before its database and its
-    /// channels. Run as `seam-bench __relay SOCKET LOG synced|unsynced`.
-    static func relay(socket: String, log path: String, synced: Bool) throws {
+    /// channels. With `subscriber` false, it serves the saver alone and sends it the reply only:
+    /// the floor under a save's round trip. Run as `seam-bench __relay SOCKET LOG synced|unsynced
+    /// [alone]`.
+    static func relay(socket: String, log path: String, synced: Bool, subscriber hasSubscriber: Bool = true) throws {
         let listener = try UnixSocket.listen(path: socket)
         UnixSocket.setNonBlocking(listener, false)
         let log = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o600)
@@ -406,7 +414,7 @@ enum ChannelBenchmarks {
         }
         let reply = Array(#"{"parameters":{}}"#.utf8) + [0]
         var subscriber: Int32 = -1, saver: Int32 = -1
-        while subscriber < 0 || saver < 0 {
+        while (hasSubscriber && subscriber < 0) || saver < 0 {
             let fd = accept(listener, nil, nil)
             guard fd >= 0 else { continue }
             guard let first = frame(fd) else { close(fd); continue }  // a probe: connected, sent nothing
@@ -425,25 +433,33 @@ enum ChannelBenchmarks {
             }
             if offset > size - 5 * 4120 { offset = 32 }
             if synced { fdatasync(log) }
-            try UnixSocket.writeAll(subscriber, Array(#"{"parameters":{"kind":"diff","sequence":\#(sequence)}}"#.utf8) + [0])
+            if hasSubscriber {
+                try UnixSocket.writeAll(subscriber, Array(#"{"parameters":{"kind":"diff","sequence":\#(sequence)}}"#.utf8) + [0])
+            }
             try UnixSocket.writeAll(saver, Array(#"{"parameters":{"sequence":\#(sequence)}}"#.utf8) + [0])
         }
     }
 
-    /// The floor beside seamd and PostgreSQL: `relay` in a process of its own.
+    /// The floor beside seamd and PostgreSQL: `relay` in a process of its own, with a subscriber
+    /// (commit to subscriber) or without one (a save's round trip).
     final class RelayLatency {
         let process: Process
-        let subscriber: RawSeam
+        let subscriber: RawSeam?
         let saver: RawSeam
 
-        init(work: String, sync: Bool) throws {
+        init(work: String, sync: Bool, subscriber hasSubscriber: Bool = true) throws {
             try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
             let socket = work + "/relay.sock"
             process = try BrokerBenchmarks.start(Executables.sibling("seam-bench"),
-                                                 ["__relay", socket, work + "/log", sync ? "synced" : "unsynced"])
+                                                 ["__relay", socket, work + "/log", sync ? "synced" : "unsynced"] + (hasSubscriber ? [] : ["alone"]))
             try BrokerBenchmarks.waitForSocket(socket)
-            subscriber = try RawSeam(socket)
-            _ = try subscriber.call("org.seam.Store.Subscribe")
+            if hasSubscriber {
+                let subscriber = try RawSeam(socket)
+                _ = try subscriber.call("org.seam.Store.Subscribe")
+                self.subscriber = subscriber
+            } else {
+                subscriber = nil
+            }
             saver = try RawSeam(socket)
             _ = try saver.call("org.seam.Store.Hello")
         }
@@ -451,7 +467,8 @@ enum ChannelBenchmarks {
         func stop() { BrokerBenchmarks.stop(process) }
 
         func measure(rounds: Int) throws -> [Double] {
-            try ChannelBenchmarks.timeSaves(saver: saver, subscriber: subscriber, rounds: rounds, from: 0)
+            guard let subscriber else { return try ChannelBenchmarks.timeRoundTrips(saver: saver, rounds: rounds, from: 0) }
+            return try ChannelBenchmarks.timeSaves(saver: saver, subscriber: subscriber, rounds: rounds, from: 0)
         }
     }
 

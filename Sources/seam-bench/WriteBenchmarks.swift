@@ -11,11 +11,18 @@ import SeamTimers
 enum WriteBenchmarks {
     static let batch = 1_000
 
-    /// `SEAM_BENCH_WRITES_ONLY=bulk` runs the bulk saves alone (no listings, no group commit):
-    /// for trying a change to the write path several times over.
-    static var bulkOnly: Bool { ProcessInfo.processInfo.environment["SEAM_BENCH_WRITES_ONLY"] == "bulk" }
+    /// `SEAM_BENCH_WRITES_ONLY=bulk` runs the bulk saves alone (no listings, no group commit),
+    /// `round-trip` the save's round trip alone: for trying a change to the write path several
+    /// times over.
+    static var only: String? { ProcessInfo.processInfo.environment["SEAM_BENCH_WRITES_ONLY"] }
+    static var bulkOnly: Bool { only == "bulk" }
 
     static func run() throws {
+        if only == "round-trip" {
+            let work = try Harness.scratchDirectory("writes")
+            defer { try? FileManager.default.removeItem(atPath: work) }
+            return try roundTrip(work: work)
+        }
         let rows = Bench.size(100_000, quick: 10_000)
         let work = try Harness.scratchDirectory("writes")
         defer { try? FileManager.default.removeItem(atPath: work) }
@@ -46,7 +53,59 @@ enum WriteBenchmarks {
             }
         }
         table.print()
-        if !bulkOnly { try groupCommit(work: work) }
+        if !bulkOnly {
+            try groupCommit(work: work)
+            try roundTrip(work: work)
+        }
+    }
+
+    // MARK: - A save's round trip
+
+    /// A one-row save's round trip through seamd (no channels), beside seamd's own parts measured
+    /// alone: the messaging floor (a process that reads the save, writes the WAL pages one Session
+    /// insert writes, syncs them when synced, and replies) and SQLite alone (the save's statements
+    /// in this process), at both durabilities and in each CPU placement, taking turns.
+    static func roundTrip(work: String) throws {
+        let rounds = Bench.size(2_400, quick: 600)
+        let warmUp = 1_500
+        let orders = ChannelBenchmarks.permutations([0, 1, 2])
+        var table = BenchTable("A one-row save's round trip (Session, Local), seamd with no channels, beside the messaging floor and SQLite "
+                               + "alone; \(rounds.formatted()) rounds each after \(warmUp.formatted()) untimed, blocks of 100 taking turns",
+                               columns: ["durability, placement", "seamd p50", "seamd p99", "floor p50", "SQLite alone p50",
+                                         "p50 seamd / (floor + SQLite alone)", "target", "met"])
+        var worst = 0.0
+        for synced in [true, false] {
+            let name = synced ? "synced" : "unsynced"
+            let seamd = try ChannelBenchmarks.SaveCost(work: work + "/round-trip-\(name)", channels: 0, sync: synced)
+            defer { seamd.stop() }
+            let relay = try ChannelBenchmarks.RelayLatency(work: work + "/round-trip-relay-\(name)", sync: synced, subscriber: false)
+            defer { relay.stop() }
+            let alone = try ChannelBenchmarks.SQLiteAlone(work: work + "/round-trip-sqlite-\(name)", sync: synced)
+            let turns: [() throws -> [Double]] = [{ try seamd.measure(rounds: 100) }, { try relay.measure(rounds: 100) },
+                                                  { try alone.measure(rounds: 100) }]
+            for _ in 0..<(warmUp / 100) { for turn in turns { _ = try turn() } }
+            sync()
+            let servers = [seamd.process.processIdentifier, relay.process.processIdentifier]
+            for placement in CPUPlacement.available {
+                try placement.apply(client: true, servers: servers)
+                var samples = [[Double]](repeating: [], count: turns.count)
+                for block in 0..<(rounds / 100) {
+                    for system in orders[block % orders.count] { samples[system] += try turns[system]() }
+                }
+                let (seam, floor, sqlite) = (samples[0], samples[1], samples[2])
+                let ratio = Harness.median(seam) / (Harness.median(floor) + Harness.median(sqlite))
+                worst = max(worst, ratio)
+                table.add([(synced ? "synced (--durability full)" : "not synced (--durability normal)") + ", \(placement.label)",
+                           Harness.duration(Harness.median(seam)), Harness.duration(Harness.percentile(seam, 0.99)),
+                           Harness.duration(Harness.median(floor)), Harness.duration(Harness.median(sqlite)),
+                           String(format: "%.2f×", ratio), "≤ 1.3×", ratio <= 1.3 ? "yes" : "no"])
+            }
+            try CPUPlacement.scheduler.apply(client: true, servers: servers)
+        }
+        Figures.record("writes.save_round_trip_vs_floor_and_sqlite_worst_row", worst)
+        table.print()
+        print("(the floor and SQLite alone as in the commit-to-subscriber table of `scripts/bench channels`, the floor replying to the")
+        print(" saver only; the three on one CPU, or the client on CPU 0 and the servers on CPU 1, as each row says)")
     }
 
     // MARK: - Group commit

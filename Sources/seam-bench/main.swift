@@ -48,8 +48,8 @@ if wanted.first == "__echo", wanted.count == 2 {
     try BrokerBenchmarks.echo(wanted[1])
     exit(0)
 }
-if wanted.first == "__relay", wanted.count == 4 {
-    do { try ChannelBenchmarks.relay(socket: wanted[1], log: wanted[2], synced: wanted[3] == "synced") } catch {
+if wanted.first == "__relay", wanted.count == 4 || wanted.count == 5 {
+    do { try ChannelBenchmarks.relay(socket: wanted[1], log: wanted[2], synced: wanted[3] == "synced", subscriber: wanted.count == 4) } catch {
         FileHandle.standardError.write("seam-bench: \(error)\n".data(using: .utf8)!)
         exit(1)
     }
