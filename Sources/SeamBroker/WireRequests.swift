@@ -156,6 +156,7 @@ enum WireRequests {
             }
         }
         request.valuesChecked = true
+        request.unchangedSince = q.unchangedSince
         return request
     }
 

@@ -2,7 +2,8 @@ import SeamJSON
 
 /// A save — the hottest write — recognised from its frame's bytes, without building a JSON
 /// tree: `{"method":"org.seam.Store.Save","parameters":{"inserts":[…],"updates":[…],"deletes":[…]}}`,
-/// members in any order, each list optional, with an optional `id` (as `QuickFetch` takes it).
+/// members in any order, each list optional, with an optional `id` (as `QuickFetch` takes it)
+/// and an optional `unchangedSince` (a non-negative integer: the sync worker's saves carry one).
 /// An insert is `{"entity":E,"values":{…}}`, an update `{"entity":E,"uuid":U,"values":{…}}`, a
 /// delete `{"entity":E,"uuid":U}`; a value is a string, a non-negative integer of up to 18
 /// digits, `true`, `false` or `null` — or, for a `json` attribute, an array or object of those
@@ -58,14 +59,16 @@ public struct QuickSave: Sendable, Equatable {
     public var inserts: [Item] = []
     public var updates: [Item] = []
     public var deletes: [Item] = []
+    public var unchangedSince: Int64?
     public var id: JSON?
 
     public static let method = "org.seam.Store.Save"
 
-    public init(inserts: [Item] = [], updates: [Item] = [], deletes: [Item] = [], id: JSON? = nil) {
+    public init(inserts: [Item] = [], updates: [Item] = [], deletes: [Item] = [], unchangedSince: Int64? = nil, id: JSON? = nil) {
         self.inserts = inserts
         self.updates = updates
         self.deletes = deletes
+        self.unchangedSince = unchangedSince
         self.id = id
     }
 
@@ -93,7 +96,7 @@ public struct QuickSave: Sendable, Equatable {
         guard s.take(UInt8(ascii: "}")), s.atEnd, sawMethod, sawParameters else { return nil }
     }
 
-    /// `{"inserts":[…],"updates":[…],"deletes":[…]}`, each list at most once.
+    /// `{"inserts":[…],"updates":[…],"deletes":[…],"unchangedSince":N}`, each member at most once.
     private mutating func parseParameters(_ s: inout FrameScanner) -> Bool {
         guard s.take(UInt8(ascii: "{")) else { return false }
         if s.take(UInt8(ascii: "}")) { return true }
@@ -105,6 +108,10 @@ public struct QuickSave: Sendable, Equatable {
             case "inserts": kind = 0
             case "updates": kind = 1
             case "deletes": kind = 2
+            case "unchangedSince":
+                guard let since = s.smallInteger() else { return false }
+                unchangedSince = since
+                continue
             default: return false
             }
             guard let items = Self.parseItems(&s, kind: kind) else { return false }

@@ -56,38 +56,57 @@ struct SyncImport {
             let read = try pg.transaction {
                 let condition = condition(state.token)
                 // A record's fields and versions past the bound are not even read: it is set aside.
+                // (Not written as text once in a subquery behind OFFSET 0: the cursor's plan then
+                // sorts the whole zone before its first row.)
                 let bound = ServerSchema.maxRecordBytes
                 try pg.query("DECLARE seam_import NO SCROLL CURSOR FOR SELECT record_type, uuid::text, "
                              + "CASE WHEN octet_length(fields::text) <= \(bound) THEN fields::text END, change_tag, deleted, "
                              + "octet_length(fields::text), CASE WHEN octet_length(versions::text) <= \(bound) THEN versions::text END "
                              + "FROM seam.records WHERE zone = session_user AND \(condition) ORDER BY change_tag", parameters)
                 var read = 0
-                // Leaving early (the server went away mid-pass): the last batch's save is
-                // answered before anything else is asked of seamd, so its reply is not lost.
+                // The server's batches are read and decoded on a thread of their own, one ahead:
+                // the server reads the next batch, and the thread opens its sealed fields, while
+                // this one is planned and seamd saves the last.
+                let fetch = "FETCH \(Self.importBatch) FROM seam_import"
+                let (seal, sealed) = (shared.seal, shared.encrypted)
+                let fetcher = try Prefetcher<Fetched> { [pg] in
+                    let rows = try pg.query(fetch)
+                    if rows.isEmpty { return nil }
+                    let now = WallClock.now()
+                    return Fetched(rows: rows, records: rows.map { Self.serverRecord($0, now: now, seal: seal, sealed: sealed) })
+                }
+                // Leaving early (the server went away mid-pass): the fetching thread is stopped
+                // before the transaction ends, and the last batch's save is answered before
+                // anything else is asked of seamd, so its reply is not lost.
                 defer {
+                    fetcher.stop()
                     if let batch = state.saving { _ = try? shared.broker.finish(batch.id) }
                     state.saving = nil
                 }
                 while true {
-                    // The server reads the next batch while seamd saves the last.
-                    let rows = try pg.query("FETCH \(Self.importBatch) FROM seam_import")
-                    // Decoded while seamd saves the last batch.
-                    let now = WallClock.now()
-                    let records = rows.map { Self.serverRecord($0, now: now, seal: shared.seal, sealed: shared.encrypted) }
+                    let batch = try fetcher.next()
+                    let (rows, records) = (batch?.rows ?? [], batch?.records ?? [])
                     if case .failure(let why)? = records.first(where: { if case .failure(let e) = $0 { e.stopsSync } else { false } }) {
                         throw SyncFailure(why.description, permanent: true)
                     }
-                    try finishBatch(&state)
-                    guard !rows.isEmpty else { return read }
-                    for part in Self.parts(rows) {
+                    guard !rows.isEmpty else {
                         try finishBatch(&state)
-                        try apply(Array(part), &state, decoded: Array(records[part.indices]))
+                        return read
+                    }
+                    for part in Self.parts(rows) {
+                        try applyAhead(Array(part), &state, decoded: Array(records[part.indices]))
                     }
                     read += rows.count
                 }
             }
             if read == 0 || !state.movesToken { return state.applied }
         }
+    }
+
+    /// A batch of the import's cursor, each record decoded (`serverRecord`).
+    struct Fetched: Sendable {
+        var rows: [[String?]]
+        var records: [Result<ServerFields, SetAsideReason>]
     }
 
     /// A record as the import's cursor read it (type, uuid, fields or null past the bound, tag,
@@ -170,6 +189,11 @@ struct SyncImport {
         var insertedHere: Set<RecordKey> = []
         /// The last batch's save, sent and not yet answered.
         var saving: Batch?
+        /// The local changes pending when the last batch was planned.
+        var pending: (changed: [RecordKey: Set<String>], through: Int64)?
+        /// Batches applied again (a race, or in halves around a refused record): a plan made
+        /// before the last one was answered is made again.
+        var redone = 0
     }
 
     /// One batch's save, sent, with what it takes to apply the batch again.
@@ -191,6 +215,7 @@ struct SyncImport {
     private func finishBatch(_ state: inout ImportState) throws {
         for attempt in 1...SyncState.raceAttempts {
             guard let batch = state.saving, let refusal = waitForSave(&state) else { return }
+            state.redone += 1
             if Self.isRefusedRecord(refusal) {
                 try applyAgainInHalves(batch, refused: refusal, &state)
                 return
@@ -263,11 +288,69 @@ struct SyncImport {
         if state.movesToken { state.token = tag }
     }
 
+    /// Applies one batch as `apply` does, planned while seamd saves the last batch: the plan
+    /// takes the local changes pending when the last batch was planned, and is made again only
+    /// if the last batch had to be applied again or the changes pending now are others. (A plan
+    /// made from an older reading would still be safe: the save holds only if nothing it
+    /// changes was edited after the reading it names, `unchangedSince`.)
+    private func applyAhead(_ rows: [[String?]], _ state: inout ImportState, decoded: [Result<ServerFields, SetAsideReason>]) throws {
+        let redone = state.redone
+        var planned = try plan(rows, &state, decoded: decoded, pending: state.pending)
+        try finishBatch(&state)
+        let pending = try shared.pendingChanges()
+        if state.redone != redone {
+            planned = try plan(rows, &state, decoded: decoded, pending: pending)
+        } else if Set(pending.changed.keys) != planned.pendingKeys {
+            undo(planned, &state)
+            planned = try plan(rows, &state, decoded: decoded, pending: pending)
+        } else {
+            planned.save.unchangedSince = pending.through
+        }
+        try send(planned, &state)
+    }
+
     /// Applies one batch of server records (in change-tag order) as one save, with the token;
     /// the save is sent, not waited for (`finishBatch`).
     ///
     /// `decoded`: `serverRecord` of each row, when the caller has it already.
     private func apply(_ rows: [[String?]], _ state: inout ImportState, decoded: [Result<ServerFields, SetAsideReason>]? = nil) throws {
+        try send(try plan(rows, &state, decoded: decoded, pending: try shared.pendingChanges()), &state)
+    }
+
+    /// A batch's save, planned and not yet sent, with the state from before it (`undo`).
+    struct PlannedBatch {
+        var save: SaveBuilder
+        var rows: [[String?]]
+        var applied: Int
+        var token: Int64
+        var tokenRow: (uuid: String, value: Int64)?
+        var setAsideBefore: SetAsideList
+        /// The local changes the plan kept the server's versions off.
+        var pendingKeys: Set<RecordKey>
+    }
+
+    /// The state as it was before `planned` was made.
+    private func undo(_ planned: PlannedBatch, _ state: inout ImportState) {
+        state.token = planned.token
+        shared.tokens["server"] = planned.tokenRow
+        shared.setAside = planned.setAsideBefore
+    }
+
+    /// Sends a planned batch's save; `finishBatch` waits for it.
+    private func send(_ planned: PlannedBatch, _ state: inout ImportState) throws {
+        shared.testPause?("import-save")
+        if let id = try planned.save.begin(shared.broker) {
+            state.saving = Batch(id: id, rows: planned.rows, token: planned.token, tokenRow: planned.tokenRow, applied: planned.applied,
+                                 setAsideBefore: planned.setAsideBefore)
+        }
+    }
+
+    /// Plans one batch's save (`SyncPlanner.planImport`) over the local changes `pending`, and
+    /// moves the state on as if it were applied (`undo` takes that back).
+    private func plan(_ rows: [[String?]], _ state: inout ImportState, decoded: [Result<ServerFields, SetAsideReason>]?,
+                      pending: (changed: [RecordKey: Set<String>], through: Int64)?) throws -> PlannedBatch {
+        let pending = try pending ?? shared.pendingChanges()
+        state.pending = pending
         let token = state.token, fresh = state.fresh, tokenRow = shared.tokens["server"], setAsideBefore = shared.setAside
         let last = rows.last?[3].flatMap { Int64($0) } ?? token
         var incoming: [SyncPlanner.Incoming] = []
@@ -294,7 +377,6 @@ struct SyncImport {
         // before this batch is applied): the server's version must not overwrite them, nor
         // bring a deleted one back. The next export merges them; the import after it brings
         // the merged record.
-        let pending = try shared.pendingChanges()
         let local = SyncPlanner.Local(known: known, existing: existing, pending: Set(pending.changed.keys), fresh: fresh)
         let plan = shared.planner.planImport(incoming, local: local, now: now)
         var save = plan.save
@@ -303,10 +385,8 @@ struct SyncImport {
         state.insertedHere.formUnion(plan.insertedHere)
         if state.movesToken { shared.tokenChange("server", last, into: &save) }
         if listChanged { shared.setAside.change(into: &save) }
-        shared.testPause?("import-save")
-        if let id = try save.begin(shared.broker) {
-            state.saving = Batch(id: id, rows: rows, token: token, tokenRow: tokenRow, applied: plan.applied, setAsideBefore: setAsideBefore)
-        }
         if state.movesToken { state.token = last }
+        return PlannedBatch(save: save, rows: rows, applied: plan.applied, token: token, tokenRow: tokenRow, setAsideBefore: setAsideBefore,
+                            pendingKeys: Set(pending.changed.keys))
     }
 }

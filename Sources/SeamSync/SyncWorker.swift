@@ -364,7 +364,13 @@ public final class SyncWorker {
         }
         var pushed = 0
         var pulled = 0
-        if let pg, let seal = shared.seal, !shared.encrypted.isEmpty, !resealedAll {
+        // A machine that has imported nothing yet, and holds no earlier key, reads every record
+        // of the zone in this cycle's import, which finds each one in clear (`arrivedInClear`,
+        // sealed after it); a pass over the whole zone first would read them all twice. A key
+        // rotation's old boxes must be opened before the import, which cannot: then the pass
+        // runs first.
+        let importsWholeZone = shared.tokens["server"] == nil && previousSeal == nil
+        if let pg, let seal = shared.seal, !shared.encrypted.isEmpty, !resealedAll, !importsWholeZone {
             let n = try Reseal(pg: pg, seal: seal, previous: previousSeal, log: shared.log).encryptedFields(shared.encrypted)
             if n > 0 { shared.log("sealed \(n) record(s) the server held in clear") }
             resealedAll = true
@@ -385,6 +391,8 @@ public final class SyncWorker {
             if n > 0 { shared.log("sealed \(n) record(s) that arrived in clear") }
             shared.arrivedInClear = []
         }
+        // The import read the whole zone, and what it found in clear is sealed now.
+        if importsWholeZone, pg != nil { resealedAll = true }
         shared.report.pulled += pulled
         shared.report.lastPull = WallClock.now()
         if pushed + pulled > 0 { shared.log("pushed \(pushed), pulled \(pulled)") }

@@ -19,7 +19,8 @@ import SeamSystem
 ///    (default 100,000) through `org.seam.Store.Save`, 1,000 a save, before sync is set up; then
 ///    `seam sync setup` has its worker send them all (the first export, timed until the server
 ///    holds them all), A stops, and a fresh machine C is set up against the same zone and timed
-///    until it holds them all (`Count` every 50 ms). How each worker's next cycle ends is printed
+///    until it holds them all (a subscription to the zone's last record, then `Count`; polling
+///    seamd would slow the saves it measures, see `catchingUp`). How each worker's next cycle ends is printed
 ///    under the table: a machine that cannot sync after a large batch is worth knowing about.
 /// 3. Many zones (`ZoneBenchmarks`): propagation and the server's work per record as zones grow.
 enum SyncBenchmarks {
@@ -28,6 +29,9 @@ enum SyncBenchmarks {
     /// `SEAM_BENCH_SYNC_RECORDS`, default 100,000: the timers a new machine catches up with.
     static var records: Int { Int(ProcessInfo.processInfo.environment["SEAM_BENCH_SYNC_RECORDS"] ?? "") ?? Bench.size(100_000, quick: 20_000) }
     static let insertBatch = 1_000
+    /// `SEAM_BENCH_SYNC_ONLY=catch-up` runs the first export and the new machine's catch-up
+    /// alone (sealed): for trying, or profiling, a change to the sync path.
+    static var catchUpOnly: Bool { ProcessInfo.processInfo.environment["SEAM_BENCH_SYNC_ONLY"] == "catch-up" }
     /// Between one save's arrival and the next save.
     static let pause = 0.025
     static let pollInterval = 0.05
@@ -38,6 +42,12 @@ enum SyncBenchmarks {
         // The server's directory lies directly under /tmp, where the postgres user reaches it.
         let server = try SyncServer(directory: "/tmp/seam-bench-sync-pg-\(getpid())", user: "bench")
         defer { server.stop() }
+        if catchUpOnly {
+            let (table, notes, _) = try catchingUp(server, work: work, user: "bulk", sealed: true)
+            table.print()
+            notes.forEach { print($0) }
+            return
+        }
 
         // Names, step labels and group names are sealed for the server (Timers v7); each
         // measure is taken again in a zone of its own with the workers not sealing
@@ -232,26 +242,37 @@ enum SyncBenchmarks {
         let restartsA = try a.workerRestarts()
         a.stop()
 
-        // C: a new machine, empty stores, the same zone.
+        // C: a new machine, empty stores, the same zone. Watched through two subscriptions, not
+        // polled: a client calling every 50 ms is someone else busy, for whom seamd's saves in
+        // steps rest between their turns (which the import's saves are), and polling slowed the
+        // catch-up it measured by a third or more. The import applies the zone's records in
+        // change-tag order, each batch in one save: the last record's arrival is the last batch's.
+        guard let lastUUID = try admin.rows("SELECT uuid::text FROM seam.records WHERE zone = '\(user)' AND record_type = 'Timer' "
+                                            + "AND NOT deleted ORDER BY change_tag DESC LIMIT 1").first?.first ?? nil else {
+            throw BenchError("the server holds no Timer of zone \(user)")
+        }
         let c = try Machine(user + "-c", work: work, sealed: sealed)
         defer { c.stop() }
         let counter = try c.connect()
+        let watcher = try c.connect()
+        _ = try watcher.call("org.seam.Store.Subscribe", ["entity": "Timer", "fields": ["uuid"], "limit": 1], more: true, id: 1)
+        _ = try watcher.call("org.seam.Store.Subscribe", ["entity": "Timer", "predicate": .string("uuid == \"\(lastUUID)\""), "fields": ["uuid"]],
+                             more: true, id: 2)
         try c.setUp(server, user: user, phrase: phrase)
-        let caughtUp = try waitFor(n, "C catching up", machine: c) {
-            Int(try counter.call("org.seam.Store.Count", ["entity": "Timer"]).parameters["count"]?.int64Value ?? 0)
-        }
+        let caughtUp = try waitForArrival(on: watcher, within: 120 + Double(n) / 1_000, "C catching up", machine: c)
+        let held = Int(try counter.call("org.seam.Store.Count", ["entity": "Timer"]).parameters["count"]?.int64Value ?? 0)
+        guard held == n else { throw BenchError("C holds \(held) timers once the last arrived, not \(n); its log:\n\(c.logTail)") }
         // The cycle that imported, then the next (the worker's 5 s poll): does C sync on afterwards?
         let afterCatchingUp = try c.nextReport(timeout: 600)
         let nextStart = Harness.now()
         let nextCycle = try? c.nextReport(after: afterCatchingUp, timeout: 60)
         let nextAfter = Double(Harness.now() - nextStart) / 1e9
         let restartsC = try c.workerRestarts()
-        // What the polling cost C's seamd (one thread serves everything): a Count of them all.
-        let countTime = Harness.median(try Harness.time(runs: 21) { _ = try counter.call("org.seam.Store.Count", ["entity": "Timer"]) })
 
         var table = BenchTable("Sync: a new machine catching up with \(n.formatted()) timers\(sealed ? "" : ", fields not sealed") "
                                + "(one zone, PostgreSQL \(server.version) on this machine; "
-                               + "times from `seam sync setup` finishing, polled every \(Int(pollInterval * 1000)) ms)",
+                               + "times from `seam sync setup` finishing; the server polled every \(Int(pollInterval * 1000)) ms, C "
+                               + "watched through subscriptions)",
                                columns: ["step", "records", "time", "records/s", "first record after"])
         func rate(_ seconds: Double) -> String { Int((Double(n) / seconds).rounded()).formatted() }
         if sealed {
@@ -262,7 +283,7 @@ enum SyncBenchmarks {
                    Harness.duration(insertTime), rate(insertTime), "-"])
         table.add(["A: first export (A's worker → the server holding them all)", n.formatted(),
                    Harness.duration(exported.total), rate(exported.total), Harness.duration(exported.first)])
-        table.add(["C: new machine, empty stores → holding them all (Count on C)", n.formatted(),
+        table.add(["C: new machine, empty stores → holding them all (the last record heard on C, then Count)", n.formatted(),
                    Harness.duration(caughtUp.total), rate(caughtUp.total), Harness.duration(caughtUp.first)])
         func state(_ s: JSONObject?) -> String {
             guard let s else { return "no report within 60 s" }
@@ -272,13 +293,32 @@ enum SyncBenchmarks {
                 + (error.map { " (seamd: " + $0 + ")" } ?? "")
         }
         let notes = [
-            "(C's Count of \(n.formatted()) timers takes \(Harness.duration(countTime)) on seamd's one thread: polling every "
-                + "\(Int(pollInterval * 1000)) ms took about \(String(format: "%.0f", 100 * countTime / pollInterval))% of it near the end)",
             "sync workers afterwards: A's, at the end of the cycle that exported: \(state(afterExport)) (restarts: \(restartsA))",
             "C's, at the end of the cycle that caught up: \(state(afterCatchingUp)); at its next cycle (reported "
                 + "\(Harness.duration(nextAfter)) later): \(state(nextCycle)) (restarts: \(restartsC))",
         ]
         return (table, notes, (Double(n) / exported.total, Double(n) / caughtUp.total))
+    }
+
+    /// Seconds until `watcher`'s subscription 1 (any record, limit 1) hears of the first record
+    /// and until its subscription 2 (the last record) hears of the last. Gives up after `limit`.
+    static func waitForArrival(on watcher: RawSeam, within limit: Double, _ what: String, machine: Machine) throws -> (first: Double, total: Double) {
+        let start = Harness.now()
+        func elapsed() -> Double { Double(Harness.now() - start) / 1e9 }
+        var first = Double.nan
+        while elapsed() < limit {
+            while let r = try watcher.bufferedReply() {
+                if let e = r.error { throw BenchError("\(what): a subscription ended: \(e) \(r.parameters)") }
+                let inserted = !(r.parameters["inserted"]?.arrayValue ?? []).isEmpty || !(r.parameters["rows"]?.arrayValue ?? []).isEmpty
+                guard inserted else { continue }
+                if first.isNaN { first = elapsed() }
+                if r.id == .integer(2) { return (first, elapsed()) }
+            }
+            var fd = pollfd(fd: watcher.fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&fd, 1, 100) >= 0 || errno == EINTR else { throw BenchError("poll: errno \(errno)") }
+            if fd.revents != 0 { try watcher.fill() }
+        }
+        throw BenchError("\(what): the last record did not arrive within \(Int(limit)) s; \(machine.name)'s log:\n\(machine.logTail)")
     }
 
     /// Polls `count` every 50 ms until it reaches `n`; seconds until the first record and until

@@ -18,6 +18,9 @@ final class QuickSaveTests: XCTestCase {
             #"{"method":"org.seam.Store.Save","parameters":{}}"#,
             // A json attribute's value, an array or object kept as its text.
             #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Session","values":{"steps":[{"label":"work","seconds":1500},{"label":"rest","seconds":300}],"meta":{},"list":[],"deep":[[[null,true,false,"x",0]]]}}]}}"#,
+            // The sync worker's saves: with unchangedSince, anywhere among the parameters.
+            #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Timer","values":{"name":"x"}}],"unchangedSince":4812,"deletes":[]},"id":9}"#,
+            #"{"method":"org.seam.Store.Save","parameters":{"unchangedSince":0}}"#,
         ]
         for text in frames {
             XCTAssertNotNil(QuickSave(ArraySlice(text.utf8)), text)
@@ -26,6 +29,8 @@ final class QuickSaveTests: XCTestCase {
         let q = try XCTUnwrap(QuickSave(ArraySlice(frames[0].utf8)))
         XCTAssertEqual(q, QuickSave(inserts: [.init(entity: "Session", values: [.init("name", .string("target")), .init("startedAt", .integer(1_700_000_000))])],
                                     id: .integer(7)))
+        XCTAssertEqual(QuickSave(ArraySlice(frames[6].utf8))?.unchangedSince, 4812)
+        XCTAssertNil(QuickSave(ArraySlice(frames[0].utf8))?.unchangedSince)
         let steps = try XCTUnwrap(QuickSave(ArraySlice(frames[5].utf8))?.inserts.first?.values.first)
         XCTAssertEqual(steps, .init("steps", container: #"[{"label":"work","seconds":1500},{"label":"rest","seconds":300}]"#))
         // What SeamClient itself sends.
@@ -42,6 +47,13 @@ final class QuickSaveTests: XCTestCase {
             #"{\#(save),"parameters":{"inserts":null}}"#,
             #"{\#(save),"parameters":{"inserts":[],"inserts":[]}}"#,
             #"{\#(save),"parameters":{"upserts":[]}}"#,
+            // An unchangedSince the general path reads otherwise, or refuses, or given twice.
+            #"{\#(save),"parameters":{"unchangedSince":null}}"#,
+            #"{\#(save),"parameters":{"unchangedSince":-1}}"#,
+            #"{\#(save),"parameters":{"unchangedSince":1.0}}"#,
+            #"{\#(save),"parameters":{"unchangedSince":"4"}}"#,
+            #"{\#(save),"parameters":{"unchangedSince":1234567890123456789}}"#,
+            #"{\#(save),"parameters":{"unchangedSince":1,"unchangedSince":2}}"#,
             #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1,"a":2}}]}}"#,
             #"{\#(save),"parameters":{"inserts":[{"entity":"T","uuid":"u","values":{}}]}}"#,
             #"{\#(save),"parameters":{"inserts":[{"entity":"T"}]}}"#,
@@ -112,6 +124,7 @@ final class QuickSaveTests: XCTestCase {
             #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Session","values":{"name":"t","startedAt":17,"ok":true}}]},"id":12}"#,
             #"{"id":"x","parameters":{"deletes":[{"uuid":"u1","entity":"Timer"}],"updates":[{"entity":"T","uuid":"u2","values":{"a":null,"b":false}}]},"method":"org.seam.Store.Save"}"#,
             #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Session","values":{"steps":[{"label":"w","seconds":15},{"a":[1,{"b":{}}]}],"n":"x"}}]},"id":3}"#,
+            #"{"method":"org.seam.Store.Save","parameters":{"unchangedSince":907,"updates":[{"entity":"T","uuid":"u2","values":{"a":1}}]},"id":4}"#,
         ]
         try assertMutationsReadTheSame(seeds, seed: 0x5A7E_0001, recognises: { QuickSave(ArraySlice($0)) != nil },
                                        sameAsGeneralPath: { try assertSameAsGeneralPath($0) })
@@ -127,6 +140,8 @@ final class QuickSaveTests: XCTestCase {
         XCTAssertEqual(call.id, q.id, text, file: file, line: line)
         XCTAssertFalse(call.more, text, file: file, line: line)
         XCTAssertFalse(call.oneway, text, file: file, line: line)
+        XCTAssertEqual(call.parameters["unchangedSince"]?.int64Value, q.unchangedSince, text, file: file, line: line)
+        if q.unchangedSince == nil { XCTAssertNil(call.parameters["unchangedSince"], text, file: file, line: line) }
         for (key, items) in [("inserts", q.inserts), ("updates", q.updates), ("deletes", q.deletes)] {
             let general = call.parameters[key]?.arrayValue ?? []
             XCTAssertEqual(general.count, items.count, "\(key): \(text)", file: file, line: line)

@@ -118,6 +118,42 @@ final class CanonicalJSONTests: XCTestCase {
         XCTAssertEqual(Base64.encode(Array("fo".utf8)), "Zm8=")
         XCTAssertEqual(Base64.encode(Array("foobar".utf8)), "Zm9vYmFy")
         XCTAssertEqual(Base64.encode([0xff, 0xfe, 0x00]), "//4A")
+        for text in ["", "Zg==", "Zm8=", "Zm9vYmFy", "//4A"] { XCTAssertEqual(Base64.decode(text).map { Base64.encode($0) }, text) }
+        for bad in ["Z", "Zg=", "Zg===", "Z===", "====", "Zg==Zg==", "Z=g=", "Zm9v YmFy", "Zm9v\nYmFy", "Zm-v", "Zm9vYmF", "é", "Zm8=="] {
+            XCTAssertNil(Base64.decode(bad), bad)
+        }
+    }
+
+    /// Decoding agrees with a plain reading of RFC 4648 on seeded random texts: valid ones of
+    /// every length, and the same with a byte changed, dropped or added.
+    func testBase64DecodeAgreesWithAPlainReading() {
+        func reference(_ text: String) -> [UInt8]? {
+            let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+            var bytes = Array(text.utf8), padding = 0
+            while bytes.last == UInt8(ascii: "=") { bytes.removeLast(); padding += 1 }
+            guard padding <= 2, (bytes.count + padding) % 4 == 0 else { return nil }
+            var bits: [UInt8] = []
+            for b in bytes {
+                guard let v = alphabet.firstIndex(of: b) else { return nil }
+                for k in (0..<6).reversed() { bits.append(UInt8(v >> k & 1)) }
+            }
+            return stride(from: 0, to: bits.count - bits.count % 8, by: 8).map { i in bits[i..<i + 8].reduce(0) { $0 << 1 | $1 } }
+        }
+        var random = SplitMix64(seed: 64)
+        let pool = Array("ABCXYZabcxyz0189+/=-_ \n\u{0}é".unicodeScalars)
+        for round in 0..<3_000 {
+            let bytes = (0..<Int.random(in: 0...40, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            var text = Array(Base64.encode(bytes).unicodeScalars)
+            XCTAssertEqual(Base64.decode(String(String.UnicodeScalarView(text))), bytes)
+            switch round % 4 {
+            case 0 where !text.isEmpty: text[Int.random(in: 0..<text.count, using: &random)] = pool.randomElement(using: &random)!
+            case 1 where !text.isEmpty: text.remove(at: Int.random(in: 0..<text.count, using: &random))
+            case 2: text.insert(pool.randomElement(using: &random)!, at: Int.random(in: 0...text.count, using: &random))
+            default: break
+            }
+            let mutated = String(String.UnicodeScalarView(text))
+            XCTAssertEqual(Base64.decode(mutated), reference(mutated), mutated)
+        }
     }
 
     func testF64IsTheBitPattern() {

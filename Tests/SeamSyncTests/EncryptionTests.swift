@@ -204,6 +204,36 @@ final class EncryptionTests: PostgresTestCase {
         XCTAssertEqual(try ServerRecords.field(admin, uuid, "name"), "Written in clear elsewhere", "the same value, sealed")
     }
 
+    /// A new machine reads the whole zone in its first import and seals what it finds in clear
+    /// then (it makes no pass over the zone before it): records written in clear before it
+    /// joined — one with a sealed field beside one in clear — are on it, and sealed on the server.
+    func testANewMachineSealsWhatItsFirstImportFindsInClear() throws {
+        let server = try pg()
+        let a = try SyncMachine("a", server: server, user: "jude")
+        let admin = try PostgresConnection(server.adminConnection)
+        let sealedOnA = try a.addTimer("Sealed by A")
+        try eventually(20, "A's timer on the server") { !(try admin.query("SELECT 1 FROM seam.records WHERE uuid = $1::uuid", [sealedOnA])).isEmpty }
+        _ = a.broker.stop()  // A would seal them too: B alone is left to
+        let clear = UUID().uuidString.lowercased()
+        try admin.query(ZoneWrites.tagged("jude") + "INSERT INTO seam.records (zone, record_type, uuid, fields, versions, change_tag) "
+                        + "SELECT 'jude', 'Timer', $1::uuid, $2::jsonb, '{}', last_tag FROM tag",
+                        [clear, #"{"name": "In clear before B", "steps": [{"label": "Clear step", "seconds": 60}]}"#])
+        // A half-sealed record: A's, with its name put back in clear.
+        try admin.query(ZoneWrites.tagged("jude") + "UPDATE seam.records SET fields = jsonb_set(fields, '{name}', '\"Half in clear\"'), "
+                        + "change_tag = (SELECT last_tag FROM tag) WHERE zone = 'jude' AND uuid = $1::uuid", [sealedOnA])
+        let b = try SyncMachine("b", server: server, user: "jude")
+        // Sealed by the end of B's first cycle, the one that imported them (not by a later
+        // cycle's pass over the zone).
+        try eventually(20, "B's first cycle ended") { try b.syncStatus()["lastPull"]?.doubleValue != nil }
+        XCTAssertEqual(try b.timer(clear)?["name"]?.stringValue, "In clear before B")
+        XCTAssertEqual(try b.timer(sealedOnA)?["name"]?.stringValue, "Half in clear")
+        for uuid in [clear, sealedOnA] {
+            let fields = try rawRecord(admin, uuid)["fields"]
+            XCTAssertTrue(FieldSeal.isSealed(fields?["name"] ?? .null) && FieldSeal.isSealed(fields?["steps"] ?? .null), "\(fields ?? .null)")
+        }
+        XCTAssertEqual(try ServerRecords.field(admin, clear, "name"), "In clear before B", "the same value, sealed")
+    }
+
     /// A key file others may read stops the worker with what to do; set right, sync goes on.
     func testAKeyFileOthersMayReadStopsTheWorker() throws {
         let server = try pg()
