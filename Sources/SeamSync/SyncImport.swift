@@ -56,13 +56,15 @@ struct SyncImport {
             let read = try pg.transaction {
                 let condition = condition(state.token)
                 // A record's fields and versions past the bound are not even read: it is set aside.
-                // (Not written as text once in a subquery behind OFFSET 0: the cursor's plan then
-                // sorts the whole zone before its first row.)
+                // Each is written as text once, in a lateral subquery that OFFSET 0 keeps from being
+                // merged into the query (which would write it once for each use: the most of the
+                // server's work here); the cursor still walks the change-tag index.
                 let bound = ServerSchema.maxRecordBytes
-                try pg.query("DECLARE seam_import NO SCROLL CURSOR FOR SELECT record_type, uuid::text, "
-                             + "CASE WHEN octet_length(fields::text) <= \(bound) THEN fields::text END, change_tag, deleted, "
-                             + "octet_length(fields::text), CASE WHEN octet_length(versions::text) <= \(bound) THEN versions::text END "
-                             + "FROM seam.records WHERE zone = session_user AND \(condition) ORDER BY change_tag", parameters)
+                try pg.query("DECLARE seam_import NO SCROLL CURSOR FOR SELECT r.record_type, r.uuid::text, "
+                             + "CASE WHEN octet_length(t.f) <= \(bound) THEN t.f END, r.change_tag, r.deleted, octet_length(t.f), "
+                             + "CASE WHEN octet_length(t.v) <= \(bound) THEN t.v END FROM seam.records AS r "
+                             + "CROSS JOIN LATERAL (SELECT r.fields::text AS f, r.versions::text AS v OFFSET 0) AS t "
+                             + "WHERE r.zone = session_user AND \(condition) ORDER BY r.change_tag", parameters)
                 var read = 0
                 // The server's batches are read and decoded on a thread of their own, one ahead:
                 // the server reads the next batch, and the thread opens its sealed fields, while
