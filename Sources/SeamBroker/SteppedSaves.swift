@@ -54,13 +54,14 @@ final class SteppedSaves {
     /// loop — a reply from a reader, the ticker's alarm — waits for a round to end. A turn ends
     /// sooner when an event waits (`EventLoop.hasPendingEvents`).
     static let stepSeconds = 0.0005
-    /// While others have calls (in the last `busySeconds`), the save in steps rests this long
-    /// after each turn: the loop then waits in `epoll` half the time, so that a call that comes
-    /// (the ticker's alarm, a reply from a reader) is taken at once — a loop that never rests is
-    /// preempted by the kernel for milliseconds at a time on a busy machine — and the big save,
-    /// not everyone else, takes the slowdown. Alone, it runs flat out.
+    /// While others have calls (one in the last `busySeconds`), the save in steps rests this
+    /// long after each turn: the loop then waits in `epoll` half the time, so that a call that
+    /// comes (the ticker's alarm, a reply from a reader) is taken at once — a loop that never
+    /// rests is preempted by the kernel for milliseconds at a time on a busy machine — and the
+    /// big save, not everyone else, takes the slowdown. Alone, or beside clients that call less
+    /// often than every `busySeconds` (a dashboard polling every 50 ms), it runs flat out.
     static let stepRestSeconds = 0.001
-    static let busySeconds = 0.05
+    static let busySeconds = 0.01
 
     /// Whether the save in steps may take a turn now (not resting).
     var mayRun: Bool { running != nil && !committing && WallClock.monotonic() >= resumeAt }

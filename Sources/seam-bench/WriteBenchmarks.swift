@@ -52,6 +52,26 @@ enum WriteBenchmarks {
                 if entity == "Timer" && inFlight == 1 && !bulkOnly { try listings(rows: rows, socket: socket, into: &table) }
             }
         }
+        // Beside a client that calls every 50 ms (a dashboard polling Count): seamd's saves in
+        // steps rest between their turns only while others are busy, and such a client is not.
+        let alone = try bulk("Session", rows: rows, client: client, direct: direct, numberedFrom: 2 * rows)
+        let stop = Flag()
+        let poller = Thread {
+            guard let c = try? SeamConnection.connect(path: socket), (try? c.hello()) != nil else { return }
+            while !stop.isSet {
+                _ = try? c.call("org.seam.Store.Count", ["entity": "Session"])
+                usleep(50_000)
+            }
+        }
+        poller.start()
+        let beside = try bulk("Session", rows: rows, client: client, direct: direct, numberedFrom: 3 * rows)
+        stop.set()
+        while !poller.isFinished { usleep(1_000) }
+        let besideRatio = (beside.0 / beside.1) / (alone.0 / alone.1)
+        Figures.record("writes.bulk_session_beside_poller_vs_alone", besideRatio)
+        table.add(["\(rows.formatted()) Session (Local), beside a client calling every 50 ms", "one at a time", rate(beside.0), rate(beside.1),
+                   String(format: "%.2f×", beside.0 / beside.1),
+                   String(format: "≥ 0.8× alone (%.2f×)", alone.0 / alone.1), besideRatio >= 0.8 ? "yes" : "no"])
         table.print()
         if !bulkOnly {
             try groupCommit(work: work)
@@ -223,7 +243,8 @@ enum WriteBenchmarks {
     /// Rows per second of seamd and of SQLite alone, each inserting `rows` rows of `entity` in
     /// transactions of `batch`, taking turns: a batch each with one call in flight, ten batches
     /// each with more (`inFlight` calls sent before the oldest reply is read).
-    static func bulk(_ entity: String, rows: Int, client: SeamConnection, direct: DirectSQLite, inFlight: Int = 1) throws -> (Double, Double) {
+    static func bulk(_ entity: String, rows: Int, client: SeamConnection, direct: DirectSQLite, inFlight: Int = 1,
+                     numberedFrom: Int? = nil) throws -> (Double, Double) {
         let e = TimerApp.schema.entity(entity)!.entity
         let insert = try direct.prepare("INSERT INTO \"\(entity)\" (\(e.attributes.map { "\"\($0.name)\"" }.joined(separator: ", "))) VALUES ("
                                         + e.attributes.indices.map { _ in "?" }.joined(separator: ", ") + ")")
@@ -247,7 +268,7 @@ enum WriteBenchmarks {
 
         let turn = inFlight == 1 ? 1 : pipelinedTurn
         // Numbered apart from the other runs' rows: every run inserts rows of its own.
-        let first = (inFlight - 1) * rows
+        let first = numberedFrom ?? (inFlight - 1) * rows
         for t0 in stride(from: 0, to: rows / batch, by: turn) {
             let batches = (t0..<min(rows / batch, t0 + turn)).map { b in
                 (0..<batch).map { i in entity == "Timer" ? timerValues(first + b * batch + i) : sessionValues(first + b * batch + i) }
