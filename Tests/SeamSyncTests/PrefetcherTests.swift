@@ -13,6 +13,10 @@ final class PrefetcherTests: XCTestCase {
         let running = Atomic<Bool>(false)
         let taken = Atomic<Int>(0)
         let mostAhead = Atomic<Int>(0)
+        /// Signalled as the producer enters each batch.
+        let entered = DispatchSemaphore(value: 0)
+        /// What the producer waits for inside a batch, where a test holds it.
+        let gate = DispatchSemaphore(value: 0)
     }
 
     func testBatchesInOrderThenTheEnd() throws {
@@ -35,12 +39,16 @@ final class PrefetcherTests: XCTestCase {
             // Starting batch n with `taken` taken: n - taken - 1 are produced and waiting.
             let n = produced.count.add(1, ordering: .relaxed).newValue
             produced.mostAhead.max(n - produced.taken.load(ordering: .acquiring) - 1, ordering: .relaxed)
+            produced.entered.signal()
             return n <= 200 ? n : nil
         }
         defer { prefetcher.stop() }
+        produced.entered.wait()  // batch 1 begun
+        // A taker slower than its producer: it is done with batch n only once the producer has
+        // begun the next one, which then finds one batch (n) produced and not yet done with.
         while let n = try prefetcher.next() {
+            produced.entered.wait()
             produced.taken.store(n, ordering: .releasing)
-            if n % 7 == 0 { Thread.sleep(forTimeInterval: 0.001) }  // a taker slower than its producer, now and then
         }
         XCTAssertEqual(produced.mostAhead.load(ordering: .relaxed), 1, "one batch waiting while the next is produced, never two")
     }
@@ -66,13 +74,18 @@ final class PrefetcherTests: XCTestCase {
         let produced = Produced()
         let prefetcher = try Prefetcher<Int> {
             produced.running.store(true, ordering: .releasing)
-            Thread.sleep(forTimeInterval: 0.1)
+            produced.entered.signal()
+            produced.gate.wait()  // the server taking its time
             produced.running.store(false, ordering: .releasing)
             return produced.count.add(1, ordering: .relaxed).newValue
         }
+        produced.gate.signal()
         XCTAssertEqual(try prefetcher.next(), 1)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !produced.running.load(ordering: .acquiring) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        produced.entered.wait()
+        produced.entered.wait()  // inside batch 2, held at the gate
+        // The batch is let go while the stop waits (or before it begins: either way, the stop
+        // returns only once the producer has left the batch).
+        DispatchQueue.global().async { produced.gate.signal() }
         prefetcher.stop()
         XCTAssertFalse(produced.running.load(ordering: .acquiring))
         XCTAssertEqual(produced.count.load(ordering: .relaxed), 2)
