@@ -201,14 +201,7 @@ struct SyncImport {
     /// One batch's save, sent, with what it takes to apply the batch again.
     struct Batch {
         var id: JSON
-        var rows: [[String?]]
-        /// The server token before the batch, in memory and in the store.
-        var token: Int64
-        var tokenRow: (uuid: String, value: Int64)?
-        /// The records the save applies.
-        var applied: Int
-        /// The records set aside before the batch (the save would have changed the list).
-        var setAsideBefore: SetAsideList
+        var planned: PlannedBatch
     }
 
     /// Waits for the last batch's save. One refused because a local save touched one of its
@@ -224,10 +217,8 @@ struct SyncImport {
             }
             guard SyncState.isRace(refusal), attempt < SyncState.raceAttempts else { throw refusal }
             shared.log("a local save touched records of the import's batch meanwhile; applying it again (\(refusal))")
-            state.token = batch.token
-            shared.tokens["server"] = batch.tokenRow
-            shared.setAside = batch.setAsideBefore
-            try apply(batch.rows, &state)
+            undo(batch.planned, &state)
+            try apply(batch.planned.rows, &state)
         }
     }
 
@@ -238,7 +229,7 @@ struct SyncImport {
         state.saving = nil
         do {
             _ = try shared.broker.finish(batch.id)
-            state.applied += batch.applied
+            state.applied += batch.planned.applied
             return nil
         } catch {
             return error
@@ -257,10 +248,8 @@ struct SyncImport {
     /// rest are applied. One bad record among 2,000 costs some 20 saves, not 2,000. Else it
     /// would stop every later server change from reaching this machine, at every cycle.
     private func applyAgainInHalves(_ batch: Batch, refused refusal: ClientError, _ state: inout ImportState) throws {
-        state.token = batch.token
-        shared.tokens["server"] = batch.tokenRow
-        shared.setAside = batch.setAsideBefore
-        try applyHalves(batch.rows[...], refused: refusal, &state)
+        undo(batch.planned, &state)
+        try applyHalves(batch.planned.rows[...], refused: refusal, &state)
     }
 
     /// `rows`, which seamd refused (`refusal`), applied in halves.
@@ -319,13 +308,16 @@ struct SyncImport {
         try send(try plan(rows, &state, decoded: decoded, pending: try shared.pendingChanges()), &state)
     }
 
-    /// A batch's save, planned and not yet sent, with the state from before it (`undo`).
+    /// A batch's save, planned, with the state from before it (`undo`).
     struct PlannedBatch {
         var save: SaveBuilder
         var rows: [[String?]]
+        /// The records the save applies.
         var applied: Int
+        /// The server token before the batch, in memory and in the store.
         var token: Int64
         var tokenRow: (uuid: String, value: Int64)?
+        /// The records set aside before the batch (the save would have changed the list).
         var setAsideBefore: SetAsideList
         /// The local changes the plan kept the server's versions off.
         var pendingKeys: Set<RecordKey>
@@ -342,8 +334,9 @@ struct SyncImport {
     private func send(_ planned: PlannedBatch, _ state: inout ImportState) throws {
         shared.testPause?("import-save")
         if let id = try planned.save.begin(shared.broker) {
-            state.saving = Batch(id: id, rows: planned.rows, token: planned.token, tokenRow: planned.tokenRow, applied: planned.applied,
-                                 setAsideBefore: planned.setAsideBefore)
+            var kept = planned
+            kept.save = SaveBuilder()  // sent: only what applying it again takes is kept
+            state.saving = Batch(id: id, planned: kept)
         }
     }
 
