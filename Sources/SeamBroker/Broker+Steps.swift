@@ -24,7 +24,10 @@ extension Broker: SteppedSavesHost {
             case .success(let set) where running.answers:
                 // Only the changes to entities its caller may read, when it said which.
                 let capabilities = c.hello.flatMap { $0.capabilities.reads == nil ? nil : $0.capabilities }
-                answerLater(c, id: id) { _ in .frame(SavePath.reply(set, id: id, shows: capabilities.map { caps in { caps.mayRead($0) } })) }
+                let shape = running.request.reply
+                answerLater(c, id: id) { _ in
+                    .frame(SavePath.reply(set, id: id, shows: capabilities.map { caps in { caps.mayRead($0) } }, as: shape))
+                }
             case .failure(let error) where running.answers:
                 connections.send(Reply(WireRequests.error(error, in: running.request), id: id), to: c)
                 resumeAfterRead(c)

@@ -113,14 +113,24 @@ final class SavePath {
         // Link rules may change rows of entities the caller may not read (the broker's doing,
         // as PROTOCOL.md says); the reply lists only those it may.
         let shows = c.hello.flatMap { $0.capabilities.reads == nil ? nil : $0.capabilities.mayRead }
-        return Self.reply(set, id: id, shows: shows)
+        return Self.reply(set, id: id, shows: shows, as: request.reply)
     }
 
     /// Save's reply, written straight to its frame (the JSON tree it used to build cost more
     /// than writing it): the sequence number (null when nothing changed), and per change its
-    /// store, entity, uuid, kind and changed keys.
-    static func reply(_ set: ChangeSet?, id: JSON?, shows: ((String) -> Bool)? = nil) -> [UInt8] {
+    /// store, entity, uuid, kind and changed keys — or, when the caller asked for `count`, how
+    /// many changes there were (`changed`) instead of the list.
+    static func reply(_ set: ChangeSet?, id: JSON?, shows: ((String) -> Bool)? = nil, as shape: SaveRequest.Reply = .changes) -> [UInt8] {
         let all = set?.changes ?? []
+        if shape == .count {
+            let changed = shows.map { shows in all.lazy.filter { shows($0.entity) }.count } ?? all.count
+            return Reply.frame(id: id, capacity: 64) { w in
+                w.key("sequence")
+                if let set { w.integer(set.sequence) } else { w.null() }
+                w.key("changed")
+                w.integer(Int64(changed))
+            }
+        }
         let changes = shows.map { shows in all.filter { shows($0.entity) } } ?? all
         return Reply.frame(id: id, capacity: 96 + changes.reduce(0) { $0 + 128 + 16 * $1.changedKeys.count }) { w in
             w.key("sequence")

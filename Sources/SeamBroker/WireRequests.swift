@@ -128,6 +128,14 @@ enum WireRequests {
             guard let since = value.int64Value, since >= 0 else { return .failure(.invalidParameter("unchangedSince")) }
             request.unchangedSince = since
         }
+        switch p["reply"] {
+        case nil, .null?: break
+        case let value?:
+            guard let text = value.stringValue, let reply = SaveRequest.Reply(rawValue: text) else {
+                return .failure(.invalidRequest("reply is 'changes' (the default) or 'count'", field: "reply"))
+            }
+            request.reply = reply
+        }
         return .success(request)
     }
 
@@ -157,6 +165,10 @@ enum WireRequests {
         }
         request.valuesChecked = true
         request.unchangedSince = q.unchangedSince
+        if let text = q.reply {
+            guard let reply = SaveRequest.Reply(rawValue: text) else { return nil }
+            request.reply = reply
+        }
         return request
     }
 

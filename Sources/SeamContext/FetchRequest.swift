@@ -62,7 +62,17 @@ public struct SaveRequest: Sendable {
     /// encoder wrote — valid by construction — and are not parsed again, and names are not
     /// looked up again. Everything else about a value is checked as always.
     public var valuesChecked = false
+    /// What the caller asked to hear back (the broker's `reply` parameter); the context does not
+    /// read it.
+    public var reply: Reply = .changes
     public init(_ operations: [Operation] = []) { self.operations = operations }
+
+    /// A Save's reply: every change it made (the default), or how many (`count`: for a bulk
+    /// loader or the sync worker, which never read the list and need not pay to have it written
+    /// and parsed).
+    public enum Reply: String, Sendable, CaseIterable {
+        case changes, count
+    }
 
     public mutating func insert(_ entity: String, _ values: [String: AttributeValue]) {
         operations.append(.insert(entity: entity, values: values))

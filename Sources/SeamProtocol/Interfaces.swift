@@ -83,10 +83,12 @@ public enum Interfaces {
 
         # Inserts, updates and deletes as one transaction across both stores. Link rules run on
         # deletes; their effects are among the changes. With unchangedSince, a Conflict if the
-        # history after that sequence number changed a row this save would change.
-        method Save(inserts: ?[]Insert, updates: ?[]Update, deletes: ?[]Delete, unchangedSince: ?int) -> (
+        # history after that sequence number changed a row this save would change. The reply
+        # lists the changes (reply: changes, the default), or says how many (reply: count).
+        method Save(inserts: ?[]Insert, updates: ?[]Update, deletes: ?[]Delete, unchangedSince: ?int, reply: ?(changes, count)) -> (
           sequence: ?int,
-          changes: []Change
+          changes: ?[]Change,
+          changed: ?int
         )
 
         # The broker's state: version, process, connections, subscriptions, stores, roles.

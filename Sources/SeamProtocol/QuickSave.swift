@@ -3,7 +3,8 @@ import SeamJSON
 /// A save — the hottest write — recognised from its frame's bytes, without building a JSON
 /// tree: `{"method":"org.seam.Store.Save","parameters":{"inserts":[…],"updates":[…],"deletes":[…]}}`,
 /// members in any order, each list optional, with an optional `id` (as `QuickFetch` takes it)
-/// and an optional `unchangedSince` (a non-negative integer: the sync worker's saves carry one).
+/// an optional `unchangedSince` (a non-negative integer: the sync worker's saves carry one) and an
+/// optional `reply` (a plain string: which one is the broker's to check).
 /// An insert is `{"entity":E,"values":{…}}`, an update `{"entity":E,"uuid":U,"values":{…}}`, a
 /// delete `{"entity":E,"uuid":U}`; a value is a string, a non-negative integer of up to 18
 /// digits, `true`, `false` or `null` — or, for a `json` attribute, an array or object of those
@@ -60,15 +61,19 @@ public struct QuickSave: Sendable, Equatable {
     public var updates: [Item] = []
     public var deletes: [Item] = []
     public var unchangedSince: Int64?
+    /// The `reply` parameter's text, when given.
+    public var reply: String?
     public var id: JSON?
 
     public static let method = "org.seam.Store.Save"
 
-    public init(inserts: [Item] = [], updates: [Item] = [], deletes: [Item] = [], unchangedSince: Int64? = nil, id: JSON? = nil) {
+    public init(inserts: [Item] = [], updates: [Item] = [], deletes: [Item] = [], unchangedSince: Int64? = nil,
+                reply: String? = nil, id: JSON? = nil) {
         self.inserts = inserts
         self.updates = updates
         self.deletes = deletes
         self.unchangedSince = unchangedSince
+        self.reply = reply
         self.id = id
     }
 
@@ -96,7 +101,8 @@ public struct QuickSave: Sendable, Equatable {
         guard s.take(UInt8(ascii: "}")), s.atEnd, sawMethod, sawParameters else { return nil }
     }
 
-    /// `{"inserts":[…],"updates":[…],"deletes":[…],"unchangedSince":N}`, each member at most once.
+    /// `{"inserts":[…],"updates":[…],"deletes":[…],"unchangedSince":N,"reply":"…"}`, each member at
+    /// most once.
     private mutating func parseParameters(_ s: inout FrameScanner) -> Bool {
         guard s.take(UInt8(ascii: "{")) else { return false }
         if s.take(UInt8(ascii: "}")) { return true }
@@ -111,6 +117,10 @@ public struct QuickSave: Sendable, Equatable {
             case "unchangedSince":
                 guard let since = s.smallInteger() else { return false }
                 unchangedSince = since
+                continue
+            case "reply":
+                guard let text = s.plainString() else { return false }
+                reply = text
                 continue
             default: return false
             }

@@ -473,7 +473,9 @@ struct SaveBuilder {
     /// Sends the save without waiting; its id for `SeamConnection.finish`, or nil when empty.
     func begin(_ broker: SeamConnection) throws -> JSON? {
         guard !isEmpty else { return nil }
-        var parameters: JSONObject = ["inserts": .array(inserts), "updates": .array(updates), "deletes": .array(deletes)]
+        // The worker never reads a save's list of changes: it asks for their number alone.
+        var parameters: JSONObject = ["inserts": .array(inserts), "updates": .array(updates), "deletes": .array(deletes),
+                                      "reply": "count"]
         if let unchangedSince { parameters["unchangedSince"] = .integer(unchangedSince) }
         return try broker.begin("org.seam.Store.Save", parameters)
     }

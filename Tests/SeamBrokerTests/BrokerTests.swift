@@ -357,6 +357,43 @@ final class BrokerTests: XCTestCase {
         XCTAssertEqual(try name(tea.uuid), "Green tea")
     }
 
+    /// `reply: "count"` answers with the number of changes in place of their list — on the quick
+    /// path, the general one (a `null` member sends the call there) and a save in steps alike —
+    /// counting a link rule's effects; any other reply is refused, naming it, and changes nothing.
+    func testASaveMayAskForTheNumberOfItsChangesAlone() throws {
+        let c = try client()
+        try c.hello()
+        func save(_ p: JSONObject) throws -> JSONObject { try c.call("org.seam.Store.Save", p) }
+        let timers = (0..<3).map { _ in JSON.string(UUID().uuidString.lowercased()) }
+        let quick = try save(["inserts": .array(timers.map { ["entity": "Timer", "values": ["uuid": $0, "name": "t"]] }), "reply": "count"])
+        XCTAssertEqual(quick["changed"], 3)
+        XCTAssertNil(quick["changes"], "no list when a count is asked for")
+        XCTAssertNotNil(quick["sequence"]?.int64Value)
+        _ = try save(["inserts": [["entity": "Session", "values": ["timerUUID": timers[0], "startedAt": 1]]]])
+        // Through the general path: deleting a timer deletes its session too.
+        let general = try save(["deletes": [["entity": "Timer", "uuid": timers[0]]], "reply": "count", "unchangedSince": .null])
+        XCTAssertEqual(general["changed"], 2, "\(general)")
+        XCTAssertNil(general["changes"])
+        let none = try save(["deletes": [], "reply": "count"])
+        XCTAssertEqual(none["changed"], 0)
+        XCTAssertEqual(none["sequence"], .null)
+        // A save in steps (more operations than one turn takes) answers the same way.
+        let many = (0..<500).map { i -> JSON in ["entity": "Timer", "values": ["name": .string("bulk \(i)")]] }
+        let stepped = try save(["inserts": .array(many), "reply": "count"])
+        XCTAssertEqual(stepped["changed"], 500)
+        XCTAssertNil(stepped["changes"])
+        XCTAssertEqual(try save(["inserts": [["entity": "Timer", "values": ["name": "listed"]]]])["changes"]?.arrayValue?.count, 1,
+                       "the list, as ever, when no reply is asked for")
+        for bad: JSON in ["rows", "COUNT", 1, ["count"]] {
+            XCTAssertThrowsError(try save(["inserts": [["entity": "Timer", "values": ["name": "refused"]]], "reply": bad])) { e in
+                XCTAssertEqual((e as? ClientError)?.remoteName, "org.seam.Store.InvalidRequest", "\(bad): \(e)")
+                XCTAssertTrue("\(e)".contains("reply"), "\(e)")
+            }
+        }
+        XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "Timer", "predicate": "name == 'refused'"])["count"], 0)
+        XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "Timer"])["count"], 503)
+    }
+
     /// A field named twice is one field: each row is a JSON object with each key once, by
     /// query and by uuid.
     func testAFieldNamedTwiceIsSentOnce() throws {

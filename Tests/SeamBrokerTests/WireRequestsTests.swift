@@ -83,6 +83,9 @@ final class WireRequestsTests: XCTestCase {
         XCTAssertEqual(r.operations.map(\.kind), [.insert, .update, .delete])
         XCTAssertEqual(r.unchangedSince, 7)
         XCTAssertTrue(r.valuesChecked)
+        XCTAssertEqual(r.reply, .changes, "the list of changes unless asked otherwise")
+        XCTAssertEqual(try save(#"{"reply": "count"}"#).get().reply, .count)
+        XCTAssertEqual(try save(#"{"reply": null}"#).get().reply, .changes)
     }
 
     func testASaveNamesThePlaceOfWhatItRefuses() throws {
@@ -96,6 +99,9 @@ final class WireRequestsTests: XCTestCase {
             (#"{"inserts": [{"entity": "Note", "values": {}}, {"entity": "Note", "values": {"pinned": "yes"}}]}"#, "org.seam.Store.InvalidRequest",
              "inserts[1].values.pinned"),
             (#"{"unchangedSince": -1}"#, "org.varlink.service.InvalidParameter", "unchangedSince"),
+            (#"{"reply": "rows"}"#, "org.seam.Store.InvalidRequest", "reply"),
+            (#"{"reply": 1}"#, "org.seam.Store.InvalidRequest", "reply"),
+            (#"{"reply": "Count"}"#, "org.seam.Store.InvalidRequest", "reply"),
         ]
         for (text, name, place) in cases {
             let e = try XCTUnwrap(failure(try save(text)), text)

@@ -21,6 +21,9 @@ final class QuickSaveTests: XCTestCase {
             // The sync worker's saves: with unchangedSince, anywhere among the parameters.
             #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Timer","values":{"name":"x"}}],"unchangedSince":4812,"deletes":[]},"id":9}"#,
             #"{"method":"org.seam.Store.Save","parameters":{"unchangedSince":0}}"#,
+            // A reply asked for by name (which names the broker takes is its to check).
+            #"{"method":"org.seam.Store.Save","parameters":{"reply":"count","inserts":[{"entity":"Timer","values":{"name":"x"}}],"unchangedSince":3},"id":10}"#,
+            #"{"method":"org.seam.Store.Save","parameters":{"inserts":[],"reply":"changes"}}"#,
         ]
         for text in frames {
             XCTAssertNotNil(QuickSave(ArraySlice(text.utf8)), text)
@@ -31,6 +34,8 @@ final class QuickSaveTests: XCTestCase {
                                     id: .integer(7)))
         XCTAssertEqual(QuickSave(ArraySlice(frames[6].utf8))?.unchangedSince, 4812)
         XCTAssertNil(QuickSave(ArraySlice(frames[0].utf8))?.unchangedSince)
+        XCTAssertEqual(QuickSave(ArraySlice(frames[8].utf8))?.reply, "count")
+        XCTAssertNil(QuickSave(ArraySlice(frames[0].utf8))?.reply)
         let steps = try XCTUnwrap(QuickSave(ArraySlice(frames[5].utf8))?.inserts.first?.values.first)
         XCTAssertEqual(steps, .init("steps", container: #"[{"label":"work","seconds":1500},{"label":"rest","seconds":300}]"#))
         // What SeamClient itself sends.
@@ -54,6 +59,12 @@ final class QuickSaveTests: XCTestCase {
             #"{\#(save),"parameters":{"unchangedSince":"4"}}"#,
             #"{\#(save),"parameters":{"unchangedSince":1234567890123456789}}"#,
             #"{\#(save),"parameters":{"unchangedSince":1,"unchangedSince":2}}"#,
+            // A reply that is not a plain string, or given twice.
+            #"{\#(save),"parameters":{"reply":null}}"#,
+            #"{\#(save),"parameters":{"reply":1}}"#,
+            #"{\#(save),"parameters":{"reply":["count"]}}"#,
+            #"{\#(save),"parameters":{"reply":"co\"unt"}}"#,
+            #"{\#(save),"parameters":{"reply":"count","reply":"changes"}}"#,
             #"{\#(save),"parameters":{"inserts":[{"entity":"T","values":{"a":1,"a":2}}]}}"#,
             #"{\#(save),"parameters":{"inserts":[{"entity":"T","uuid":"u","values":{}}]}}"#,
             #"{\#(save),"parameters":{"inserts":[{"entity":"T"}]}}"#,
@@ -125,6 +136,7 @@ final class QuickSaveTests: XCTestCase {
             #"{"id":"x","parameters":{"deletes":[{"uuid":"u1","entity":"Timer"}],"updates":[{"entity":"T","uuid":"u2","values":{"a":null,"b":false}}]},"method":"org.seam.Store.Save"}"#,
             #"{"method":"org.seam.Store.Save","parameters":{"inserts":[{"entity":"Session","values":{"steps":[{"label":"w","seconds":15},{"a":[1,{"b":{}}]}],"n":"x"}}]},"id":3}"#,
             #"{"method":"org.seam.Store.Save","parameters":{"unchangedSince":907,"updates":[{"entity":"T","uuid":"u2","values":{"a":1}}]},"id":4}"#,
+            #"{"method":"org.seam.Store.Save","parameters":{"reply":"count","inserts":[{"entity":"T","values":{"a":1}}]},"id":5}"#,
         ]
         try assertMutationsReadTheSame(seeds, seed: 0x5A7E_0001, recognises: { QuickSave(ArraySlice($0)) != nil },
                                        sameAsGeneralPath: { try assertSameAsGeneralPath($0) })
@@ -142,6 +154,8 @@ final class QuickSaveTests: XCTestCase {
         XCTAssertFalse(call.oneway, text, file: file, line: line)
         XCTAssertEqual(call.parameters["unchangedSince"]?.int64Value, q.unchangedSince, text, file: file, line: line)
         if q.unchangedSince == nil { XCTAssertNil(call.parameters["unchangedSince"], text, file: file, line: line) }
+        XCTAssertEqual(call.parameters["reply"]?.stringValue, q.reply, text, file: file, line: line)
+        if q.reply == nil { XCTAssertNil(call.parameters["reply"], text, file: file, line: line) }
         for (key, items) in [("inserts", q.inserts), ("updates", q.updates), ("deletes", q.deletes)] {
             let general = call.parameters[key]?.arrayValue ?? []
             XCTAssertEqual(general.count, items.count, "\(key): \(text)", file: file, line: line)

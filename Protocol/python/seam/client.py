@@ -603,11 +603,13 @@ class Client:
         return count
 
     async def save(self, operations: Iterable[Operation], *, unchanged_since: int | None = None,
-                   timeout: TimeoutArg = DEFAULT_TIMEOUT) -> dict[str, Any]:
+                   count_only: bool = False, timeout: TimeoutArg = DEFAULT_TIMEOUT) -> dict[str, Any]:
         """Saves inserts, updates and deletes as one transaction (all or nothing). The broker
         applies the inserts first, then the updates, then the deletes, whatever their order
         here. Returns the reply (``sequence``: the save's number, ``None`` when nothing changed;
-        ``changes``), with ``inserted`` added: the uuid of each insert, in the order given."""
+        ``changes``), with ``inserted`` added: the uuid of each insert, in the order given.
+        With ``count_only``, the broker says how many changes there were (``changed``) instead
+        of listing them, and there is no ``inserted``: for bulk loads that do not read the list."""
         inserts: list[dict[str, Any]] = []
         updates: list[dict[str, Any]] = []
         deletes: list[dict[str, Any]] = []
@@ -629,7 +631,11 @@ class Client:
             parameters["deletes"] = deletes
         if unchanged_since is not None:
             parameters["unchangedSince"] = unchanged_since
+        if count_only:
+            parameters["reply"] = "count"
         reply = await self.call("org.seam.Store.Save", parameters, timeout=timeout)
+        if count_only:
+            return reply
         given = [i["values"].get("uuid") for i in inserts]
         made = iter([c.get("uuid") for c in reply.get("changes") or [] if isinstance(c, dict)
                      and c.get("kind") == "insert" and c.get("uuid") not in given])

@@ -60,6 +60,10 @@ class CallTests(SeamdTestCase):
         self.assertEqual((await self.client.fetch("Timer", uuid=tea))[0]["groupUUID"], None, "nullified by the link rule")
         reply = await self.client.save([seam.update("Timer", tea, {"name": "Tea"})])
         self.assertIsNone(reply["sequence"], "a save that changes nothing")
+        counted = await self.client.save([seam.insert("Timer", {"name": f"bulk {i}"}) for i in range(3)], count_only=True)
+        self.assertEqual(counted["changed"], 3)
+        self.assertNotIn("changes", counted)
+        self.assertNotIn("inserted", counted)
 
     async def test_errors_name_themselves(self) -> None:
         with self.assertRaises(seam.SeamError) as caught:
