@@ -12,7 +12,8 @@
 #
 # Passed only when every class's process exits 0 and its XCTest summary says no failures (a
 # crash part way leaves no summary), and the classes together ran every test the bundle lists.
-# Each lane's output is in .build/test-output-N.txt, all of it in .build/test-output.txt.
+# Each lane's output is in .build/test-output-N.txt, all of it in .build/test-output.txt; the
+# last line, "N passed, 0 failed (…)", in .build/test-summary.txt too.
 
 # Longest first, as measured in a whole run (seconds, optimised, here): the queue's head.
 seam_slow_test_classes=(
@@ -44,7 +45,7 @@ seam_swift_tests() {
     classes=$(cut -d/ -f1 <<<"$listed" | sort -u)
     [[ -n $classes ]] || { echo "the test bundle lists no tests" >&2; return 1; }
     queue=.build/test-queue.txt
-    rm -f .build/test-output*.txt .build/test-results.txt "$queue" "$queue.lock"
+    rm -f .build/test-output*.txt .build/test-results.txt .build/test-summary.txt "$queue" "$queue.lock"
     # The queue: the slow classes in their order, then the rest by name; the quiet ones apart.
     quiet=$(printf '%s\n' "${seam_quiet_test_classes[@]}" | sed 's/^/\\./; s/$/$/')
     {
@@ -77,7 +78,8 @@ seam_swift_tests() {
         echo "$total run, not all passed"
         return 1
     fi
-    echo "$total passed, 0 failed (in $(( $(date +%s) - started )) s: $lanes_took s in $lanes lanes, then the timed classes alone)"
+    echo "$total passed, 0 failed (in $(( $(date +%s) - started )) s: $lanes_took s in $lanes lanes, then the timed classes alone)" \
+        | tee .build/test-summary.txt
 }
 
 # One lane: takes classes from QUEUE until it is empty, each in a test process of its own; a
