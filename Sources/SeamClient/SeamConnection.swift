@@ -234,10 +234,33 @@ public final class SeamConnection {
         }
     }
 
+    /// A call encoded ahead of its sending (`prepare`), with the id it will have.
+    public struct PreparedCall: Sendable {
+        public let id: Int64
+        let frame: [UInt8]
+    }
+
+    /// Encodes a call to send later with `begin(_:)` (or never): a caller that waits for one
+    /// reply encodes its next call meanwhile. Its id is taken now.
+    public func prepare(_ method: String, _ parameters: JSONObject = [:]) -> PreparedCall {
+        nextID += 1
+        return PreparedCall(id: nextID, frame: Call(method: method, parameters: parameters, id: .integer(nextID)).frame())
+    }
+
+    /// Sends a call `prepare` encoded, without waiting for its reply (as `begin` does).
+    public func begin(_ call: PreparedCall) throws(ClientError) -> JSON {
+        try write(call.frame, id: call.id)
+        return .integer(call.id)
+    }
+
     private func send(_ method: String, _ parameters: JSONObject, more: Bool) throws(ClientError) -> JSON {
         nextID += 1
         let id = JSON.integer(nextID)
-        let frame = Call(method: method, parameters: parameters, more: more, id: id).frame()
+        try write(Call(method: method, parameters: parameters, more: more, id: id).frame(), id: nextID)
+        return id
+    }
+
+    private func write(_ frame: [UInt8], id: Int64) throws(ClientError) {
         do {
             if let turn = adoptedWait {
                 var offset = 0
@@ -253,8 +276,7 @@ public final class SeamConnection {
         } catch {
             throw ClientError(.disconnected)
         }
-        inFlight.insert(nextID)
-        return id
+        inFlight.insert(id)
     }
 
     /// The descriptor to wait on (readable: `pending()` has replies).

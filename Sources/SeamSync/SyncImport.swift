@@ -67,23 +67,32 @@ struct SyncImport {
                              + "WHERE r.zone = session_user AND \(condition) ORDER BY r.change_tag", parameters)
                 var read = 0
                 // The server's batches are read and decoded on a thread of their own, one ahead:
-                // the server reads the next batch, and the thread opens its sealed fields, while
-                // this one is planned and seamd saves the last.
+                // the thread opens a batch's sealed fields while this one plans the batch before
+                // and seamd saves the one before that — and the server reads the next batch
+                // meanwhile: each FETCH is sent before the batch it follows is decoded.
                 let fetch = "FETCH \(Self.importBatch) FROM seam_import"
                 let (seal, sealed) = (shared.seal, shared.encrypted)
-                let fetcher = try Prefetcher<Fetched> { [pg] in
-                    let rows = try pg.query(fetch)
-                    if rows.isEmpty { return nil }
-                    let now = WallClock.now()
-                    return Fetched(rows: rows, records: rows.map { Self.serverRecord($0, now: now, seal: seal, sealed: sealed) })
+                try pg.send(fetch)
+                let fetcher: Prefetcher<Fetched>
+                do {
+                    fetcher = try Prefetcher<Fetched> { [pg] in
+                        let rows = try pg.finishSent()
+                        if rows.isEmpty { return nil }
+                        try pg.send(fetch)
+                        let now = WallClock.now()
+                        return Fetched(rows: rows, records: rows.map { Self.serverRecord($0, now: now, seal: seal, sealed: sealed) })
+                    }
+                } catch {
+                    _ = try? pg.finishSent()
+                    throw error
                 }
-                // Leaving early (the server went away mid-pass): the fetching thread is stopped
-                // before the transaction ends, and the last batch's save is answered before
-                // anything else is asked of seamd, so its reply is not lost.
+                // Leaving early (the server went away mid-pass): the fetching thread is stopped,
+                // and a FETCH it sent answered, before the transaction ends; the last batch's
+                // save is answered before anything else is asked of seamd, so its reply is not lost.
                 defer {
                     fetcher.stop()
-                    if let batch = state.saving { _ = try? shared.broker.finish(batch.id) }
-                    state.saving = nil
+                    _ = try? pg.finishSent()
+                    _ = waitForSave(&state)
                 }
                 while true {
                     let batch = try fetcher.next()
@@ -191,6 +200,9 @@ struct SyncImport {
         var insertedHere: Set<RecordKey> = []
         /// The last batch's save, sent and not yet answered.
         var saving: Batch?
+        /// The first page of the local history read as the last batch's save ended (sent with
+        /// it: `Batch.history`), for the next `pendingChanges`; taken once.
+        var readAfterSave: JSONObject?
         /// The local changes pending when the last batch was planned.
         var pending: (changed: [RecordKey: Set<String>], through: Int64)?
         /// Batches applied again (a race, or in halves around a refused record): a plan made
@@ -202,6 +214,8 @@ struct SyncImport {
     struct Batch {
         var id: JSON
         var planned: PlannedBatch
+        /// The History call sent right behind the save (`SyncState.beginPendingChanges`).
+        var history: JSON?
     }
 
     /// Waits for the last batch's save. One refused because a local save touched one of its
@@ -223,15 +237,19 @@ struct SyncImport {
     }
 
     /// Waits for the answer to the batch's save in flight, if any: nil when it was applied (and
-    /// counted), else why seamd refused it.
+    /// counted), else why seamd refused it. The History call sent behind it is answered too
+    /// (`readAfterSave`, when the save was applied).
     private func waitForSave(_ state: inout ImportState) -> ClientError? {
         guard let batch = state.saving else { return nil }
         state.saving = nil
+        state.readAfterSave = nil
         do {
             _ = try shared.broker.finish(batch.id)
             state.applied += batch.planned.applied
+            if let history = batch.history { state.readAfterSave = try? shared.broker.finish(history) }
             return nil
         } catch {
+            if let history = batch.history { _ = try? shared.broker.finish(history) }
             return error
         }
     }
@@ -287,15 +305,22 @@ struct SyncImport {
     private func applyAhead(_ rows: [[String?]], _ state: inout ImportState, decoded: [Result<ServerFields, SetAsideReason>]) throws {
         let redone = state.redone
         var planned = try plan(rows, &state, decoded: decoded, pending: state.pending)
+        // Encoded while seamd saves the last batch; sent as it is unless the reading below
+        // changes it.
+        planned.prepared = planned.save.prepare(shared.broker)
         try finishBatch(&state)
-        let pending = try shared.pendingChanges()
+        // Read as the last save ended (its History call sent behind it), not asked for now:
+        // seamd had it ready while this batch was planned.
+        let pending = try shared.pendingChanges(firstPage: state.readAfterSave)
+        state.readAfterSave = nil
         if state.redone != redone {
             planned = try plan(rows, &state, decoded: decoded, pending: pending)
         } else if Set(pending.changed.keys) != planned.pendingKeys {
             undo(planned, &state)
             planned = try plan(rows, &state, decoded: decoded, pending: pending)
-        } else {
+        } else if planned.save.unchangedSince != pending.through {
             planned.save.unchangedSince = pending.through
+            planned.prepared = nil
         }
         try send(planned, &state)
     }
@@ -321,6 +346,8 @@ struct SyncImport {
         var setAsideBefore: SetAsideList
         /// The local changes the plan kept the server's versions off.
         var pendingKeys: Set<RecordKey>
+        /// The save, encoded ahead (nil: encoded when sent).
+        var prepared: SeamConnection.PreparedCall? = nil
     }
 
     /// The state as it was before `planned` was made.
@@ -333,10 +360,12 @@ struct SyncImport {
     /// Sends a planned batch's save; `finishBatch` waits for it.
     private func send(_ planned: PlannedBatch, _ state: inout ImportState) throws {
         shared.testPause?("import-save")
-        if let id = try planned.save.begin(shared.broker) {
+        let sent = try planned.prepared.map { try shared.broker.begin($0) } ?? planned.save.begin(shared.broker)
+        if let id = sent {
             var kept = planned
             kept.save = SaveBuilder()  // sent: only what applying it again takes is kept
-            state.saving = Batch(id: id, planned: kept)
+            kept.prepared = nil
+            state.saving = Batch(id: id, planned: kept, history: try? shared.beginPendingChanges())
         }
     }
 

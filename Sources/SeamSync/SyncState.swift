@@ -217,12 +217,16 @@ final class SyncState {
     /// The synced records with local changes not yet exported, each with the keys changed, and
     /// the sequence number the history was read through: a save made from them holds only if no
     /// later history touches its records (`unchangedSince`).
-    func pendingChanges() throws -> (changed: [RecordKey: Set<String>], through: Int64) {
+    ///
+    /// `firstPage`: the reply to `beginPendingChanges`, when the caller sent it ahead.
+    func pendingChanges(firstPage: JSONObject? = nil) throws -> (changed: [RecordKey: Set<String>], through: Int64) {
         let since = tokens["exported"]?.value ?? 0
         var changed: [RecordKey: Set<String>] = [:]
         var from = since
+        var page = firstPage
         while true {
-            let h = try broker.call("org.seam.Sync.History", ["since": .integer(from), "limit": .integer(10_000)])
+            let h = try page ?? broker.call("org.seam.Sync.History", ["since": .integer(from), "limit": .integer(Int64(Self.historyPage))])
+            page = nil
             let changes = h["changes"]?.arrayValue ?? []
             for c in changes where c["author"]?.stringValue != "sync" {
                 guard let e = c["entity"]?.stringValue, let u = c["uuid"]?.stringValue, synced[e] != nil else { continue }
@@ -232,6 +236,16 @@ final class SyncState {
             if changes.isEmpty || last == from { return (changed, from) }
             from = last
         }
+    }
+
+    /// Changes a History call reads at most.
+    static let historyPage = 10_000
+
+    /// Sends `pendingChanges`' first History call without waiting: its reply, to `finish`, is
+    /// `pendingChanges(firstPage:)`'s. seamd answers it after the calls sent before it (an
+    /// import's save: the reading is taken as that save ends, while the worker plans the next).
+    func beginPendingChanges() throws -> JSON {
+        try broker.begin("org.seam.Sync.History", ["since": .integer(tokens["exported"]?.value ?? 0), "limit": .integer(Int64(Self.historyPage))])
     }
 
     func localValues(_ fields: JSONObject, of type: String) -> (values: JSONObject, kept: JSONObject) {

@@ -473,11 +473,20 @@ struct SaveBuilder {
     /// Sends the save without waiting; its id for `SeamConnection.finish`, or nil when empty.
     func begin(_ broker: SeamConnection) throws -> JSON? {
         guard !isEmpty else { return nil }
+        return try broker.begin("org.seam.Store.Save", parameters)
+    }
+
+    /// The save encoded now, to send later (`SeamConnection.begin(_:)`); nil when empty.
+    func prepare(_ broker: SeamConnection) -> SeamConnection.PreparedCall? {
+        isEmpty ? nil : broker.prepare("org.seam.Store.Save", parameters)
+    }
+
+    private var parameters: JSONObject {
         // The worker never reads a save's list of changes: it asks for their number alone.
         var parameters: JSONObject = ["inserts": .array(inserts), "updates": .array(updates), "deletes": .array(deletes),
                                       "reply": "count"]
         if let unchangedSince { parameters["unchangedSince"] = .integer(unchangedSince) }
-        return try broker.begin("org.seam.Store.Save", parameters)
+        return parameters
     }
 }
 

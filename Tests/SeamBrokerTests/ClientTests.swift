@@ -37,6 +37,26 @@ final class ClientTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 0.5)
     }
 
+    /// A call encoded ahead (`prepare`) keeps the id it was given: sent after calls made since,
+    /// or beside one never sent, each reply reaches its own call.
+    func testAPreparedCallIsAnsweredAsItsOwnWhenEverItIsSent() throws {
+        let broker = try BrokerProcess()
+        defer { broker.stop() }
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        let insert = c.prepare("org.seam.Store.Save", ["inserts": [["entity": "Timer", "values": ["name": "ahead"]]], "reply": "count"])
+        let neverSent = c.prepare("org.seam.Store.Save", ["inserts": [["entity": "Timer", "values": ["name": "never"]]]])
+        let count = try c.begin("org.seam.Store.Count", ["entity": "Timer"])
+        let saved = try c.begin(insert)
+        XCTAssertEqual(saved, .integer(insert.id))
+        XCTAssertNotEqual(insert.id, neverSent.id)
+        let after = try c.begin("org.seam.Store.Count", ["entity": "Timer"])
+        XCTAssertEqual(try c.finish(after)["count"], 1, "the prepared save, sent after the first count, is seen by the second")
+        XCTAssertEqual(try c.finish(saved)["changed"], 1)
+        XCTAssertEqual(try c.finish(count)["count"], 0)
+        XCTAssertEqual(try c.call("org.seam.Store.Count", ["entity": "Timer", "predicate": "name == 'never'"])["count"], 0)
+    }
+
     /// A reconnect that fails leaves no descriptor number behind: the next call fails, and never
     /// writes into the file the process gave that number to meanwhile.
     func testAFailedReconnectWritesIntoNothingElse() throws {
