@@ -354,7 +354,8 @@ final class MigrationRoleTests: XCTestCase {
         XCTAssertTrue(broker.log.contains("error: Local store closed: a migration's swap stopped part way"), broker.log)
         XCTAssertTrue(broker.log.contains("still cannot finish"), "the migration at start says why it cannot run: \(broker.log)")
         try eventually(10, "the ticker was refused Local") { broker.log.contains("the subscription failed: org.seam.Store.StoreUnavailable") }
-        Thread.sleep(forTimeInterval: 2)
+        // Refused again a second later (it tries again, less and less often), and running still.
+        try eventually(10, "the ticker was refused Local twice") { broker.log.contains("trying again in 2 s") }
         let ticker = try c.status()["roles"]?.arrayValue?.first { $0["role"]?.stringValue == "ticker" }
         XCTAssertEqual(ticker?["state"]?.stringValue, "running", "\(String(describing: ticker))")
         XCTAssertEqual(ticker?["restarts"]?.int64Value, 0, "\(String(describing: ticker))")
