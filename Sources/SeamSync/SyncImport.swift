@@ -104,8 +104,11 @@ struct SyncImport {
                         try finishBatch(&state)
                         return read
                     }
-                    for part in Self.parts(rows) {
-                        try applyAhead(Array(part), &state, decoded: Array(records[part.indices]))
+                    // A batch the cursor filled may have another behind it; a part of a batch has.
+                    let parts = Self.parts(rows)
+                    for (i, part) in parts.enumerated() {
+                        try applyAhead(Array(part), &state, decoded: Array(records[part.indices]),
+                                       more: i < parts.count - 1 || rows.count == Self.importBatch)
                     }
                     read += rows.count
                 }
@@ -302,7 +305,11 @@ struct SyncImport {
     /// if the last batch had to be applied again or the changes pending now are others. (A plan
     /// made from an older reading would still be safe: the save holds only if nothing it
     /// changes was edited after the reading it names, `unchangedSince`.)
-    private func applyAhead(_ rows: [[String?]], _ state: inout ImportState, decoded: [Result<ServerFields, SetAsideReason>]) throws {
+    ///
+    /// `more`: whether another batch may follow, whose plan will want the local history read
+    /// as this one's save ends (asked for right behind it).
+    private func applyAhead(_ rows: [[String?]], _ state: inout ImportState, decoded: [Result<ServerFields, SetAsideReason>],
+                            more: Bool) throws {
         let redone = state.redone
         var planned = try plan(rows, &state, decoded: decoded, pending: state.pending)
         // Encoded while seamd saves the last batch; sent as it is unless the reading below
@@ -322,7 +329,7 @@ struct SyncImport {
             planned.save.unchangedSince = pending.through
             planned.prepared = nil
         }
-        try send(planned, &state)
+        try send(planned, &state, readingAfter: more)
     }
 
     /// Applies one batch of server records (in change-tag order) as one save, with the token;
@@ -357,15 +364,16 @@ struct SyncImport {
         shared.setAside = planned.setAsideBefore
     }
 
-    /// Sends a planned batch's save; `finishBatch` waits for it.
-    private func send(_ planned: PlannedBatch, _ state: inout ImportState) throws {
+    /// Sends a planned batch's save; `finishBatch` waits for it. `readingAfter`: with a History
+    /// call right behind it (`ImportState.readAfterSave`).
+    private func send(_ planned: PlannedBatch, _ state: inout ImportState, readingAfter: Bool = false) throws {
         shared.testPause?("import-save")
         let sent = try planned.prepared.map { try shared.broker.begin($0) } ?? planned.save.begin(shared.broker)
         if let id = sent {
             var kept = planned
             kept.save = SaveBuilder()  // sent: only what applying it again takes is kept
             kept.prepared = nil
-            state.saving = Batch(id: id, planned: kept, history: try? shared.beginPendingChanges())
+            state.saving = Batch(id: id, planned: kept, history: readingAfter ? try? shared.beginPendingChanges() : nil)
         }
     }
 

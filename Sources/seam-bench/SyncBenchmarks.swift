@@ -32,6 +32,8 @@ enum SyncBenchmarks {
     /// `SEAM_BENCH_SYNC_ONLY=catch-up` runs the first export and the new machine's catch-up
     /// alone (sealed): for trying, or profiling, a change to the sync path.
     static var catchUpOnly: Bool { ProcessInfo.processInfo.environment["SEAM_BENCH_SYNC_ONLY"] == "catch-up" }
+    /// `SEAM_BENCH_SYNC_ONLY=zones` runs the many zones alone (`ZoneBenchmarks`).
+    static var zonesOnly: Bool { ProcessInfo.processInfo.environment["SEAM_BENCH_SYNC_ONLY"] == "zones" }
     /// Between one save's arrival and the next save.
     static let pause = 0.025
     static let pollInterval = 0.05
@@ -48,6 +50,7 @@ enum SyncBenchmarks {
             notes.forEach { print($0) }
             return
         }
+        if zonesOnly { return try zones(server, work: work) }
 
         // Names, step labels and group names are sealed for the server (Timers v7); each
         // measure is taken again in a zone of its own with the workers not sealing
@@ -87,6 +90,10 @@ enum SyncBenchmarks {
         sealing.print()
         print("targets: sealed ≥ 0.8× the rate of not sealed, ≤ 1.2× its latency")
 
+        try zones(server, work: work)
+    }
+
+    private static func zones(_ server: SyncServer, work: String) throws {
         try ZoneBenchmarks.run(server, work: work).print()
         print("targets: propagation p99 with every zone saving ≤ 2× with one; the server's work per synced record flat as zones grow")
         print("(machine busy: of both cores over the phase; CPU by process kind: % of one core; server rows and pages from pg_stat_statements, less what the workers' own cycles cost a second with no zone saving)")
