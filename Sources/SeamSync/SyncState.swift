@@ -220,12 +220,11 @@ final class SyncState {
     ///
     /// `firstPage`: the reply to `beginPendingChanges`, when the caller sent it ahead.
     func pendingChanges(firstPage: JSONObject? = nil) throws -> (changed: [RecordKey: Set<String>], through: Int64) {
-        let since = tokens["exported"]?.value ?? 0
         var changed: [RecordKey: Set<String>] = [:]
-        var from = since
+        var from = exportedThrough
         var page = firstPage
         while true {
-            let h = try page ?? broker.call("org.seam.Sync.History", ["since": .integer(from), "limit": .integer(Int64(Self.historyPage))])
+            let h = try page ?? broker.call("org.seam.Sync.History", Self.history(since: from))
             page = nil
             let changes = h["changes"]?.arrayValue ?? []
             for c in changes where c["author"]?.stringValue != "sync" {
@@ -238,15 +237,18 @@ final class SyncState {
         }
     }
 
-    /// Changes a History call reads at most.
-    static let historyPage = 10_000
-
     /// Sends `pendingChanges`' first History call without waiting: its reply, to `finish`, is
     /// `pendingChanges(firstPage:)`'s. seamd answers it after the calls sent before it (an
     /// import's save: the reading is taken as that save ends, while the worker plans the next).
     func beginPendingChanges() throws -> JSON {
-        try broker.begin("org.seam.Sync.History", ["since": .integer(tokens["exported"]?.value ?? 0), "limit": .integer(Int64(Self.historyPage))])
+        try broker.begin("org.seam.Sync.History", Self.history(since: exportedThrough))
     }
+
+    /// Where the local changes not yet exported begin: the `exported` token.
+    private var exportedThrough: Int64 { tokens["exported"]?.value ?? 0 }
+
+    /// A History call's parameters: the changes after `since`, at most 10,000 a call.
+    private static func history(since: Int64) -> JSONObject { ["since": .integer(since), "limit": 10_000] }
 
     func localValues(_ fields: JSONObject, of type: String) -> (values: JSONObject, kept: JSONObject) {
         planner.localValues(fields, of: type)
