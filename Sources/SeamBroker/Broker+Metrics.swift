@@ -24,6 +24,8 @@ extension Broker {
         gauge("seam_uptime_seconds", "seconds since seamd started", clock.monotonic - startedAt)
         gauge("seam_resident_bytes", "seamd's resident memory", Double(Descriptors.residentBytes()))
         gauge("seam_save_sequence", "the sequence number of the last commit", Double(context.sequence))
+        add("seam_loop_events_total", .counter, "descriptor events seamd's loop handled (growing while nothing is asked: a spin)",
+            [MetricSample(Double(loop.eventsHandled))])
 
         // Calls.
         let methods = metrics.methods.sorted { $0.key < $1.key }

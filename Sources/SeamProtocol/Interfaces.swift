@@ -279,7 +279,9 @@ public enum Interfaces {
 
         # How sync stands: configured, running, and what the worker last reported: server (the
         # URL, never a password), state, lastPush and lastPull (Unix seconds), pending (local
-        # changes not yet exported), pushed and pulled (records so far), lastError.
+        # changes not yet exported), pushed and pulled (records so far), lastError, and nextTry
+        # (Unix seconds) while the worker waits out a pause before it tries again; setAside, the
+        # records sync passes over (type, uuid, tag, reason: sync.md).
         method Status() -> (
           configured: bool,
           running: bool,
@@ -290,7 +292,9 @@ public enum Interfaces {
           pending: ?int,
           pushed: ?int,
           pulled: ?int,
-          lastError: ?string
+          lastError: ?string,
+          nextTry: ?float,
+          setAside: ?[]object
         )
 
         # Asks the worker to sync now (it also syncs on its own on every change, and polls).
@@ -326,7 +330,9 @@ public enum Interfaces {
           pending: int,
           pushed: int,
           pulled: int,
-          lastError: ?string
+          lastError: ?string,
+          nextTry: ?float,
+          setAside: ?[]object
         ) -> ()
 
         error NotConfigured (message: string)

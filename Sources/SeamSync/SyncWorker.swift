@@ -45,6 +45,9 @@ public final class SyncWorker {
         var pushed = 0
         var pulled = 0
         var lastError: String?
+        /// While the worker waits out a pause (for the Cloud store, for the server): when it
+        /// tries again, Unix seconds (sooner on `seam sync now`).
+        var nextTry: Double?
     }
 
     /// False only to measure what sealing costs (`SEAM_SYNC_SEAL=0`, scripts/bench sync): the
@@ -71,6 +74,7 @@ public final class SyncWorker {
                 try loadDevice()
                 try checkServer()
                 shared.report.lastError = nil
+                shared.report.nextTry = nil
                 shared.report.state = "starting"
                 return
             } catch let e as ClientError where e.remoteName == "org.seam.Store.StoreUnavailable" {
@@ -78,6 +82,7 @@ public final class SyncWorker {
                 if shared.report.lastError != message { shared.log(message) }
                 shared.report.lastError = message
                 shared.report.state = "waiting for the Cloud store"
+                shared.report.nextTry = WallClock.now() + pause
                 sendReport()
                 waitForBroker(listen, seconds: pause)
                 pause = min(pause * 2, 60)
@@ -148,14 +153,15 @@ public final class SyncWorker {
             if pg == nil {
                 do {
                     try connectServer()
+                    shared.report.nextTry = nil
                     backoff = 0.5
                     wanted = true
                 } catch let e as SyncFailure where e.permanent {
-                    fail(e.description)
+                    fail(e.description, tryingAgainIn: 60)
                     waitForBroker(listen, seconds: 60)  // or at once on `seam sync now`
                     continue
                 } catch {
-                    fail("cannot reach the server: \(error)", state: "waiting for the server")
+                    fail("cannot reach the server: \(error)", state: "waiting for the server", tryingAgainIn: backoff)
                     waitForBroker(listen, seconds: backoff)
                     backoff = min(backoff * 2, 30)
                     continue
@@ -236,10 +242,13 @@ public final class SyncWorker {
         return replies.contains { $0.id == listen && $0.error == nil && $0.parameters["event"]?.stringValue != "listening" }
     }
 
-    private func fail(_ message: String, state: String = "error") {
+    /// Reports `message` as the last error, in `state`; `tryingAgainIn` seconds, when the
+    /// worker now waits that long before it tries again.
+    private func fail(_ message: String, state: String = "error", tryingAgainIn pause: Double? = nil) {
         if shared.report.lastError != message { shared.log(message) }
         shared.report.lastError = message
         shared.report.state = state
+        shared.report.nextTry = pause.map { WallClock.now() + $0 }
         countPending()
         sendReport()
     }
@@ -276,6 +285,7 @@ public final class SyncWorker {
         p["lastPush"] = shared.report.lastPush.map(JSON.double) ?? .null
         p["lastPull"] = shared.report.lastPull.map(JSON.double) ?? .null
         p["lastError"] = shared.report.lastError.map(JSON.string) ?? .null
+        p["nextTry"] = shared.report.nextTry.map(JSON.double) ?? .null
         p["setAside"] = .array(shared.setAside.entries.map(\.json))
         _ = try? shared.broker.call("org.seam.Sync.Report", p)
     }

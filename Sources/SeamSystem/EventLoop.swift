@@ -34,6 +34,9 @@ public final class EventLoop {
     /// costs tens of microseconds on a virtual machine. 0: never.
     public var spinSeconds: Double = 0
     private var spinUntil: Double = 0
+    /// Descriptor events handled since the loop was made: a figure that keeps growing while
+    /// nothing is asked of the process is a descriptor the loop spins on.
+    public private(set) var eventsHandled = 0
 
     /// Where deadlines (`after`) and the spin window read the time.
     public let clock: any Clock
@@ -177,6 +180,7 @@ public final class EventLoop {
         if n == 0 { n = seam_epoll_wait(epoll, fds, events, 128, wait) }
         if n == 0, upkeep { idle?.work() }
         if n > 0 {
+            eventsHandled &+= Int(n)
             for i in 0..<Int(n) {
                 let e = events[i]
                 let gone = e & (UInt32(SEAM_EPOLLHUP) | UInt32(SEAM_EPOLLERR)) != 0

@@ -166,6 +166,9 @@ public final class Ticker {
             guard options.clock.monotonic < deadline else {
                 throw Failure(description: "no seamd answers on \(options.socketPath ?? Environment.socketPath); start it with `seamd`")
             }
+            if pause == 0.05 {
+                log("no seamd answers on \(options.socketPath ?? Environment.socketPath) yet; trying again for up to \(Int(options.reconnectTimeout)) s")
+            }
             Threads.sleep(pause)
             pause = min(pause * 2, 1)
         }

@@ -33,6 +33,7 @@ enum SyncCommands {
             print("pending: \(s["pending"]?.int64Value ?? 0) change(s); pushed \(s["pushed"]?.int64Value ?? 0), "
                   + "pulled \(s["pulled"]?.int64Value ?? 0) record(s) since the worker started")
             if let e = s["lastError"]?.stringValue { print("last error: \(e)") }
+            if let t = s["nextTry"]?.doubleValue { print("trying again in \(max(0, Int((t - WallClock.now()).rounded(.up)))) s (`seam sync now` tries at once)") }
             let setAside = s["setAside"]?.arrayValue ?? []
             if !setAside.isEmpty {
                 print("set aside: \(setAside.count) record(s) sync passes over until they change (correct or delete them on the server):")

@@ -5,6 +5,7 @@ import SeamSchema
 import SeamStore
 import SeamTestSupport
 import SeamTimers
+import Synchronization
 import XCTest
 
 /// Migration as a role, with real processes: a real `seamd` on an outdated store starts
@@ -391,10 +392,17 @@ final class MigrationRoleTests: XCTestCase {
         let c = try SeamConnection.connect(path: broker.socketPath)
         try c.hello()
         XCTAssertEqual(try MigrationRoleSupport.store("Cloud", c)["state"]?.stringValue, "closed")
+        var firstTry: JSON?
         try eventually(10, "the worker waits for the Cloud store") {
-            try c.call("org.seam.Sync.Status")["state"]?.stringValue == "waiting for the Cloud store"
+            let status = try c.call("org.seam.Sync.Status")
+            firstTry = status["nextTry"]
+            return status["state"]?.stringValue == "waiting for the Cloud store" && firstTry?.doubleValue != nil
         }
-        Thread.sleep(forTimeInterval: 3)
+        // Refused again, after its pause: still waiting, in the same process.
+        try eventually(10, "the worker tried again") {
+            let status = try c.call("org.seam.Sync.Status")
+            return status["state"]?.stringValue == "waiting for the Cloud store" && status["nextTry"]?.doubleValue != nil && status["nextTry"] != firstTry
+        }
         let worker = try c.status()["roles"]?.arrayValue?.first { $0["role"]?.stringValue == "sync" }
         XCTAssertEqual(worker?["state"]?.stringValue, "running", "\(String(describing: worker)): \(broker.log)")
         XCTAssertEqual(worker?["restarts"]?.int64Value, 0, "\(String(describing: worker)): \(broker.log)")
@@ -511,10 +519,17 @@ final class MigrationRoleTests: XCTestCase {
         let c = try SeamConnection.connect(path: broker.socketPath)
         try c.hello()
         try eventually(10, "Local is migrating") { try MigrationRoleSupport.store("Local", c)["state"]?.stringValue == "migrating" }
-        let subscriber = try SeamSubscriber.connect(path: broker.socketPath)
+        // Through a relay that counts the broker's refusals.
+        let refusals = Mutex(0)
+        let proxy = try FrameProxy(upstream: broker.socketPath, in: tmp, drop: { frame in
+            if frame.contains("org.seam.Store.StoreUnavailable") { refusals.withLock { $0 += 1 } }
+            return false
+        })
+        defer { proxy.stop() }
+        let subscriber = try SeamSubscriber.connect(path: proxy.socketPath)
         defer { subscriber.close() }
         var updates = subscriber.subscribe(LiveQuery("Session"), since: 1).makeAsyncIterator()
-        try await Task.sleep(nanoseconds: 700_000_000)  // refused, and tried again, at least once
+        try eventually(10, "refused, and tried again, at least once") { refusals.withLock { $0 } >= 2 }
         try fake.go()
         let next = try await updates.next()
         let first = try XCTUnwrap(next)

@@ -705,9 +705,10 @@ final class SyncTests: PostgresTestCase {
                      "bob's write finds no such record in bob's zone")
     }
 
-    /// A worker wakes for writes to its own zone, not for every zone's: each notification
-    /// names the zone written. With polling off, the writes of another zone's machine start no
-    /// cycle here; a write by a machine of the same zone does, at once.
+    /// A worker wakes for writes to its own zone, not for every zone's: each notification goes
+    /// to the channel of the zone written. The writes of another zone's machine reach no
+    /// listener of this zone's channel; with polling off, a write by a machine of the same zone
+    /// wakes the worker at once.
     func testAWorkerSleepsThroughOtherZonesWrites() throws {
         let server = try pg()
         try server.addUser("ivan")
@@ -724,8 +725,10 @@ final class SyncTests: PostgresTestCase {
             let status = try a.syncStatus()
             return pid != nil && pid != first && status["state"]?.stringValue == "idle" && status["lastPull"]?.doubleValue != nil
         }
-        usleep(300_000)
-        let quiet = try a.syncStatus()["lastPull"]
+        // A session of the zone listening where its worker does.
+        let ivan = try PostgresConnection(server.connection("ivan"))
+        let channel = try XCTUnwrap(try ivan.query("SELECT seam.channel()").first?[0] ?? nil)
+        try ivan.query("LISTEN \(channel)")
 
         let other = try SyncMachine("b", server: server, user: "judy")
         let admin = try PostgresConnection(server.adminConnection)
@@ -733,8 +736,15 @@ final class SyncTests: PostgresTestCase {
         try eventually(10, "the other zone's timers are on the server") {
             try admin.query("SELECT count(*) FROM seam.records WHERE zone = 'judy' AND record_type <> 'seam.key'")[0][0] == "3"
         }
-        usleep(1_500_000)
-        XCTAssertEqual(try a.syncStatus()["lastPull"], quiet, "another zone's writes started a cycle")
+        // A mark sent once those writes have committed: a listener hears notifications in commit
+        // order, so any that judy's writes sent to this zone's channel would come before it.
+        try admin.query("SELECT pg_notify($1, 'mark')", [channel])
+        var heard: [String] = []
+        try eventually(10, "the mark is heard") {
+            heard += try ivan.notifications().map(\.payload)
+            return heard.contains("mark")
+        }
+        XCTAssertEqual(heard, ["mark"], "another zone's writes notified this zone's channel")
 
         let mate = try SyncMachine("c", server: server, user: "ivan")
         let timer = try mate.addTimer("The same zone's")

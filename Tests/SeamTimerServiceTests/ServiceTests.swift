@@ -153,20 +153,26 @@ final class ServiceTests: XCTestCase {
     /// once it closes. A plugin run by a shell stops with its children when seamd stops.
     func testWhatARoleLeavesBehindEndsWithIt() throws {
         let flag = directory.file("leaver-ran-\(UUID().uuidString.prefix(6))")
+        let left = directory.file("leaver-left-\(UUID().uuidString.prefix(6))")
         let tag = 300 + Int.random(in: 0..<600)
         let broker = try supervisingBroker(config: """
             {"plugins": [{"name": "leaver", "command": ["/bin/sh", "-c",
-              "if [ -e \(flag) ]; then sleep \(tag); true; else touch \(flag); sleep 2 & exit 1; fi"]}]}
+              "if [ -e \(flag) ]; then sleep \(tag); true; else touch \(flag); sleep 1 & echo $! > \(left).tmp; mv \(left).tmp \(left); exit 1; fi"]}]}
             """)
         try eventually(10, "the leaver runs again") {
             try roles(broker).first { $0["name"]?.stringValue == "plugin:leaver" }?["restarts"]?.int64Value == 1
         }
-        Thread.sleep(forTimeInterval: 2)
-        let pid = broker.process.processIdentifier
-        let before = try cpuSeconds(pid)
-        Thread.sleep(forTimeInterval: 2)
-        let used = try cpuSeconds(pid) - before
-        XCTAssertLessThan(used, 0.3, "seamd used \(used) s of CPU in 2 s, idle\n\(broker.log)")
+        // The process it left, which held its output pipe, has ended: the pipe is closed.
+        let leftPID = try XCTUnwrap(Int32(String(contentsOfFile: left, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        try eventually(10, "what the leaver left ended") { !processRuns(leftPID) }
+        // Then seamd's loop is still: it handles about one event a call, not a stream of them
+        // on the closed pipe (counted over 100 calls, not over a wait).
+        let c = try SeamConnection.connect(path: broker.socketPath)
+        try c.hello()
+        let before = try loopEvents(c)
+        for _ in 0..<100 { _ = try c.status() }
+        let handled = try loopEvents(c) - before
+        XCTAssertLessThan(handled, 400, "seamd's loop handled \(handled) events over 101 calls\n\(broker.log)")
         let sleeping = { processes(commandLine: ["sleep", "\(tag)"]) }
         XCTAssertFalse(sleeping().isEmpty, "the plugin's child runs")
         XCTAssertEqual(broker.stop(), 0)
@@ -248,8 +254,12 @@ final class ServiceTests: XCTestCase {
             ticker = try c.status()["roles"]?.arrayValue?.first { $0["name"]?.stringValue == "ticker" }
             return ticker?["state"]?.stringValue == "running"
         }
-        Thread.sleep(forTimeInterval: 1.5)
-        ticker = try SeamConnection.connect(path: socket).status()["roles"]?.arrayValue?.first { $0["name"]?.stringValue == "ticker" }
+        // The ticker does its work: a role that took itself for orphaned would have ended by then.
+        let c = try SeamConnection.connect(path: socket)
+        try c.hello()
+        let flash = try XCTUnwrap(try c.call("org.seam.Timers.Flash", ["seconds": 1])["session"]?.stringValue)
+        try eventually(10, "the ticker ended the session") { try c.row("Session", uuid: flash)?["state"]?.stringValue == "finished" }
+        ticker = try c.status()["roles"]?.arrayValue?.first { $0["name"]?.stringValue == "ticker" }
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         XCTAssertEqual(ticker?["restarts"]?.int64Value, 0, text)
         XCTAssertEqual(ticker?["state"]?.stringValue, "running", text)
@@ -482,4 +492,16 @@ func processes(commandLine arguments: [String]) -> [Int32] {
         guard let pid = Int32(entry), let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { return nil }
         return Array(data) == wanted ? pid : nil
     }
+}
+
+/// Whether process `pid` runs (exists, and has not ended unreaped).
+func processRuns(_ pid: Int32) -> Bool {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return false }
+    return !stat[stat.index(after: close)...].hasPrefix(" Z")
+}
+
+/// The events seamd's loop has handled so far (`seam_loop_events_total`).
+func loopEvents(_ c: SeamConnection) throws -> Int64 {
+    let family = try c.call("org.seam.Metrics.Get")["families"]?.arrayValue?.first { $0["name"]?.stringValue == "seam_loop_events_total" }
+    return try XCTUnwrap(family?["samples"]?[0]?["value"]?.int64Value, "no seam_loop_events_total")
 }
