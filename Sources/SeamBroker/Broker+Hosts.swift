@@ -1,30 +1,29 @@
-// The broker as the host of its parts: what each part (`ConnectionTable`, `WriteGate`,
-// `Supervisor`) asks of it, in one place. (`JobHost` and `ReplySink` are in `Broker+Stores`;
-// `SteppedSavesHost` in `Broker+Steps`.)
+// The broker as the host of its parts: what `ConnectionTable` and `Supervisor` ask of it, in
+// one place. (`JobHost` and `ReplySink` are in `Broker+Stores`; the other parts' hosts are
+// `CallHandler` — `WriteGate`, `SteppedSaves` —, `ReadsOffLoop` — `Subscribers` — and
+// `TurnScheduler` — `SavePath`.)
 
 import SeamProtocol
 import SeamSystem
 
-/// What the broker does for its `ConnectionTable` (the rest of `ConnectionHost` — `schedule`,
-/// `processFrames`, `startResync`, `mustHoldOutput`, `holdForSync` — is where its work is).
+/// What the broker does for its `ConnectionTable`: each to the part whose work it is.
 extension Broker: ConnectionHost {
+    func schedule(_ c: Connection) { turns.schedule(c) }
+
+    func processFrames(_ c: Connection, budget: Int, until deadline: Double) { calls.processFrames(c, budget: budget, until: deadline) }
+
     func startResync(_ c: Connection) { subscribers.startResync(c) }
 
     func connectionClosed(_ c: Connection) {
-        runnable.remove(Int(c.fd))
+        turns.remove(c)
         for s in Array(c.subscriptions.values) { subscriptions.remove(s) }
     }
-}
 
-/// What the broker does for its `WriteGate`: a parked call is handled when its store lets it.
-extension Broker: WriteGateHost {
-    func resume(_ c: Connection, _ frame: ArraySlice<UInt8>, laterCalls: WriteGate.LaterCalls) {
-        handleFrame(frame, from: c)
-        if laterCalls == .now { processFrames(c) }
-        connections.flush(c)
-        if laterCalls == .inTurns { schedule(c) }  // with everyone else's
-        connections.closeIfFinished(c)
-    }
+    /// Whether output must wait: saves applied and not committed, or committed and not yet on the disk.
+    var mustHoldOutput: Bool { saves.mustHoldOutput }
+
+    /// Holds `c`'s queued output until the round's saves are committed and on the disk.
+    func holdForSync(_ c: Connection) { saves.holdForSync(c) }
 }
 
 /// What the broker does for its `Supervisor`: serves each role's socket as a connection that
@@ -38,7 +37,7 @@ extension Broker: SupervisorHost {
         let touchesNothing = p.spec.role == "plugin" || p.spec.role == SupervisorConfiguration.metricsRole
         c.hello = Connection.Hello(version: Interfaces.protocolVersions.max() ?? 1, role: p.spec.role, name: p.spec.pluginName,
                                    author: p.spec.author, capabilities: touchesNothing ? .nothing : .everything,
-                                   workerOwned: workerOwned)
+                                   workerOwned: calls.workerOwned)
         return c
     }
 
@@ -56,7 +55,7 @@ extension Broker: SupervisorHost {
         var reads = 0
         while reads < 4096, !c.hasCallOut, connections.read(c) {
             reads += 1
-            processFrames(c)
+            calls.processFrames(c)
         }
         connections.closeUnlessCallOut(c)
     }
@@ -65,7 +64,3 @@ extension Broker: SupervisorHost {
         if p.spec.role == SupervisorConfiguration.defaultMigrator.role { migrations.workerEnded(p, how) }
     }
 }
-
-/// What the broker does for its `Subscribers`: runs their reads (`Broker+Reads`), and lets a
-/// connection whose first reply came go on with its calls.
-extension Broker: SubscribersHost {}

@@ -41,4 +41,21 @@ extension Broker: JobHost {
     func deliver(_ frame: [UInt8], to c: Connection) { if connections.queue(frame: frame, to: c) { connections.flush(c) } }
 
     func settle(_ c: Connection) { connections.closeIfFinished(c) }
+
+    func reportStoreNotices() { storeWatch.reportNotices() }
+
+    /// When the stores changed in a way no change set told (`SavePath.refetchIfInvalidated`).
+    func refetchIfInvalidated() { saves.refetchIfInvalidated() }
+}
+
+extension Broker {
+    /// Whether the broker has nothing left to do until a client or the clock moves: no turn
+    /// queued, no read, commit or save in steps running, no store check or held write pending.
+    var isResting: Bool {
+        turns.queued == 0 && offLoop.isEmpty && steps.running == nil && !steps.committing && writeGate.isEmpty
+            && saves.heldForSync.isEmpty && maintenance.job == nil
+    }
+
+    /// What is wrong with the broker's connections while it rests (`BrokerReport.restingProblems`).
+    func restingProblems() -> [String] { report.restingProblems() }
 }

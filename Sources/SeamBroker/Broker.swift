@@ -21,8 +21,8 @@ public final class Broker {
     let startedAt: Double
     /// What seamd counts of itself (`org.seam.Metrics.Get`).
     let metrics: BrokerMetrics
-    static let fetchMethod = "org.seam.Store.Fetch"
-    static let saveMethod = "org.seam.Store.Save"
+    /// `Status`, `org.seam.Metrics.Get`, and what is wrong while the broker rests (`BrokerReport`).
+    let report: BrokerReport
     /// Every client and role connection, and their reading and writing (`ConnectionTable`).
     let connections: ConnectionTable
     let subscriptions = Subscriptions()
@@ -45,20 +45,22 @@ public final class Broker {
     var stopping = false
     /// The backup, check or restore running (`org.seam.Maintenance`).
     let maintenance: MaintenanceRunner
-    /// The threads that run reads off the loop, and what they hand back (`Broker+Reads`).
+    /// The threads that run reads off the loop.
     let readers: ReaderPool
     /// What the readers and the committer hand back, each to what asked for it.
     let offLoop = OffLoopResults()
-    /// Connections with calls read and not yet handled, in turn order (`Broker+Turns`).
-    var runnable = TurnQueue()
+    /// Reads run on the readers, answered on the loop (`ReadsOffLoop`).
+    let reads: ReadsOffLoop
+    /// Which connection's calls are handled next (`TurnScheduler`).
+    let turns: TurnScheduler
+    /// Each call, from its frame to its reply (`CallHandler`).
+    let calls: CallHandler
     /// Calls that may write, held while a store's check at open runs or a store holds its writes.
     let writeGate: WriteGate
     /// The big save written in steps, while one is (`SteppedSaves`).
     let steps: SteppedSaves
-    /// Wakes the loop when a store's check at open has finished.
-    var checksWaker: EventLoop.Waker?
-    /// The connection whose turn it is, and whether it is the round's last (`runTurns`).
-    var turn: (connection: Connection, last: Bool)?
+    /// Damaged, vanished, replaced store files, and the stores' checks at open (`StoreFileWatch`).
+    let storeWatch: StoreFileWatch
     public private(set) var exitStatus: Int32 = 0
 
     /// Takes the store directory's lock, opens (creating or migrating) the stores, and listens.
@@ -113,6 +115,17 @@ public final class Broker {
                          metrics: metrics)
         maintenance = MaintenanceRunner(context: opened, loop: loop, log: log, migrations: migrations,
                                         dataDirectory: configuration.dataDirectory)
+        storeWatch = StoreFileWatch(context: opened, loop: loop, log: log, writeGate: writeGate, migrations: migrations)
+        report = BrokerReport(configuration: configuration, context: opened, loop: loop, startedAt: startedAt, metrics: metrics,
+                              connections: connections, subscriptions: subscriptions, supervisor: supervisor, migrations: migrations,
+                              sync: sync, maintenance: maintenance, readers: readers, steps: steps)
+        turns = TurnScheduler(loop: loop, connections: connections, steps: steps, saves: saves, callsPerTurn: configuration.limits.callsPerTurn)
+        reads = ReadsOffLoop(context: opened, connections: connections, readers: readers, offLoop: offLoop, steps: steps, metrics: metrics,
+                             turns: turns, predicateCost: configuration.limits.predicateCost)
+        calls = CallHandler(configuration: configuration, context: opened, log: log, loop: loop, metrics: metrics, connections: connections,
+                            subscriptions: subscriptions, subscribers: subscribers, saves: saves, steps: steps, uuidFetch: uuidFetch,
+                            writeGate: writeGate, reads: reads, turns: turns, storeWatch: storeWatch, report: report, migrations: migrations,
+                            sync: sync, maintenance: maintenance)
         if let fd = configuration.listenDescriptor {
             listener = fd
             ownsSocketFile = false
@@ -169,9 +182,12 @@ public final class Broker {
         }
         // Between requests, the writer finishes what a checkpoint left, so the WAL starts over.
         loop.whenIdle({ [unowned self] in self.context.upkeepDue }, { [unowned self] in self.context.upkeep() })
-        watchStoreFiles()
-        takeTurns()
-        do { offLoop.waker = try loop.waker { [unowned self] in takeReadOutcomes() } } catch {
+        storeWatch.isStopping = { [unowned self] in stopping }
+        storeWatch.start()
+        turns.process = { [unowned calls] c, budget, deadline in calls.processFrames(c, budget: budget, until: deadline) }
+        reads.processFrames = { [unowned calls] c in calls.processFrames(c) }
+        turns.start()
+        do { offLoop.waker = try loop.waker { [unowned reads] in reads.takeReadOutcomes() } } catch {
             throw BrokerError("cannot watch the reader threads: \(error)")
         }
         // A store's checkpointer says, from its thread, when the writes it held may go on.
@@ -185,13 +201,13 @@ public final class Broker {
         let readers = self.readers
         context.willCloseStore = { _, path, attachment in readers.release(path, attachment: attachment) }
         connections.host = self
-        subscribers.host = self
-        saves.host = self
+        subscribers.host = reads
+        saves.host = turns
         reopener.isStopping = { [unowned self] in stopping }
         reopener.isLeftClosed = { [unowned self] in migrations.isMigrating($0) || storeDirectory.unfinishedSwap.contains($0) }
         reopener.reopened = { [unowned self] in resumeChannels(in: $0) }
-        writeGate.host = self
-        steps.host = self
+        writeGate.host = calls
+        steps.host = calls
         supervisor.host = self
         migrations.host = self
         maintenance.host = self
@@ -233,89 +249,6 @@ public final class Broker {
             }
             connections.admit(fd)
         }
-    }
-
-    /// Handles the calls read from `c`, at most `budget` of them and none begun after `deadline`
-    /// (`Broker+Turns` gives each connection a few a turn, and a few milliseconds), until one
-    /// waits for a reader, the outbox is full, or the stores' checks hold a write back.
-    func processFrames(_ c: Connection, budget: Int = .max, until deadline: Double = .infinity) {
-        var handled = 0
-        while !c.closed, c.parked == nil, !c.awaitingRead, handled < budget, handled == 0 || WallClock.monotonic() < deadline {
-            handled += 1
-            // A client that has not read what is queued for it waits for its next reply: the
-            // calls it pipelined are read (a client blocked writing them must not wait on us)
-            // but kept unhandled until `flush` has written everything queued.
-            if c.pendingOutput > outboxLimits.pauseCallsBytes, !c.discardsOutput {
-                connections.perform(c.life.handle(.outboxPastPause), for: c)
-                return
-            }
-            let frame: ArraySlice<UInt8>
-            do {
-                guard let f = try c.decoder.next() else { return }
-                frame = f
-            } catch {
-                log.info("\(c.label): \(error); closing it", .init(connection: c.label))
-                connections.send(Reply(.invalidRequest("\(error); closing the connection"), id: nil), to: c)
-                connections.flush(c)
-                connections.close(c)
-                return
-            }
-            c.calls += 1
-            if let t = c.handshakeTimer {
-                loop.cancel(t)
-                c.handshakeTimer = nil
-            }
-            // A call that may write waits, with every call after it, while a store is being
-            // checked at open (`collectChecks` handles them once the checks end).
-            if writeGate.parkIfChecking(c, frame) { return }
-            // A call that may write into a store holding its writes waits for it, likewise.
-            if writeGate.parkIfHeld(c, frame) { return }
-            handleFrame(frame, from: c)
-        }
-    }
-
-    /// Answers one call (a big frame that may be a save is read on a reader first, `readOffLoop`).
-    func handleFrame(_ frame: ArraySlice<UInt8>, from c: Connection, readOffLoop: Bool = true) {
-        if readOffLoop, frame.count >= Self.offLoopFrameBytes, c.hello != nil {
-            return readBigSaveOffLoop(frame, from: c)
-        }
-        let started = metrics.start()
-        // The hottest calls, read straight from their bytes; anything they do not recognise
-        // (errors included) takes the general path below.
-        if let q = QuickFetch(frame) {
-            let reply = c.hello?.deniedRead(member: "Fetch", entity: q.entity).map { Reply($0, id: q.id).frame() } ?? uuidFetch.reply(q)
-            connections.send(frame: reply, to: c)
-            metrics.answered(Self.fetchMethod, reply: reply, started: started)
-            return
-        }
-        if let q = QuickSave(frame), let reply = saves.quickSave(q, from: c) {
-            connections.send(frame: reply, to: c)
-            metrics.answered(Self.saveMethod, reply: reply, started: started)
-            return
-        }
-        let json: JSON
-        do { json = try JSON.decode(frame, limits: JSONLimits(maxDepth: Limits.maxJSONDepth)) } catch {
-            connections.send(Reply(.invalidRequest("the message is not valid JSON: \(error)"), id: WireRequests.readableID(of: frame, after: error)),
-                             to: c)
-            return
-        }
-        let call: Call
-        do { call = try Call(json) } catch {
-            connections.send(Reply(error, id: json["id"].flatMap { $0.isNull ? nil : $0 }), to: c)
-            return
-        }
-        let reply = dispatch(call, from: c)
-        // A Fetch or Count sent to a reader is counted when it is answered (`answerLater`); a
-        // Subscribe whose first result is read there, or a save in steps, when it is taken on.
-        if !reply.isEmpty || !c.awaitingRead || (call.member != "Fetch" && call.member != "Count") {
-            metrics.answered(call.method, reply: reply, started: started)
-        }
-        if !call.oneway {
-            connections.send(frame: reply, to: c)
-        } else if c.pendingOutput > 0 {
-            connections.flush(c)  // what it queued for others (an Unsubscribe's end, a narrowing Hello's errors)
-        }
-        if context.hasNotices { reportStoreNotices() }
     }
 
     // MARK: - Shutdown

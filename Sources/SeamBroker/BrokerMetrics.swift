@@ -2,7 +2,7 @@ import SeamMetrics
 import SeamProtocol
 import SeamSystem
 
-/// What seamd counts of itself as it runs, for `org.seam.Metrics.Get` (`Broker+Metrics` adds
+/// What seamd counts of itself as it runs, for `org.seam.Metrics.Get` (`BrokerReport` adds
 /// what is read when asked: gauges of connections, stores, roles, sync). Touched on the loop's
 /// thread alone. Counting is a dictionary entry and a histogram bucket per call; `enabled` off
 /// (`SEAM_METRICS=0`, for the benchmark that measures what counting costs) skips even that.

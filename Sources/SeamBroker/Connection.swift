@@ -32,7 +32,7 @@ final class Connection {
     var resyncInFlight = false
     /// How long its reads took, on a moving average (`readLane`).
     var readAverage = 0.0
-    /// A call of this connection runs on a reader (`Broker+Reads`): its later calls wait for its reply.
+    /// A call of this connection runs on a reader (`ReadsOffLoop`): its later calls wait for its reply.
     var awaitingRead = false
     /// A call that writes, read while a store's check at open was running: it and the calls
     /// after it wait until the checks end (`WriteGate`).

@@ -5,7 +5,7 @@ import SeamSchema
 
 /// What the save path asks of the broker that hosts it.
 protocol SavePathHost: AnyObject {
-    /// Whether the save being handled is the last the round's group can take (`Broker+Turns`).
+    /// Whether the save being handled is the last the round's group can take (`TurnScheduler`).
     var isLastSaveOfRound: Bool { get }
 }
 

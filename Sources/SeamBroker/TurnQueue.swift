@@ -3,7 +3,7 @@
 /// everyone else by the loop time their turns have taken — the one that has had least goes next
 /// (`charge`) — so that a client whose calls are long (1,000-row saves) has as much of the loop
 /// as one whose calls are short, not a call for each of theirs. Each turn handles a few calls
-/// (`BrokerLimits.callsPerTurn`, `Broker.turnSeconds`). Pure: keyed by connection number.
+/// (`BrokerLimits.callsPerTurn`, `TurnScheduler.turnSeconds`). Pure: keyed by connection number.
 struct TurnQueue: Sendable {
     private var urgent: [Int] = []
     private var others: [Int] = []

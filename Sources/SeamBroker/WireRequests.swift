@@ -5,7 +5,7 @@ import SeamSchema
 
 /// What a call's parameters ask of the stores, read against the schema — a fetch, a save — and
 /// a save's error as the client is told it. Pure: no store, no connection, no loop; so a big save
-/// is read off the loop (`Broker+Steps`), and each rule is tested without a broker.
+/// is read off the loop (`CallHandler.readBigSaveOffLoop`), and each rule is tested without a broker.
 enum WireRequests {
     /// The id of a call whose frame failed to decode for a number too large for a double (and
     /// for nothing else), when the id itself could be read: its error then reaches its caller.
@@ -82,7 +82,7 @@ enum WireRequests {
     }
 
     /// Save's parameters read into a request, against `schema`, with `types` giving an entity's
-    /// attribute types: pure, so that a big one can be read off the loop (`Broker+Steps`).
+    /// attribute types: pure, so that a big one can be read off the loop (`CallHandler.readBigSaveOffLoop`).
     static func save(_ p: JSONObject, schema: Schema, types: (Entity) -> [String: AttributeType]) -> Result<SaveRequest, VarlinkError> {
         var request = SaveRequest()
         var entities = EntityTypes(schema: schema)

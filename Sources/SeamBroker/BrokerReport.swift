@@ -1,18 +1,70 @@
+import SeamContext
 import SeamJSON
 import SeamMetrics
 import SeamProtocol
 import SeamStore
 import SeamSystem
 
-/// `org.seam.Metrics.Get`: what `BrokerMetrics` counted, and gauges read now. PROTOCOL.md
-/// ("Metrics") lists the families; a name once published keeps its meaning.
-extension Broker {
+/// What seamd says of itself: `Status`, `org.seam.Metrics.Get` (what `BrokerMetrics` counted,
+/// and gauges read now; PROTOCOL.md, "Metrics", lists the families, and a name once published
+/// keeps its meaning), and what is wrong with its connections while it rests (the simulation's
+/// invariants). It reads the broker's parts and changes nothing.
+final class BrokerReport {
+    let configuration: BrokerConfiguration
+    let context: Context
+    let loop: EventLoop
+    let startedAt: Double
+    let metrics: BrokerMetrics
+    let connections: ConnectionTable
+    let subscriptions: Subscriptions
+    let supervisor: Supervisor
+    let migrations: MigrationCoordinator
+    let sync: SyncBridge
+    let maintenance: MaintenanceRunner
+    let readers: ReaderPool
+    let steps: SteppedSaves
+
+    init(configuration: BrokerConfiguration, context: Context, loop: EventLoop, startedAt: Double, metrics: BrokerMetrics,
+         connections: ConnectionTable, subscriptions: Subscriptions, supervisor: Supervisor, migrations: MigrationCoordinator,
+         sync: SyncBridge, maintenance: MaintenanceRunner, readers: ReaderPool, steps: SteppedSaves) {
+        self.configuration = configuration
+        self.context = context
+        self.loop = loop
+        self.startedAt = startedAt
+        self.metrics = metrics
+        self.connections = connections
+        self.subscriptions = subscriptions
+        self.supervisor = supervisor
+        self.migrations = migrations
+        self.sync = sync
+        self.maintenance = maintenance
+        self.readers = readers
+        self.steps = steps
+    }
+
+    var clock: any Clock { loop.clock }
+
+    /// `org.seam.Store.Status`.
+    func status() -> JSONObject {
+        let stores = StoreReport.stores(context, dataDirectory: configuration.dataDirectory, isMigrating: migrations.isMigrating)
+        return ["product": .string(Interfaces.product), "version": .string(Interfaces.version),
+                "pid": .integer(Int64(Environment.processID)), "uptime": .double(clock.monotonic - startedAt),
+                "connections": .integer(Int64(connections.count)), "subscriptions": .integer(Int64(subscriptions.count)),
+                "channels": .integer(Int64(subscriptions.channels.count)), "sequence": .integer(context.sequence),
+                "rss": .integer(Int64(Descriptors.residentBytes())), "stores": .array(stores), "roles": supervisor.status(),
+                "plugins": connections.pluginsStatus(), "migration": migrations.status(), "backups": StoreReport.backups(dataDirectory: configuration.dataDirectory),
+                "maintenance": maintenance.status(), "readers": readers.status(limits: configuration.limits), "saveInSteps": steps.status(),
+                "configurationProblems": .array(configuration.supervision.problems.map(JSON.string))]
+    }
+
+    /// `org.seam.Metrics.Get` (to a connection that said Hello).
     func metricsCall(_ call: Call, _ c: Connection) -> [UInt8] {
         guard call.member == "Get" else { return Reply(.methodNotFound(call.method), id: call.id).frame() }
         guard c.hello != nil else { return Reply(.permissionDenied("say Hello first"), id: call.id).frame() }
         return Reply(parameters: MetricsWire.json(metricFamilies()), id: call.id).frame()
     }
 
+    /// `org.seam.Metrics.Get`'s families.
     func metricFamilies() -> [MetricFamily] {
         var out: [MetricFamily] = []
         func add(_ name: String, _ kind: MetricKind, _ help: String, _ samples: [MetricSample]) {
@@ -104,5 +156,22 @@ extension Broker {
             MetricSample([("store", $0.0)], Double($0.1.holds))
         })
         return out
+    }
+
+    /// What is wrong with the broker's connections while it rests (`isResting`), and with how
+    /// it files them: empty when every one is where it may rest.
+    func restingProblems() -> [String] {
+        var problems: [String] = []
+        for (fd, c) in connections.byDescriptor {
+            if c.fd != fd { problems.append("\(c.label) filed under fd \(fd)") }
+            problems += c.restingProblems(limits: connections.outboxLimits)
+            if c.calls == 0, clock.monotonic - c.connectedAt > configuration.handshakeTimeout + 1 {
+                problems.append("\(c.label) has sent nothing for \(clock.monotonic - c.connectedAt) s, past the handshake timeout")
+            }
+            if c.subscriptions.count > Limits.maxSubscriptionsPerConnection { problems.append("\(c.label) holds \(c.subscriptions.count) subscriptions") }
+        }
+        let held = connections.values.reduce(0) { $0 + $1.subscriptions.count }
+        if held != subscriptions.count { problems.append("\(held) subscriptions held by connections, \(subscriptions.count) registered") }
+        return problems
     }
 }

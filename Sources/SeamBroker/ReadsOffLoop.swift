@@ -17,7 +17,7 @@ enum ReadOutcome: Sendable {
     case tooManyRows
     /// The read failed; the loop says why (`readError`), and closes a store found damaged.
     case failed(ReaderPool.ReadFailure)
-    /// A big Save's frame, read off the loop (`Broker+Steps`): its request or why it was refused;
+    /// A big Save's frame, read off the loop (`CallHandler.readBigSaveOffLoop`): its request or why it was refused;
     /// nil when it is not a save the reader could read (the loop reads it as any frame).
     case readSave(Result<SaveRequest, VarlinkError>?, id: JSON?, answers: Bool)
     /// Work off the loop that hands nothing back (a save in steps' commit).
@@ -36,7 +36,31 @@ enum ReadOutcome: Sendable {
 /// channel's first result run on the `ReaderPool`; the loop routes and checks the request,
 /// and answers when the reader is done. A connection waits meanwhile (`Connection.awaitingRead`):
 /// its later calls are handled after, so that replies keep their order.
-extension Broker {
+final class ReadsOffLoop: SubscribersHost {
+    private let context: Context
+    private let connections: ConnectionTable
+    private let readers: ReaderPool
+    /// What the readers and the committer hand back, each to what asked for it.
+    let offLoop: OffLoopResults
+    private let steps: SteppedSaves
+    private let metrics: BrokerMetrics
+    private let turns: TurnScheduler
+    private let predicateCost: Int
+    /// Handles every call `c` has read (`CallHandler.processFrames`).
+    var processFrames: (Connection) -> Void = { _ in }
+
+    init(context: Context, connections: ConnectionTable, readers: ReaderPool, offLoop: OffLoopResults, steps: SteppedSaves,
+         metrics: BrokerMetrics, turns: TurnScheduler, predicateCost: Int) {
+        self.context = context
+        self.connections = connections
+        self.readers = readers
+        self.offLoop = offLoop
+        self.steps = steps
+        self.metrics = metrics
+        self.turns = turns
+        self.predicateCost = predicateCost
+    }
+
     /// Runs `work` on a reader; `then` gets its outcome on the loop. The time it took is charged
     /// to `c` (`readLane`).
     /// `lane` overrides the one `c`'s reads take (a big save's frame and reply go on the heavy one).
@@ -97,7 +121,7 @@ extension Broker {
             if !c.awaitingRead, c.parked == nil { connections.close(c) }
             return
         }
-        schedule(c)
+        turns.schedule(c)
         if c.readClosed { connections.closeIfFinished(c) }
     }
 
@@ -115,7 +139,7 @@ extension Broker {
         if counts { r.limit = nil }
         let target: ReadTarget
         do { target = try context.readTarget(r.entity) } catch { return Reply(VarlinkError(error), id: call.id).frame() }
-        let costLimit = configuration.limits.predicateCost
+        let costLimit = predicateCost
         answerLater(c, id: call.id, method: call.method, counts ? ReadJobs.count(r, target: target, costLimit: costLimit, id: call.id)
                                            : ReadJobs.fetch(r, target: target, costLimit: costLimit, id: call.id))
         return []
