@@ -47,7 +47,6 @@ final class ConvergenceTests: PostgresTestCase {
         // The later edit (B's) reaches the server first; A's earlier one must not win by coming last.
         try b.resumeSync()
         try eventually(10, "B exported") { try b.syncStatus()["pending"]?.int64Value == 0 && b.syncStatus()["lastPush"] != nil }
-        usleep(200_000)
         try a.resumeSync()
         try eventually(15, "one icon everywhere: the later edit's") {
             try [a, b].allSatisfy { try $0.timer(timer)?["icon"]?.stringValue == "second" }

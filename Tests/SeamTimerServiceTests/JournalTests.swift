@@ -23,7 +23,7 @@ final class JournalTests: XCTestCase {
     func journalAnswers() throws -> Bool {
         let marker = "seam-journal-probe-\(UUID().uuidString)"
         try Executables.runTool("/bin/sh", ["-c", "echo \(marker) | systemd-cat -t seam-probe"])
-        let arrived = try? waitUntil(2, "the probe in the journal") {
+        let arrived: Void? = try? waitUntil(2, "the probe in the journal") {
             try Executables.runTool("/usr/bin/journalctl", ["-t", "seam-probe", "--no-pager", "-o", "cat", "-n", "20"]).stdout.contains(marker)
         }
         return arrived != nil

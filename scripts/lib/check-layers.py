@@ -10,7 +10,10 @@ the project's modules its sources import (an import reached only through another
 dependency nothing imports, fails), and no module but SeamSystem may import Glibc (the C library
 is reached through it alone). Prints one line per difference and exits 1 if there was any.
 
-    python3 scripts/lib/check-layers.py
+    python3 scripts/lib/check-layers.py [--graph]
+
+With --graph it prints the import graph instead: each module of Sources/, then the project's
+modules it imports, its Glibc shown.
 """
 import pathlib
 import re
@@ -72,7 +75,17 @@ def check_package():
     return failures, len(targets)
 
 
+def graph():
+    for name, _, path in sorted(package_targets()):
+        in_sources = path.startswith("Sources/") if path else (ROOT / "Sources" / name).is_dir()
+        if in_sources and swift_sources(name, path):
+            found = sorted(imports(name, path, toolchain=TOOLCHAIN - {"Glibc"}) - {name})
+            print(f"{name} → {', '.join(found) if found else '—'}")
+
+
 def main():
+    if "--graph" in sys.argv[1:]:
+        return graph()
     failures = 0
     checked = 0
     for line in (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").splitlines():
