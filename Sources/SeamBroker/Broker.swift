@@ -123,7 +123,7 @@ public final class Broker {
         reads = ReadsOffLoop(context: opened, connections: connections, readers: readers, offLoop: offLoop, steps: steps, metrics: metrics,
                              turns: turns, predicateCost: configuration.limits.predicateCost)
         calls = CallHandler(configuration: configuration, context: opened, log: log, loop: loop, metrics: metrics, connections: connections,
-                            subscriptions: subscriptions, subscribers: subscribers, saves: saves, steps: steps, uuidFetch: uuidFetch,
+                            subscribers: subscribers, saves: saves, steps: steps, uuidFetch: uuidFetch,
                             writeGate: writeGate, reads: reads, turns: turns, storeWatch: storeWatch, report: report, migrations: migrations,
                             sync: sync, maintenance: maintenance)
         if let fd = configuration.listenDescriptor {

@@ -19,7 +19,6 @@ final class CallHandler: WriteGateHost, SteppedSavesHost {
     let loop: EventLoop
     let metrics: BrokerMetrics
     let connections: ConnectionTable
-    let subscriptions: Subscriptions
     let subscribers: Subscribers
     let saves: SavePath
     let steps: SteppedSaves
@@ -34,7 +33,7 @@ final class CallHandler: WriteGateHost, SteppedSavesHost {
     let maintenance: MaintenanceRunner
 
     init(configuration: BrokerConfiguration, context: Context, log: Logger, loop: EventLoop, metrics: BrokerMetrics,
-         connections: ConnectionTable, subscriptions: Subscriptions, subscribers: Subscribers, saves: SavePath, steps: SteppedSaves,
+         connections: ConnectionTable, subscribers: Subscribers, saves: SavePath, steps: SteppedSaves,
          uuidFetch: UUIDFetch, writeGate: WriteGate, reads: ReadsOffLoop, turns: TurnScheduler, storeWatch: StoreFileWatch,
          report: BrokerReport, migrations: MigrationCoordinator, sync: SyncBridge, maintenance: MaintenanceRunner) {
         self.configuration = configuration
@@ -43,7 +42,6 @@ final class CallHandler: WriteGateHost, SteppedSavesHost {
         self.loop = loop
         self.metrics = metrics
         self.connections = connections
-        self.subscriptions = subscriptions
         self.subscribers = subscribers
         self.saves = saves
         self.steps = steps
