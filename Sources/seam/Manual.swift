@@ -225,7 +225,8 @@ enum SeamManual {
             """,
         "sync status": """
             The server (never a password), whether the worker runs, when it last pushed and pulled,
-            how many local changes wait, and its last error.
+            how many local changes wait, its last error, and, while it waits out a pause (for the
+            Cloud store, for the server), when it tries again.
             """,
         "sync now": """
             The worker also syncs on every change, on every notification from the server, and every

@@ -403,6 +403,9 @@ final class MigrationRoleTests: XCTestCase {
             let status = try c.call("org.seam.Sync.Status")
             return status["state"]?.stringValue == "waiting for the Cloud store" && status["nextTry"]?.doubleValue != nil && status["nextTry"] != firstTry
         }
+        // And a person asking is told when.
+        let shown = try Executables.run("seam", ["sync", "status"], environment: ["SEAM_SOCKET": broker.socketPath]).stdout
+        XCTAssertTrue(shown.contains("waiting for the Cloud store") && shown.contains("trying again in"), shown)
         let worker = try c.status()["roles"]?.arrayValue?.first { $0["role"]?.stringValue == "sync" }
         XCTAssertEqual(worker?["state"]?.stringValue, "running", "\(String(describing: worker)): \(broker.log)")
         XCTAssertEqual(worker?["restarts"]?.int64Value, 0, "\(String(describing: worker)): \(broker.log)")
