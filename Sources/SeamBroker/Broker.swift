@@ -142,12 +142,6 @@ public final class Broker {
         }
     }
 
-    /// The broker's clock (`Configuration.clock`).
-    var clock: any Clock { loop.clock }
-
-    /// What a connection may leave unread (`Limits`, unless a test made them smaller).
-    var outboxLimits: BrokerLimits.OutboxLimits { connections.outboxLimits }
-
     /// Serves until SIGTERM, SIGINT or SIGHUP (the terminal it runs in closed), then shuts
     /// down cleanly: roles stopped, socket removed.
     public func run() throws(BrokerError) {

@@ -41,7 +41,7 @@ final class ReadsOffLoop: SubscribersHost {
     private let connections: ConnectionTable
     private let readers: ReaderPool
     /// What the readers and the committer hand back, each to what asked for it.
-    let offLoop: OffLoopResults
+    private let offLoop: OffLoopResults
     private let steps: SteppedSaves
     private let metrics: BrokerMetrics
     private let turns: TurnScheduler

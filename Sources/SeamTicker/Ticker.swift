@@ -158,16 +158,19 @@ public final class Ticker {
         resubscribePause = 1
         let deadline = options.clock.monotonic + options.reconnectTimeout
         var pause = 0.05
+        var told = false
         while true {
             if let c = try openConnection() {
                 fd = c
                 break
             }
+            let path = options.socketPath ?? Environment.socketPath
             guard options.clock.monotonic < deadline else {
-                throw Failure(description: "no seamd answers on \(options.socketPath ?? Environment.socketPath); start it with `seamd`")
+                throw Failure(description: "no seamd answers on \(path); start it with `seamd`")
             }
-            if pause == 0.05 {
-                log("no seamd answers on \(options.socketPath ?? Environment.socketPath) yet; trying again for up to \(Int(options.reconnectTimeout)) s")
+            if !told {
+                log("no seamd answers on \(path) yet; trying again for up to \(Int(options.reconnectTimeout)) s")
+                told = true
             }
             Threads.sleep(pause)
             pause = min(pause * 2, 1)

@@ -164,7 +164,7 @@ final class ServiceTests: XCTestCase {
         }
         // The process it left, which held its output pipe, has ended: the pipe is closed.
         let leftPID = try XCTUnwrap(Int32(String(contentsOfFile: left, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
-        try eventually(10, "what the leaver left ended") { !processRuns(leftPID) }
+        try eventually(10, "what the leaver left ended") { !Processes.isAlive(leftPID) }
         // Then seamd's loop is still: it handles about one event a call, not a stream of them
         // on the closed pipe (counted over 100 calls, not over a wait).
         let c = try SeamConnection.connect(path: broker.socketPath)
@@ -492,12 +492,6 @@ func processes(commandLine arguments: [String]) -> [Int32] {
         guard let pid = Int32(entry), let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { return nil }
         return Array(data) == wanted ? pid : nil
     }
-}
-
-/// Whether process `pid` runs (exists, and has not ended unreaped).
-func processRuns(_ pid: Int32) -> Bool {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return false }
-    return !stat[stat.index(after: close)...].hasPrefix(" Z")
 }
 
 /// The events seamd's loop has handled so far (`seam_loop_events_total`).

@@ -24,7 +24,8 @@ def blocks(path):
             continue
         depth, start, seen = 0, i, False
         while i < len(lines):
-            text = re.sub(r'"(?:\\.|[^"\\])*"', '""', lines[i].split('//')[0] if '"' not in lines[i] else lines[i])
+            # Strings first (a "//" may stand in one), then the comment.
+            text = re.sub(r'"(?:\\.|[^"\\])*"', '""', lines[i]).split('//')[0]
             depth += text.count('{') - text.count('}')
             seen = seen or '{' in text
             i += 1
