@@ -79,9 +79,15 @@ public final class PostgresConnection {
     /// meanwhile (a sync worker prepares its next page while the server inserts this one), then
     /// calls `finishSent`, before anything else on this connection.
     public func send(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) {
+        try send(sql, parameters.map { PostgresParameter.text($0) })
+    }
+
+    /// `send` with parameters each in text or PostgreSQL's binary form (`PostgresArray.binary`:
+    /// many values that the server takes without parsing or unescaping an array literal).
+    public func send(_ sql: String, _ parameters: [PostgresParameter]) throws(PostgresError) {
         precondition(pending == nil, "a query is sent and not yet finished (finishSent)")
-        let sent = withParameters(parameters) { values in
-            PQsendQueryParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        let sent = withParameters(parameters) { values, lengths, formats in
+            PQsendQueryParams(handle, sql, Int32(parameters.count), nil, values, lengths, formats, 0)
         }
         guard sent == 1 else { throw PostgresError(sqlState: nil, message: String(cString: PQerrorMessage(handle)), sql: sql) }
         pending = sql
@@ -173,18 +179,39 @@ public final class PostgresConnection {
     }
 
     private func withParameters<R>(_ parameters: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
-        // Each a NUL-terminated copy that lives until `body` returns.
-        let copies: [UnsafeMutableBufferPointer<CChar>?] = parameters.map { text in
-            text.map { text in
+        withParameters(parameters.map { PostgresParameter.text($0) }) { values, _, _ in body(values) }
+    }
+
+    /// Calls `body` with libpq's three parameter arrays: values, lengths and formats (lengths
+    /// and formats matter for binary values alone).
+    private func withParameters<R>(_ parameters: [PostgresParameter],
+                                   _ body: ([UnsafePointer<CChar>?], [Int32], [Int32]) -> R) -> R {
+        // Each a copy that lives until `body` returns (text ones NUL-terminated).
+        let copies: [UnsafeMutableBufferPointer<CChar>?] = parameters.map { p in
+            switch p {
+            case .text(nil): return nil
+            case .text(let text?):
                 let c = text.utf8CString
                 let copy = UnsafeMutableBufferPointer<CChar>.allocate(capacity: c.count)
                 _ = copy.initialize(from: c)
                 return copy
+            case .binary(let bytes):
+                let copy = UnsafeMutableBufferPointer<CChar>.allocate(capacity: max(1, bytes.count))
+                bytes.withUnsafeBytes { raw in _ = copy.initialize(from: raw.bindMemory(to: CChar.self)) }
+                return copy
             }
         }
         defer { copies.forEach { $0?.deallocate() } }
-        return body(copies.map { $0.map { UnsafePointer($0.baseAddress!) } })
+        let lengths = parameters.map { p -> Int32 in if case .binary(let b) = p { return Int32(b.count) } else { return 0 } }
+        let formats = parameters.map { p -> Int32 in if case .binary = p { return 1 } else { return 0 } }
+        return body(copies.map { $0.map { UnsafePointer($0.baseAddress!) } }, lengths, formats)
     }
+}
+
+/// A statement's parameter: text (nil is SQL NULL), or a value in PostgreSQL's binary form.
+public enum PostgresParameter: Sendable {
+    case text(String?)
+    case binary([UInt8])
 }
 
 /// PostgreSQL's text form of a one-dimensional array, for passing many values as one parameter
@@ -206,5 +233,37 @@ public enum PostgresArray {
         }
         bytes.append(UInt8(ascii: "}"))
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// An array's element types this builds in binary form, by their PostgreSQL type oid.
+    public enum Element: UInt32, Sendable {
+        case text = 25
+        /// Each element the JSON text, taken by the server as `jsonb` (format version 1).
+        case jsonb = 3802
+    }
+
+    /// A one-dimensional array of `elements` in PostgreSQL's binary form (`array_send`'s), for a
+    /// `$n::text[]` or `$n::jsonb[]` parameter: the server copies each element as it is, where a
+    /// literal must be scanned and unescaped byte by byte — a first export's pages spent a sixth of
+    /// the server's time on that. Elements are not checked here: the server refuses JSON that is
+    /// not (and text with a NUL byte, as it would in a literal).
+    public static func binary(_ elements: [String], of element: Element) -> PostgresParameter {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(elements.reduce(20) { $0 + $1.utf8.count + 5 })
+        func int32(_ v: UInt32) { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
+        int32(elements.isEmpty ? 0 : 1)  // dimensions
+        int32(0)  // no NULL among them
+        int32(element.rawValue)
+        if !elements.isEmpty {
+            int32(UInt32(elements.count))
+            int32(1)  // the lower bound
+        }
+        let prefix: [UInt8] = element == .jsonb ? [1] : []
+        for e in elements {
+            int32(UInt32(prefix.count + e.utf8.count))
+            bytes.append(contentsOf: prefix)
+            bytes.append(contentsOf: e.utf8)
+        }
+        return .binary(bytes)
     }
 }

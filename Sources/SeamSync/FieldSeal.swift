@@ -15,6 +15,8 @@ struct FieldSeal: Sendable {
     let keyID: String
     /// The server role whose records these are.
     let zone: String
+    /// The associated data's first bytes, the same for every field of the zone: `["seam-sealed-1",zone,`.
+    private let associatedPrefix: [UInt8]
 
     static let nonceSize = 24
     static let tagSize = 16
@@ -25,6 +27,10 @@ struct FieldSeal: Sendable {
         self.key = key
         self.keyID = key.id
         self.zone = zone
+        var prefix: [UInt8] = []
+        CanonicalJSON.array([.string("seam-sealed-1"), .string(zone)]).write(into: &prefix)
+        prefix[prefix.count - 1] = UInt8(ascii: ",")  // the array goes on
+        associatedPrefix = prefix
     }
 
     /// Why a sealed field does not open.
@@ -44,9 +50,16 @@ struct FieldSeal: Sendable {
     }
 
     /// The associated data: the canonical JSON array `["seam-sealed-1", zone, entity, uuid, attribute]`.
+    /// Written a field at a time on the prefix the zone's fields share, without a JSON value built.
     func associatedData(entity: String, uuid: String, attribute: String) -> [UInt8] {
-        var out: [UInt8] = []
-        CanonicalJSON.array([.string("seam-sealed-1"), .string(zone), .string(entity), .string(uuid), .string(attribute)]).write(into: &out)
+        var out = associatedPrefix
+        out.reserveCapacity(out.count + entity.utf8.count + uuid.utf8.count + attribute.utf8.count + 9)
+        CanonicalJSON.writeString(entity, into: &out)
+        out.append(UInt8(ascii: ","))
+        CanonicalJSON.writeString(uuid, into: &out)
+        out.append(UInt8(ascii: ","))
+        CanonicalJSON.writeString(attribute, into: &out)
+        out.append(UInt8(ascii: "]"))
         return out
     }
 

@@ -206,27 +206,26 @@ struct SyncExport {
 
     /// Sends every row of `entities` as it stands, in batches; returns the records written.
     ///
-    /// A pipeline of three: while the server takes a page, seamd reads the next one and saves
-    /// the last one's `SyncRecord`s. A store without a `SyncRecord` (one that never synced)
-    /// has no tags to look up.
+    /// A pipeline of three: while the server takes a page (one statement, its own transaction),
+    /// seamd reads the next one and saves the last one's `SyncRecord`s. The next page is sent as
+    /// soon as the last one's answer is read, before that answer is worked on, so that the
+    /// server is never left waiting for the worker. Records the server held already are merged
+    /// at the end, when no page is in flight. A store without a `SyncRecord` (one that never
+    /// synced) has no tags to look up.
     private func exportRows(of entities: [String]) throws -> Int {
         var written = 0
         let looksUp = try shared.broker.count("SyncRecord") > 0
         var saving: JSON?  // the last page's save, answered before the next one is sent
-        var sent: Page?  // the last page, its insert answered once the next page is ready
+        var sent: Page?  // the page in flight on the server
+        var held: [Outgoing] = []  // records the server held already, merged at the end
         defer {
-            if sent != nil {
-                _ = try? pg.finishSent()
-                _ = try? pg.query("ROLLBACK")
-            }
+            if sent != nil { _ = try? pg.finishSent() }  // committed or not on its own; a later export finds it either way
             if let saving { _ = try? shared.broker.finish(saving) }
         }
-        // The last page's answer: its records' tags recorded here (saved while the server takes
-        // the next page). A record whose server version is not the local row is left to the
-        // import that follows (its tag is new to this machine, which has not imported yet).
-        func finish(_ page: Page) throws {
-            sent = nil
-            let results = try zone.finishPage(page)
+        // A page's answer: its records' tags recorded here (saved while the server takes the
+        // next page). A record whose server version is not the local row is left to the import
+        // that follows (its tag is new to this machine, which has not imported yet).
+        func record(_ results: [Pushed]) throws {
             var save = SaveBuilder()
             let known = looksUp ? try shared.syncRecords(results.map(\.key)) : [:]
             for p in results where !p.adopt { stamp(p, known: known, into: &save) }
@@ -252,12 +251,23 @@ struct SyncExport {
                 // (A row the server holds deleted is left to the import that follows.) Prepared
                 // while the server inserts the last page.
                 let next = zone.page(outgoing)
-                if let last = sent { try finish(last) }
+                let answered = try sent.map { try zone.finishPage($0) }
+                sent = nil
                 try zone.send(next)
                 sent = next
+                if let answered {
+                    held += answered.held
+                    try record(answered.written)
+                }
             }
         }
-        if let page = sent { try finish(page) }
+        if let page = sent {
+            sent = nil
+            let answered = try zone.finishPage(page)
+            held += answered.held
+            try record(answered.written)
+        }
+        if !held.isEmpty { try record(try zone.push(held).written) }
         if let id = saving {
             saving = nil
             try shared.broker.finish(id)

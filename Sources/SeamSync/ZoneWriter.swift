@@ -179,43 +179,41 @@ struct ZoneWriter {
     /// A page of a first export: its records, and its insert's parameters, ready to send.
     struct Page {
         var records: [NewRecord]
-        var parameters: [String?]
+        var parameters: [PostgresParameter]
     }
 
     /// A first export's page: every record to be inserted without a look first (one the
     /// server holds already is refused by the insert, then read and merged).
     func page(_ records: [Outgoing]) -> Page {
         let new = records.compactMap { r in r.row.map { newRecord(r, $0) } }
-        return Page(records: new, parameters: Self.insertParameters(new))
+        return Page(records: new, parameters: [PostgresArray.binary(new.map(\.record.key.type), of: .text),
+                                               PostgresArray.binary(new.map(\.record.key.uuid), of: .text),
+                                               PostgresArray.binary(new.map(\.fields), of: .jsonb),
+                                               PostgresArray.binary(new.map(\.versions), of: .jsonb)])
     }
 
-    /// Starts `page`'s insert in a transaction of its own; `finishPage` reads the answer, once
-    /// the worker has prepared the next page meanwhile.
-    func send(_ page: Page) throws {
-        try pg.query("BEGIN")
-        do { try pg.send(Self.insertSQL, page.parameters) } catch {
-            _ = try? pg.query("ROLLBACK")
-            throw error
-        }
-    }
+    /// A page's insert as one statement, in a transaction of its own (no `BEGIN`, no `COMMIT`:
+    /// one round trip per page), notifying the zone's other machines once when it inserted
+    /// anything — the scalar subquery is evaluated the first time a row is answered, so a page
+    /// the server held whole wakes nobody.
+    /// Its arrays go in binary form (`PostgresArray.binary`), the uuids as text.
+    static let pageSQL = "SELECT i.kind, i.id, i.tag, (SELECT seam.notify()) IS NULL FROM seam.insert_records($1::text[], "
+        + "$2::text[]::uuid[], $3::jsonb[], $4::jsonb[]) AS i"
 
-    /// Ends a page `sendPage` started: committed, with a notification when it wrote anything;
-    /// the records the server held already are read and merged as `push` does.
-    func finishPage(_ page: Page) throws -> [Pushed] {
-        var out: [Pushed] = [], conflicted: [Outgoing] = []
-        do {
-            let tags = Self.tags(try pg.finishSent())
-            for n in page.records {
-                if let tag = tags[n.record.key] { out.append((n.record.key, tag, n.merged, n.adopt)) } else { conflicted.append(n.record) }
-            }
-            if !out.isEmpty { try pg.query("SELECT seam.notify()") }
-            try pg.query("COMMIT")
-        } catch {
-            _ = try? pg.query("ROLLBACK")
-            throw error
+    /// Starts `page`'s insert; `finishPage` reads its answer, once the worker has prepared the
+    /// next page meanwhile.
+    func send(_ page: Page) throws { try pg.send(Self.pageSQL, page.parameters) }
+
+    /// Reads the answer of a page `send` started, committed by then: the records inserted, and
+    /// those the server held already (another machine's, or this one's from an export a crash
+    /// cut short), to be read and merged by `push` once no page is in flight.
+    func finishPage(_ page: Page) throws -> (written: [Pushed], held: [Outgoing]) {
+        let tags = Self.tags(try pg.finishSent())
+        var out: [Pushed] = [], held: [Outgoing] = []
+        for n in page.records {
+            if let tag = tags[n.record.key] { out.append((n.record.key, tag, n.merged, n.adopt)) } else { held.append(n.record) }
         }
-        if !conflicted.isEmpty { out += try push(conflicted).written }
-        return out
+        return (out, held)
     }
 
     /// One record's write over the server's version `current` (`SyncPlanner.planWrite`),

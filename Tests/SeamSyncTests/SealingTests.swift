@@ -34,6 +34,19 @@ final class SealingTests: XCTestCase {
         XCTAssertNotEqual(seal.seal(value, entity: "Timer", uuid: "u", attribute: "name"), seal.seal(value, entity: "Timer", uuid: "u", attribute: "name"))
     }
 
+    /// The associated data is, byte for byte, the canonical JSON array Protocol/sync.md names,
+    /// whatever the zone, entity, uuid and attribute hold (quotes, backslashes, controls, any script).
+    func testTheAssociatedDataIsTheCanonicalArray() {
+        let names = ["alice", "", "q\"uote", "back\\slash", "tab\there", "é 😀", "\u{1}"]
+        for (i, zone) in names.enumerated() {
+            let seal = FieldSeal(key: key, zone: zone)
+            let entity = names[(i + 1) % names.count], uuid = names[(i + 2) % names.count], attribute = names[(i + 3) % names.count]
+            var expected: [UInt8] = []
+            CanonicalJSON.array([.string("seam-sealed-1"), .string(zone), .string(entity), .string(uuid), .string(attribute)]).write(into: &expected)
+            XCTAssertEqual(seal.associatedData(entity: entity, uuid: uuid, attribute: attribute), expected, "zone \(zone.debugDescription)")
+        }
+    }
+
     /// Every single-bit flip of the box, every cut of it, and each member changed or missing:
     /// none opens, none crashes.
     func testATamperedOrTruncatedBoxNeverOpens() throws {

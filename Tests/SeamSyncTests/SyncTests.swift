@@ -678,6 +678,24 @@ final class SyncTests: PostgresTestCase {
                                    [PostgresArray.literal([texts[9], "[]", "\"\\\\\""])])
         XCTAssertEqual(json.map { $0[0] }, [#"{"name": "Tea \"Earl\" Grey", "steps": [{"label": "a\\b", "seconds": 60}]}"#, "[]", #""\\""#])
         XCTAssertEqual(try admin.query("SELECT cardinality($1::text[])", [PostgresArray.literal([])])[0][0], "0")
+        // The same in binary form, as a first export's pages go.
+        func sent(_ sql: String, _ parameter: PostgresParameter) throws -> [String?] {
+            try admin.send(sql, [parameter])
+            return try admin.finishSent().map { $0[0] }
+        }
+        XCTAssertEqual(try sent("SELECT x FROM unnest($1::text[]) WITH ORDINALITY AS t(x, i) ORDER BY i", PostgresArray.binary(texts, of: .text)),
+                       texts)
+        XCTAssertEqual(try sent("SELECT x::text FROM unnest($1::jsonb[]) WITH ORDINALITY AS t(x, i) ORDER BY i",
+                                PostgresArray.binary([texts[9], "[]", "\"\\\\\""], of: .jsonb)),
+                       [#"{"name": "Tea \"Earl\" Grey", "steps": [{"label": "a\\b", "seconds": 60}]}"#, "[]", #""\\""#])
+        XCTAssertEqual(try sent("SELECT cardinality($1::jsonb[])", PostgresArray.binary([], of: .jsonb)), ["0"])
+        XCTAssertEqual(try sent("SELECT x FROM unnest($1::text[]::uuid[]) AS t(x)", PostgresArray.binary(["00000000-0000-0000-0000-00000000002a"], of: .text)),
+                       ["00000000-0000-0000-0000-00000000002a"])
+        // What is not JSON is refused whole, and the connection goes on.
+        XCTAssertThrowsError(try sent("SELECT cardinality($1::jsonb[])", PostgresArray.binary(["{}", "{\"cut"], of: .jsonb))) { error in
+            XCTAssertEqual((error as? PostgresError)?.sqlState, "22P02", "\(error)")
+        }
+        XCTAssertEqual(try admin.query("SELECT 1")[0][0], "1")
     }
 
     /// Row-level security: a role sees and writes only its own zone.
