@@ -106,7 +106,7 @@ let package = Package(
             name: "seam-bench",
             dependencies: [
                 "SeamSchema", "SeamStore", "SeamQuery", "SeamContext", "SeamTimers", "SeamClient", "SeamJSON", "SeamProtocol", "SeamSystem", "CSQLite", "CJSONC",
-                "CLibPQ", "SeamTicker", "SeamCommandLine",
+                "CLibPQ", "SeamPostgres", "SeamTicker", "SeamCommandLine",
             ]
         ),
 

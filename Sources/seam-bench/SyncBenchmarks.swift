@@ -1,5 +1,6 @@
 import Foundation
 import SeamJSON
+import SeamPostgres
 import SeamProtocol
 import SeamSchema
 import SeamSystem
@@ -292,6 +293,13 @@ enum SyncBenchmarks {
                    Harness.duration(exported.total), rate(exported.total), Harness.duration(exported.first)])
         table.add(["C: new machine, empty stores → holding them all (the last record heard on C, then Count)", n.formatted(),
                    Harness.duration(caughtUp.total), rate(caughtUp.total), Harness.duration(caughtUp.first)])
+        // The server alone: A's records as they are on the server, inserted again into a zone
+        // of their own by one connection, as A's worker sent them (the same statement, the
+        // same pages, in the same binary form), with nothing else running: the most a first
+        // export could reach on this machine from the server's part of the work alone.
+        let alone = try postgresAlone(server, from: user, admin: admin)
+        table.add(["PostgreSQL alone: the same records, \(alone.page) a statement as A's worker sends them, one connection", n.formatted(),
+                   Harness.duration(alone.seconds), rate(alone.seconds), "-"])
         func state(_ s: JSONObject?) -> String {
             guard let s else { return "no report within 60 s" }
             let error = s["lastError"]?.stringValue
@@ -299,12 +307,48 @@ enum SyncBenchmarks {
             return "\(s["state"]?.stringValue ?? "?")" + (s["running"]?.boolValue == false ? ", the worker not running" : "")
                 + (error.map { " (seamd: " + $0 + ")" } ?? "")
         }
+        let againstAlone = alone.seconds / exported.total
+        if sealed { Figures.record("sync.first_export_vs_postgres_alone", againstAlone) }
         let notes = [
+            String(format: "A's first export: %.2f× the rate of PostgreSQL alone taking the same pages (the server's own ceiling for one zone: "
+                   + "a zone's writes commit one after another, under its row in seam.zones)", againstAlone),
             "sync workers afterwards: A's, at the end of the cycle that exported: \(state(afterExport)) (restarts: \(restartsA))",
             "C's, at the end of the cycle that caught up: \(state(afterCatchingUp)); at its next cycle (reported "
                 + "\(Harness.duration(nextAfter)) later): \(state(nextCycle)) (restarts: \(restartsC))",
         ]
         return (table, notes, (Double(n) / exported.total, Double(n) / caughtUp.total))
+    }
+
+    /// The statement of a first export's page, as the sync worker sends it (`ZoneWriter.pageSQL`).
+    static let pageSQL = "SELECT i.kind, i.id, i.tag, (SELECT seam.notify()) IS NULL FROM seam.insert_records($1::text[], "
+        + "$2::text[]::uuid[], $3::jsonb[], $4::jsonb[]) AS i"
+
+    /// The records of `zone` on the server (fields sealed as exported), inserted again by a new
+    /// role into its own zone, 500 a statement on one connection, the next page sent once the
+    /// last is answered (as the worker does), timed from the first page sent to the last answered.
+    static func postgresAlone(_ server: SyncServer, from zone: String, admin: PostgresConnection) throws -> (seconds: Double, page: Int) {
+        let records = try admin.rows("SELECT record_type, uuid::text, fields::text, versions::text FROM seam.records "
+                                     + "WHERE zone = '\(zone)' AND record_type <> 'seam.key' AND NOT deleted ORDER BY change_tag")
+        let role = zone + "pg"
+        try server.addUser(role)
+        let pg = try SeamPostgres.PostgresConnection("host=127.0.0.1 port=\(server.port) user=\(role) password=\(server.passwords[role] ?? "") "
+                                                     + "dbname=\(server.databases[role] ?? "seam")")
+        try pg.pinSearchPath()
+        let page = 500
+        let pages: [[PostgresParameter]] = stride(from: 0, to: records.count, by: page).map { first in
+            let slice = records[first..<min(first + page, records.count)]
+            return [PostgresArray.binary(slice.map { $0[0] }, of: .text), PostgresArray.binary(slice.map { $0[1] }, of: .text),
+                    PostgresArray.binary(slice.map { $0[2] }, of: .jsonb), PostgresArray.binary(slice.map { $0[3] }, of: .jsonb)]
+        }
+        let start = Harness.now()
+        var inserted = 0
+        for parameters in pages {
+            try pg.send(pageSQL, parameters)
+            inserted += try pg.finishSent().count
+        }
+        let seconds = Double(Harness.now() - start) / 1e9
+        guard inserted == records.count else { throw BenchError("PostgreSQL alone inserted \(inserted) of \(records.count) records") }
+        return (seconds, page)
     }
 
     /// Seconds until `watcher`'s subscription 1 (any record, limit 1) hears of the first record
