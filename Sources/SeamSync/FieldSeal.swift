@@ -66,14 +66,16 @@ struct FieldSeal: Sendable {
     func seal(_ value: JSON, entity: String, uuid: String, attribute: String) -> JSON {
         let plain = value.encoded()
         let ad = associatedData(entity: entity, uuid: uuid, attribute: attribute)
-        var nonce = [UInt8](repeating: 0, count: Self.nonceSize)
-        randombytes_buf(&nonce, nonce.count)
-        var box = [UInt8](repeating: 0, count: plain.count + Self.tagSize)
+        // The nonce, then the ciphertext and its tag sealed right behind it, in one buffer.
+        var sealed = [UInt8](repeating: 0, count: Self.nonceSize + plain.count + Self.tagSize)
         var boxLength: UInt64 = 0
-        let status = crypto_aead_xchacha20poly1305_ietf_encrypt(&box, &boxLength, plain, UInt64(plain.count), ad, UInt64(ad.count), nil,
-                                                                 nonce, key.bytes)
-        precondition(status == 0 && boxLength == UInt64(box.count), "XChaCha20-Poly1305 refused to seal")
-        return .object(["sealed": .integer(Self.format), "key": .string(keyID), "box": .string(Base64.encode(nonce + box))])
+        let status = sealed.withUnsafeMutableBufferPointer { b in
+            randombytes_buf(b.baseAddress!, Self.nonceSize)
+            return crypto_aead_xchacha20poly1305_ietf_encrypt(b.baseAddress! + Self.nonceSize, &boxLength, plain, UInt64(plain.count), ad,
+                                                              UInt64(ad.count), nil, b.baseAddress!, key.bytes)
+        }
+        precondition(status == 0 && boxLength == UInt64(plain.count + Self.tagSize), "XChaCha20-Poly1305 refused to seal")
+        return .object(["sealed": .integer(Self.format), "key": .string(keyID), "box": .string(Base64.encode(sealed))])
     }
 
     func open(_ sealed: JSON, entity: String, uuid: String, attribute: String) -> Result<JSON, OpenError> {
@@ -82,13 +84,16 @@ struct FieldSeal: Sendable {
         else { return .failure(.malformed) }
         guard id == keyID else { return .failure(.otherKey(id)) }
         guard let bytes = Base64.decode(text), bytes.count >= Self.nonceSize + Self.tagSize else { return .failure(.malformed) }
-        let nonce = Array(bytes.prefix(Self.nonceSize)), box = Array(bytes.dropFirst(Self.nonceSize))
         let ad = associatedData(entity: entity, uuid: uuid, attribute: attribute)
-        var plain = [UInt8](repeating: 0, count: box.count - Self.tagSize)
+        let boxCount = bytes.count - Self.nonceSize
+        var plain = [UInt8](repeating: 0, count: boxCount - Self.tagSize)
         var plainLength: UInt64 = 0
-        guard crypto_aead_xchacha20poly1305_ietf_decrypt(&plain, &plainLength, nil, box, UInt64(box.count), ad, UInt64(ad.count), nonce,
-                                                         key.bytes) == 0
-        else { return .failure(.forged) }
+        // The nonce and the box read where they lie in the decoded bytes, not copied out.
+        let opened = bytes.withUnsafeBufferPointer { b in
+            crypto_aead_xchacha20poly1305_ietf_decrypt(&plain, &plainLength, nil, b.baseAddress! + Self.nonceSize, UInt64(boxCount),
+                                                      ad, UInt64(ad.count), b.baseAddress!, key.bytes)
+        }
+        guard opened == 0 else { return .failure(.forged) }
         guard let value = try? JSON.decode(Array(plain.prefix(Int(plainLength)))) else { return .failure(.malformed) }
         return .success(value)
     }

@@ -172,7 +172,7 @@ struct SyncExport {
             if let existing = known[p.key] { save.delete("SyncRecord", existing.uuid) }
             return
         }
-        var values: JSONObject = ["changeTag": .string(String(p.tag)), "modifiedAt": .string(RFC3339.format(WallClock.now())),
+        var values: JSONObject = ["changeTag": .string(String(p.tag)), "modifiedAt": .double(WallClock.now()),
                                   "unknownFields": .object(shared.localValues(p.fields, of: p.key.type).kept)]
         if let existing = known[p.key] {
             save.update("SyncRecord", existing.uuid, values)

@@ -111,7 +111,7 @@ struct SyncPlanner {
     /// A `SyncRecord`'s values: the change tag this machine holds and the fields it keeps, with
     /// the record it is for (`key`) when it is new.
     static func syncRecord(_ key: RecordKey?, tag: Int64, kept: JSONObject = [:], now: Double) -> JSONObject {
-        var values: JSONObject = ["changeTag": .string(String(tag)), "modifiedAt": .string(RFC3339.format(now)),
+        var values: JSONObject = ["changeTag": .string(String(tag)), "modifiedAt": .double(now),
                                   "unknownFields": .object(kept)]
         if let key {
             values["recordType"] = .string(key.type)
