@@ -169,7 +169,12 @@ public enum RFC3339 {
     /// Unix seconds of an RFC 3339 timestamp (`Z` or `±hh:mm`), rounded to the microsecond (as
     /// dates are stored, `DecimalSeconds.microseconds`), or nil.
     public static func parse(_ text: String) -> Double? {
-        let b = Array(text.utf8)
+        // Read where the text's bytes lie: a save of a thousand rows parses a date or two a row.
+        var text = text
+        return text.withUTF8 { parse(bytes: $0) }
+    }
+
+    private static func parse(bytes b: UnsafeBufferPointer<UInt8>) -> Double? {
         func num(_ from: Int, _ count: Int) -> Int64? {
             guard from + count <= b.count else { return nil }
             var v: Int64 = 0
@@ -184,7 +189,7 @@ public enum RFC3339 {
               (1...12).contains(mo), (1...daysIn(y, mo)).contains(d), h < 24, mi < 60, s < 60
         else { return nil }
         var i = 19
-        var fraction: ArraySlice<UInt8> = []
+        var fraction = b[0..<0]
         if i < b.count, b[i] == 46 {
             i += 1
             let start = i
