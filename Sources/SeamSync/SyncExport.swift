@@ -241,12 +241,11 @@ struct SyncExport {
         for entity in entities {
             try shared.forEachPage(of: entity, ahead: true) { rows in
                 // Rows as they stand, of unknown age: their fields lose to any versioned edit.
+                // The same stamps for every row of the page: made once, shared.
                 let oldest = FieldVersion.stamp(time: 0, device: shared.device)
+                let stamps = Dictionary(uniqueKeysWithValues: (shared.synced[entity] ?? []).map { ($0, oldest) })
                 let outgoing = rows.filter { Self.tooLargeToSend($0) == nil }.compactMap { row in
-                    row["uuid"]?.stringValue.map { uuid in
-                        Outgoing(key: RecordKey(type: entity, uuid: uuid), row: row,
-                                 stamps: Dictionary(uniqueKeysWithValues: (shared.synced[entity] ?? []).map { ($0, oldest) }))
-                    }
+                    row["uuid"]?.stringValue.map { uuid in Outgoing(key: RecordKey(type: entity, uuid: uuid), row: row, stamps: stamps) }
                 }
                 // (A row the server holds deleted is left to the import that follows.) Prepared
                 // while the server inserts the last page.
