@@ -245,8 +245,8 @@ public enum PostgresArray {
     /// A one-dimensional array of `elements` in PostgreSQL's binary form (`array_send`'s), for a
     /// `$n::text[]` or `$n::jsonb[]` parameter: the server copies each element as it is, where a
     /// literal must be scanned and unescaped byte by byte — a first export's pages spent a sixth of
-    /// the server's time on that. Elements are not checked here: the server refuses JSON that is
-    /// not (and text with a NUL byte, as it would in a literal).
+    /// the server's time on that. Elements are not checked here: the server checks each as it
+    /// reads it (JSON that is not is refused, 22P02; so is text invalid in its encoding).
     public static func binary(_ elements: [String], of element: Element) -> PostgresParameter {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(elements.reduce(20) { $0 + $1.utf8.count + 5 })
