@@ -106,7 +106,7 @@ let package = Package(
             name: "seam-bench",
             dependencies: [
                 "SeamSchema", "SeamStore", "SeamQuery", "SeamContext", "SeamTimers", "SeamClient", "SeamJSON", "SeamProtocol", "SeamSystem", "CSQLite", "CJSONC",
-                "CLibPQ", "SeamPostgres", "SeamTicker", "SeamCommandLine",
+                "CLibPQ", "SeamPostgres", "SeamSync", "SeamTicker", "SeamCommandLine",
             ]
         ),
 

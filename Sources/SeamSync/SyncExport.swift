@@ -238,6 +238,11 @@ struct SyncExport {
             saving = try parts.last?.begin(shared.broker)
             written += results.count
         }
+        // A page's answer taken: the records the server held kept for the end, the rest recorded.
+        func take(_ answered: (written: [Pushed], held: [Outgoing])) throws {
+            held += answered.held
+            try record(answered.written)
+        }
         for entity in entities {
             try shared.forEachPage(of: entity, ahead: true) { rows in
                 // Rows as they stand, of unknown age: their fields lose to any versioned edit.
@@ -254,17 +259,12 @@ struct SyncExport {
                 sent = nil
                 try zone.send(next)
                 sent = next
-                if let answered {
-                    held += answered.held
-                    try record(answered.written)
-                }
+                if let answered { try take(answered) }
             }
         }
         if let page = sent {
             sent = nil
-            let answered = try zone.finishPage(page)
-            held += answered.held
-            try record(answered.written)
+            try take(try zone.finishPage(page))
         }
         if !held.isEmpty { try record(try zone.push(held).written) }
         if let id = saving {

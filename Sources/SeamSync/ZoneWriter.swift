@@ -186,23 +186,13 @@ struct ZoneWriter {
     /// server holds already is refused by the insert, then read and merged).
     func page(_ records: [Outgoing]) -> Page {
         let new = records.compactMap { r in r.row.map { newRecord(r, $0) } }
-        return Page(records: new, parameters: [PostgresArray.binary(new.map(\.record.key.type), of: .text),
-                                               PostgresArray.binary(new.map(\.record.key.uuid), of: .text),
-                                               PostgresArray.binary(new.map(\.fields), of: .jsonb),
-                                               PostgresArray.binary(new.map(\.versions), of: .jsonb)])
+        return Page(records: new, parameters: FirstExportPage.parameters(types: new.map(\.record.key.type), uuids: new.map(\.record.key.uuid),
+                                                                         fields: new.map(\.fields), versions: new.map(\.versions)))
     }
-
-    /// A page's insert as one statement, in a transaction of its own (no `BEGIN`, no `COMMIT`:
-    /// one round trip per page), notifying the zone's other machines once when it inserted
-    /// anything — the scalar subquery is evaluated the first time a row is answered, so a page
-    /// the server held whole wakes nobody.
-    /// Its arrays go in binary form (`PostgresArray.binary`), the uuids as text.
-    static let pageSQL = "SELECT i.kind, i.id, i.tag, (SELECT seam.notify()) IS NULL FROM seam.insert_records($1::text[], "
-        + "$2::text[]::uuid[], $3::jsonb[], $4::jsonb[]) AS i"
 
     /// Starts `page`'s insert; `finishPage` reads its answer, once the worker has prepared the
     /// next page meanwhile.
-    func send(_ page: Page) throws { try pg.send(Self.pageSQL, page.parameters) }
+    func send(_ page: Page) throws { try pg.send(FirstExportPage.sql, page.parameters) }
 
     /// Reads the answer of a page `send` started, committed by then: the records inserted, and
     /// those the server held already (another machine's, or this one's from an export a crash
@@ -237,5 +227,22 @@ struct ZoneWriter {
             guard let t = tag.first?[0].flatMap({ Int64($0) }) else { return .conflict }
             return .written(t, fields: fields, adopt: adopt)
         }
+    }
+}
+
+/// A first export's page as the worker sends it: public so that `seam-bench` can have the server
+/// alone take the same pages.
+public enum FirstExportPage {
+    /// The page's insert as one statement, in a transaction of its own (no `BEGIN`, no `COMMIT`:
+    /// one round trip per page), notifying the zone's other machines once when it inserted
+    /// anything — the scalar subquery is evaluated the first time a row is answered, so a page
+    /// the server held whole wakes nobody. Its arrays go in binary form, the uuids as text.
+    public static let sql = "SELECT i.kind, i.id, i.tag, (SELECT seam.notify()) IS NULL FROM seam.insert_records($1::text[], "
+        + "$2::text[]::uuid[], $3::jsonb[], $4::jsonb[]) AS i"
+
+    /// The statement's four parameters: each record's type, uuid, fields and versions (JSON texts).
+    public static func parameters(types: [String], uuids: [String], fields: [String], versions: [String]) -> [PostgresParameter] {
+        [PostgresArray.binary(types, of: .text), PostgresArray.binary(uuids, of: .text),
+         PostgresArray.binary(fields, of: .jsonb), PostgresArray.binary(versions, of: .jsonb)]
     }
 }

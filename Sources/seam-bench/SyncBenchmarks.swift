@@ -3,6 +3,7 @@ import SeamJSON
 import SeamPostgres
 import SeamProtocol
 import SeamSchema
+import SeamSync
 import SeamSystem
 
 /// Sync of the Cloud store through PostgreSQL (issue: sync), between machines that are real
@@ -319,10 +320,6 @@ enum SyncBenchmarks {
         return (table, notes, (Double(n) / exported.total, Double(n) / caughtUp.total))
     }
 
-    /// The statement of a first export's page, as the sync worker sends it (`ZoneWriter.pageSQL`).
-    static let pageSQL = "SELECT i.kind, i.id, i.tag, (SELECT seam.notify()) IS NULL FROM seam.insert_records($1::text[], "
-        + "$2::text[]::uuid[], $3::jsonb[], $4::jsonb[]) AS i"
-
     /// The records of `zone` on the server (fields sealed as exported), inserted again by a new
     /// role into its own zone, 500 a statement on one connection, the next page sent once the
     /// last is answered (as the worker does), timed from the first page sent to the last answered.
@@ -337,13 +334,13 @@ enum SyncBenchmarks {
         let page = 500
         let pages: [[PostgresParameter]] = stride(from: 0, to: records.count, by: page).map { first in
             let slice = records[first..<min(first + page, records.count)]
-            return [PostgresArray.binary(slice.map { $0[0] }, of: .text), PostgresArray.binary(slice.map { $0[1] }, of: .text),
-                    PostgresArray.binary(slice.map { $0[2] }, of: .jsonb), PostgresArray.binary(slice.map { $0[3] }, of: .jsonb)]
+            return FirstExportPage.parameters(types: slice.map { $0[0] }, uuids: slice.map { $0[1] }, fields: slice.map { $0[2] },
+                                              versions: slice.map { $0[3] })
         }
         let start = Harness.now()
         var inserted = 0
         for parameters in pages {
-            try pg.send(pageSQL, parameters)
+            try pg.send(FirstExportPage.sql, parameters)
             inserted += try pg.finishSent().count
         }
         let seconds = Double(Harness.now() - start) / 1e9
