@@ -585,6 +585,8 @@ final class MigrationRoleTests: XCTestCase {
         }
         let error = try c.status()["migration"]?["last"]?["error"]?.stringValue ?? ""
         XCTAssertTrue(error.contains("refused") && error.contains("verif"), error)
+        // seamd counts the migration ended as it replies; the worker writes down the reply after.
+        try eventually(10, "the worker has written down Finished's reply") { try !fake.output().isEmpty }
         let output = try fake.output()
         XCTAssertTrue(output.contains("org.seam.Migration.MigrationFailed"), output)
         XCTAssertEqual(try MigrationRoleSupport.store("Local", c)["state"]?.stringValue, "outdated")
@@ -756,7 +758,9 @@ enum MigrationRoleSupport {
             if mode == "stale-copy":
                 shutil.copyfile(os.path.join(directory, "Local.sqlite"), copy)
                 reply = call("org.seam.Migration.Finished", {})
-                open(os.environ["FAKE_OUTPUT"], "w").write(json.dumps(reply))
+                with open(os.environ["FAKE_OUTPUT"] + ".part", "w") as f:
+                    f.write(json.dumps(reply))
+                os.replace(os.environ["FAKE_OUTPUT"] + ".part", os.environ["FAKE_OUTPUT"])  # whole or not at all
                 sys.exit(0)
             with open(copy, "wb") as f:
                 f.write(b"SQLite format 3\0" + b"half a copy" * 100)
