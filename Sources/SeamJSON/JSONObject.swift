@@ -76,6 +76,18 @@ public struct JSONObject: Sendable {
         }
     }
 
+    /// The members whose key `belongs` says true of, and the others, each in their order: two
+    /// objects built without looking a key up (the keys of one object are unique already).
+    public func partitioned(by belongs: (String) -> Bool) -> (matching: JSONObject, others: JSONObject) {
+        var matching: [Member] = [], others: [Member] = []
+        matching.reserveCapacity(members.count)
+        for member in members {
+            if belongs(member.key) { matching.append(member) } else { others.append(member) }
+        }
+        return (JSONObject(uncheckedMembers: matching, index: Self.makeIndex(matching)),
+                JSONObject(uncheckedMembers: others, index: Self.makeIndex(others)))
+    }
+
     /// Sets the value of `key` (appending it when new) and returns the value it replaced.
     @discardableResult
     public mutating func updateValue(_ value: JSON, forKey key: String) -> JSON? {

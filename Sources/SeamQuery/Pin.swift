@@ -96,40 +96,8 @@ enum IndexKey: Sendable, Hashable {
     }
 
     private static func text(_ s: String) -> IndexKey {
-        if let (high, low) = uuidBits(s) { return .uuid(high, low) }
+        if let bits = UUIDText.bits(s) { return .uuid(bits.high, bits.low) }
         return .text(ByteString(s))
-    }
-
-    /// The 128 bits of `s` when it is a canonical lowercase UUID (8-4-4-4-12 hex digits).
-    static func uuidBits(_ s: String) -> (UInt64, UInt64)? {
-        guard s.utf8.count == 36 else { return nil }
-        var s = s
-        return s.withUTF8 { bytes -> (UInt64, UInt64)? in
-            var words: (UInt64, UInt64) = (0, 0)
-            var digits = 0
-            for i in 0..<36 {
-                let b = bytes[i]
-                if i == 8 || i == 13 || i == 18 || i == 23 {
-                    guard b == UInt8(ascii: "-") else { return nil }
-                    continue
-                }
-                let nibble: UInt8
-                if b &- UInt8(ascii: "0") < 10 {
-                    nibble = b &- UInt8(ascii: "0")
-                } else if b &- UInt8(ascii: "a") < 6 {
-                    nibble = b &- UInt8(ascii: "a") &+ 10
-                } else {
-                    return nil
-                }
-                if digits < 16 {
-                    words.0 = words.0 << 4 | UInt64(nibble)
-                } else {
-                    words.1 = words.1 << 4 | UInt64(nibble)
-                }
-                digits += 1
-            }
-            return words
-        }
     }
 }
 

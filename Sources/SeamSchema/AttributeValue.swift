@@ -73,19 +73,47 @@ extension AttributeValue: CustomStringConvertible {
 
 // MARK: - UUID text
 
+/// A UUID's 128 bits, its first 64 in `high` (`UUIDText.bits`).
+public struct UUIDBits: Hashable, Sendable {
+    public let high: UInt64
+    public let low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+}
+
 public enum UUIDText {
     /// Whether `text` is a UUID in canonical lowercase form (8-4-4-4-12 hex digits).
-    public static func isCanonical(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 36 else { return false }
-        for (i, b) in bytes.enumerated() {
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                if b != UInt8(ascii: "-") { return false }
-            } else if !((b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x66)) {
-                return false
+    public static func isCanonical(_ text: String) -> Bool { bits(text) != nil }
+
+    /// The 128 bits of a UUID in canonical lowercase form, or nil for any other text: a key
+    /// that hashes and compares as two words, not 36 bytes.
+    public static func bits(_ text: String) -> UUIDBits? {
+        guard text.utf8.count == 36 else { return nil }
+        var text = text
+        return text.withUTF8 { bytes -> UUIDBits? in
+            var high: UInt64 = 0, low: UInt64 = 0, digits = 0
+            for i in 0..<36 {
+                let b = bytes[i]
+                if i == 8 || i == 13 || i == 18 || i == 23 {
+                    guard b == UInt8(ascii: "-") else { return nil }
+                    continue
+                }
+                let nibble: UInt8
+                if b &- UInt8(ascii: "0") < 10 {
+                    nibble = b &- UInt8(ascii: "0")
+                } else if b &- UInt8(ascii: "a") < 6 {
+                    nibble = b &- UInt8(ascii: "a") &+ 10
+                } else {
+                    return nil
+                }
+                if digits < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
+                digits += 1
             }
+            return UUIDBits(high: high, low: low)
         }
-        return true
     }
 
     /// A random version-4 UUID in lowercase text form.

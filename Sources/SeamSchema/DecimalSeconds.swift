@@ -5,6 +5,12 @@
 public enum DecimalSeconds {
     /// `whole` plus `0.<fraction>` (ASCII digits, possibly none), correctly rounded.
     public static func value(whole: Int64, fraction: some Collection<UInt8>) -> Double {
+        if let exact = quotient(whole: whole, micros: nil, fraction: fraction) { return exact }
+        return valueByText(whole: whole, fraction: fraction)
+    }
+
+    /// `value` through Swift's reading of the decimal text: any whole, any number of digits.
+    static func valueByText(whole: Int64, fraction: some Collection<UInt8>) -> Double {
         var digits = Array(fraction)
         while digits.last == UInt8(ascii: "0") { digits.removeLast() }
         if digits.isEmpty { return Double(whole) }
@@ -22,6 +28,12 @@ public enum DecimalSeconds {
     /// decimal digits, never on a double), as the nearest double: every date Seam stores, so that
     /// a value read back from the wire (six digits) is the very double its saver stored.
     public static func microseconds(whole: Int64, fraction: some Collection<UInt8>) -> Double {
+        if let exact = quotient(whole: whole, micros: 6, fraction: fraction) { return exact }
+        return microsecondsByText(whole: whole, fraction: fraction)
+    }
+
+    /// `microseconds` through `valueByText`: any whole, any number of digits.
+    static func microsecondsByText(whole: Int64, fraction: some Collection<UInt8>) -> Double {
         let digits = Array(fraction)
         guard digits.count > 6 else { return value(whole: whole, fraction: digits) }
         var kept = Array(digits.prefix(6))
@@ -37,9 +49,34 @@ public enum DecimalSeconds {
                     break
                 }
             }
-            if i < 0 { return value(whole: whole + 1, fraction: kept) }
+            if i < 0 { return valueByText(whole: whole + 1, fraction: kept) }
         }
-        return value(whole: whole, fraction: kept)
+        return valueByText(whole: whole, fraction: kept)
+    }
+
+    /// The value as one integer over a power of ten, when both are exact doubles (the integer
+    /// within ±2^53, at most 22 digits): IEEE division rounds the exact quotient once, to the
+    /// nearest double, as reading the decimal text does — without a text, an array or `strtod`.
+    /// A save of a thousand rows reads a date or two a row. With `micros` (6), the digits past
+    /// the sixth round the sixth, half up, as `microseconds` does. Nil where the integer would
+    /// not be exact (a whole past some 285 years from 1970 with six digits, or many digits).
+    private static func quotient(whole: Int64, micros: Int?, fraction: some Collection<UInt8>) -> Double? {
+        let limit: Int64 = 1 << 53
+        guard whole > -limit, whole < limit else { return nil }
+        var numerator = whole, scale = 1.0, count = 0
+        for digit in fraction {
+            if count == micros {
+                if digit >= UInt8(ascii: "5") { numerator += 1 }  // the decimal after the whole part is not negative
+                break
+            }
+            guard count < 22, digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { return nil }
+            numerator = numerator * 10 + Int64(digit - UInt8(ascii: "0"))
+            guard numerator > -limit, numerator < limit else { return nil }
+            scale *= 10
+            count += 1
+        }
+        guard numerator > -limit, numerator < limit else { return nil }
+        return Double(numerator) / scale
     }
 
     /// A date as Seam stores it: `seconds` rounded to the microsecond from its shortest decimal

@@ -52,20 +52,35 @@ struct FieldSeal: Sendable {
     /// The associated data: the canonical JSON array `["seam-sealed-1", zone, entity, uuid, attribute]`.
     /// Written a field at a time on the prefix the zone's fields share, without a JSON value built.
     func associatedData(entity: String, uuid: String, attribute: String) -> [UInt8] {
+        var out = recordPrefix(entity: entity, uuid: uuid)
+        Self.finish(&out, attribute: attribute)
+        return out
+    }
+
+    /// The associated data up to its attribute, the same for every field of one record.
+    private func recordPrefix(entity: String, uuid: String) -> [UInt8] {
         var out = associatedPrefix
-        out.reserveCapacity(out.count + entity.utf8.count + uuid.utf8.count + attribute.utf8.count + 9)
+        out.reserveCapacity(out.count + entity.utf8.count + uuid.utf8.count + 64)
         CanonicalJSON.writeString(entity, into: &out)
         out.append(UInt8(ascii: ","))
         CanonicalJSON.writeString(uuid, into: &out)
         out.append(UInt8(ascii: ","))
-        CanonicalJSON.writeString(attribute, into: &out)
-        out.append(UInt8(ascii: "]"))
         return out
     }
 
+    /// A record's prefix (`recordPrefix`) finished with the attribute: its associated data.
+    private static func finish(_ prefix: inout [UInt8], attribute: String) {
+        CanonicalJSON.writeString(attribute, into: &prefix)
+        prefix.append(UInt8(ascii: "]"))
+    }
+
     func seal(_ value: JSON, entity: String, uuid: String, attribute: String) -> JSON {
+        seal(value, associatedData: associatedData(entity: entity, uuid: uuid, attribute: attribute))
+    }
+
+    /// A value sealed with its associated data (`associatedData`) as given.
+    private func seal(_ value: JSON, associatedData ad: [UInt8]) -> JSON {
         let plain = value.encoded()
-        let ad = associatedData(entity: entity, uuid: uuid, attribute: attribute)
         // The nonce, then the ciphertext and its tag sealed right behind it, in one buffer.
         var sealed = [UInt8](repeating: 0, count: Self.nonceSize + plain.count + Self.tagSize)
         var boxLength: UInt64 = 0
@@ -79,12 +94,16 @@ struct FieldSeal: Sendable {
     }
 
     func open(_ sealed: JSON, entity: String, uuid: String, attribute: String) -> Result<JSON, OpenError> {
+        open(sealed, associatedData: associatedData(entity: entity, uuid: uuid, attribute: attribute))
+    }
+
+    /// A sealed field opened with its associated data (`associatedData`) as given.
+    private func open(_ sealed: JSON, associatedData ad: [UInt8]) -> Result<JSON, OpenError> {
         guard Self.isSealed(sealed), sealed["sealed"]?.int64Value == Self.format, let id = sealed["key"]?.stringValue,
               let text = sealed["box"]?.stringValue
         else { return .failure(.malformed) }
         guard id == keyID else { return .failure(.otherKey(id)) }
         guard let bytes = Base64.decode(text), bytes.count >= Self.nonceSize + Self.tagSize else { return .failure(.malformed) }
-        let ad = associatedData(entity: entity, uuid: uuid, attribute: attribute)
         let boxCount = bytes.count - Self.nonceSize
         var plain = [UInt8](repeating: 0, count: boxCount - Self.tagSize)
         var plainLength: UInt64 = 0
@@ -94,7 +113,8 @@ struct FieldSeal: Sendable {
                                                       ad, UInt64(ad.count), b.baseAddress!, key.bytes)
         }
         guard opened == 0 else { return .failure(.forged) }
-        guard let value = try? JSON.decode(Array(plain.prefix(Int(plainLength)))) else { return .failure(.malformed) }
+        if Int(plainLength) < plain.count { plain.removeLast(plain.count - Int(plainLength)) }
+        guard let value = try? JSON.decode(plain) else { return .failure(.malformed) }
         return .success(value)
     }
 
@@ -103,9 +123,16 @@ struct FieldSeal: Sendable {
     /// `fields` with each of `encrypted` sealed (a field already sealed, or absent, as it is).
     func seal(_ fields: JSONObject, encrypted: Set<String>, entity: String, uuid: String) -> JSONObject {
         var out = fields
+        var ad: [UInt8] = [], prefixCount = 0  // as in `open`
         for name in encrypted {
             guard let value = fields[name], !Self.isSealed(value) else { continue }
-            out[name] = seal(value, entity: entity, uuid: uuid, attribute: name)
+            if ad.isEmpty {
+                ad = recordPrefix(entity: entity, uuid: uuid)
+                prefixCount = ad.count
+            }
+            ad.removeSubrange(prefixCount...)
+            Self.finish(&ad, attribute: name)
+            out[name] = seal(value, associatedData: ad)
         }
         return out
     }
@@ -113,8 +140,16 @@ struct FieldSeal: Sendable {
     /// `fields` with every sealed field opened; the first that does not open, and why.
     func open(_ fields: JSONObject, entity: String, uuid: String) -> Result<JSONObject, FieldOpenFailure> {
         var out = fields
+        // The record's associated data written once, each field's attribute put after it in turn.
+        var ad: [UInt8] = [], prefixCount = 0
         for (name, value) in fields where Self.isSealed(value) {
-            switch open(value, entity: entity, uuid: uuid, attribute: name) {
+            if ad.isEmpty {
+                ad = recordPrefix(entity: entity, uuid: uuid)
+                prefixCount = ad.count
+            }
+            ad.removeSubrange(prefixCount...)
+            Self.finish(&ad, attribute: name)
+            switch open(value, associatedData: ad) {
             case .success(let clear): out[name] = clear
             case .failure(let why): return .failure(FieldOpenFailure(field: name, reason: why))
             }

@@ -101,10 +101,8 @@ struct SyncPlanner {
     /// fields over the server's).
     func localValues(_ fields: JSONObject, of type: String) -> (values: JSONObject, kept: JSONObject) {
         let attributes = synced[type] ?? []  // a dozen names: a scan beats hashing each key
-        var values = JSONObject(), kept = JSONObject()
-        for (key, value) in fields where key != "uuid" {
-            if attributes.contains(key) { values[key] = value } else { kept[key] = value }
-        }
+        var (values, kept) = fields.partitioned { $0 != "uuid" && attributes.contains($0) }
+        kept["uuid"] = nil  // the row's own, not a field to keep
         return (values, kept)
     }
 

@@ -78,4 +78,25 @@ final class JSONObjectTests: XCTestCase {
         XCTAssertNotEqual(JSON.integer(1), JSON.double(1))
         XCTAssertNotEqual(a.encoded(), b.encoded())  // encoding follows stored order
     }
+
+    /// A partition keeps each side's order, and each side looks its keys up (indexed or
+    /// scanned) and takes new ones as any object does.
+    func testPartitionKeepsOrderAndLookups() {
+        for size in [0, 5, 40, 90] {
+            var object = JSONObject()
+            for i in 0..<size { object["k\(i)"] = .integer(Int64(i)) }
+            var (even, odd) = object.partitioned { Int($0.dropFirst())! % 2 == 0 }
+            XCTAssertEqual(Array(even.keys), (0..<size).filter { $0 % 2 == 0 }.map { "k\($0)" })
+            XCTAssertEqual(Array(odd.keys), (0..<size).filter { $0 % 2 == 1 }.map { "k\($0)" })
+            for i in 0..<size {
+                XCTAssertEqual((i % 2 == 0 ? even : odd)["k\(i)"], .integer(Int64(i)))
+                XCTAssertNil((i % 2 == 0 ? odd : even)["k\(i)"])
+            }
+            even["k1"] = "new"
+            odd["k1"] = "replaced"
+            XCTAssertEqual(even.count, (size + 1) / 2 + 1)
+            XCTAssertEqual(odd.count, max(size / 2, 1))
+            XCTAssertEqual(even["k1"], "new")
+        }
+    }
 }

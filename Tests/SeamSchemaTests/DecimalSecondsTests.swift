@@ -1,4 +1,4 @@
-import SeamSchema
+@testable import SeamSchema
 import XCTest
 
 /// Whole seconds and a decimal fraction as the nearest double: checked against Swift's own
@@ -48,5 +48,35 @@ final class DecimalSecondsTests: XCTestCase {
             XCTAssertEqual(DecimalSeconds.canonicalDate(any), expected, text)
             XCTAssertEqual(DecimalSeconds.canonicalDate(expected), expected, "idempotent: \(text)")
         }
+    }
+
+    /// The quotient of two exact doubles (the fast reading) gives the very double the reading of
+    /// the decimal text gives, for dates of any era, fractions of any length, and wholes on
+    /// either side of where the integer stops being exact (where the text is read instead).
+    func testTheQuotientAgreesWithTheTextEverywhere() {
+        var rng = SplitMix64(seed: 20261207)
+        let wholes: [ClosedRange<Int64>] = [-1_000...1_000, 1_600_000_000...1_900_000_000, -62_135_596_800...253_402_300_799,
+                                            9_007_199_254...9_007_199_255, -(1 << 53) - 2 ... -(1 << 53) + 2, (1 << 53) - 2 ... (1 << 53) + 2]
+        for _ in 0..<60_000 {
+            let range = wholes[Int(rng.next() % UInt64(wholes.count))]
+            let whole = range.lowerBound + Int64(rng.next() % UInt64(range.upperBound - range.lowerBound + 1))
+            let n = Int(rng.next() % 26)
+            // Runs of nines and zeros as often as any digit: the carries and the trailing zeros.
+            let fraction = (0..<n).map { _ -> UInt8 in
+                switch rng.next() % 4 {
+                case 0: UInt8(ascii: "9")
+                case 1: UInt8(ascii: "0")
+                default: UInt8(ascii: "0") + UInt8(rng.next() % 10)
+                }
+            }
+            let text = "\(whole) + 0.\(String(decoding: fraction, as: UTF8.self))"
+            XCTAssertEqual(DecimalSeconds.value(whole: whole, fraction: fraction).bitPattern,
+                           DecimalSeconds.valueByText(whole: whole, fraction: fraction).bitPattern, text)
+            XCTAssertEqual(DecimalSeconds.microseconds(whole: whole, fraction: fraction).bitPattern,
+                           DecimalSeconds.microsecondsByText(whole: whole, fraction: fraction).bitPattern, "microseconds of " + text)
+        }
+        XCTAssertEqual(DecimalSeconds.microseconds(whole: 4, fraction: Array("9999995".utf8)), 5)
+        XCTAssertEqual(DecimalSeconds.microseconds(whole: -5, fraction: Array("9999995".utf8)), -4)
+        XCTAssertTrue(DecimalSeconds.value(whole: 1, fraction: Array("2x".utf8)).isNaN, "what is not a digit is still no value")
     }
 }
