@@ -87,7 +87,9 @@ struct SyncExport {
                 outgoing[key]?.knownTag = known[key]?.tag
                 listChanged = shared.setAside.remove(key) || listChanged
             }
-            let (results, deletedThere) = try zone.push(order.compactMap { outgoing[$0] })
+            let pushed = try pushSettingAside(order.compactMap { outgoing[$0] })
+            let (results, deletedThere) = (pushed.written, pushed.deletedThere)
+            listChanged = setAside(pushed.refused) || listChanged
             // The local save holds only if no record it changes was edited here after the
             // history was read (its fields that lost are taken only where the row is still the
             // row sent; a later edit is the next export's). After the read, not after this page:
@@ -158,6 +160,56 @@ struct SyncExport {
         guard bytes > ServerSchema.maxRecordBytes else { return nil }
         return "this machine's row takes \(bytes) bytes as JSON, past the \(ServerSchema.maxRecordBytes) a synced record may take; "
             + "it is sent once an edit makes it smaller"
+    }
+
+    /// Whether the server refused a statement for what a record in it holds, whatever this
+    /// machine's checks said: a data exception (SQLSTATE class 22: text `jsonb` cannot hold) or a
+    /// limit passed (class 54: fields past the bound as the server writes them, which spaces its
+    /// JSON text, so a record under it here may not be there).
+    static func refusesRecord(_ error: Error) -> Bool {
+        guard let state = (error as? PostgresError)?.sqlState else { return false }
+        return state.hasPrefix("22") || state.hasPrefix("54")
+    }
+
+    /// `zone.push(records)`; when the server refuses a record in it (`refusesRecord`), pushed
+    /// again in halves, each half the server refuses in halves again, down to the records it
+    /// refuses: those are returned with why, not written, and every other record is. One bad
+    /// record among 500 costs some 18 pushes, and stops nothing else: before, it failed the
+    /// export at every cycle, and nothing of this machine's reached the server again.
+    private func pushSettingAside(_ records: [Outgoing]) throws
+        -> (written: [Pushed], deletedThere: [RecordKey], refused: [(key: RecordKey, reason: String)]) {
+        do {
+            let pushed = try zone.push(records)
+            return (pushed.written, pushed.deletedThere, [])
+        } catch where Self.refusesRecord(error) && !records.isEmpty {
+            guard records.count > 1 else {
+                return ([], [], [(records[0].key, "the server refuses it: " + Self.serverReason(error))])
+            }
+            let middle = records.count / 2
+            let first = try pushSettingAside(Array(records[..<middle]))
+            let second = try pushSettingAside(Array(records[middle...]))
+            return (first.written + second.written, first.deletedThere + second.deletedThere, first.refused + second.refused)
+        }
+    }
+
+    /// The server's message for a refused statement, its first line without libpq's severity
+    /// prefix, its context or the statement: `seam: a record's fields take at most … (SQLSTATE 54000)`.
+    static func serverReason(_ error: Error) -> String {
+        guard let e = error as? PostgresError else { return "\(error)" }
+        var message = e.message.split(separator: "\n").first ?? ""
+        if message.hasPrefix("ERROR:") { message = message.dropFirst("ERROR:".count) }
+        return PostgresError(sqlState: e.sqlState, message: String(message.drop { $0 == " " })).description
+    }
+
+    /// Puts this machine's records the server refused on the set-aside list (sent again once an
+    /// edit changes them), logged; whether the list changed.
+    private func setAside(_ refused: [(key: RecordKey, reason: String)]) -> Bool {
+        var changed = false
+        for (key, reason) in refused where shared.setAside.add(.init(type: key.type, uuid: key.uuid, tag: 0, reason: reason)) {
+            shared.log("this machine's \(key.type) \(key.uuid) is set aside, not sent: \(reason). It is sent again once an edit changes it")
+            changed = true
+        }
+        return changed
     }
 
     /// The `SyncRecord` change for a record written to the server: its tag, and the fields of
@@ -243,6 +295,18 @@ struct SyncExport {
             held += answered.held
             try record(answered.written)
         }
+        // A page's answer read. A page the server refused for a record in it inserted nothing
+        // (one statement): its records are pushed again, in halves around the refused ones.
+        var listChanged = false
+        func finish(_ page: Page) throws -> (written: [Pushed], held: [Outgoing]) {
+            do {
+                return try zone.finishPage(page)
+            } catch where Self.refusesRecord(error) {
+                let pushed = try pushSettingAside(page.records.map(\.record))
+                listChanged = setAside(pushed.refused) || listChanged
+                return (pushed.written, [])  // (one the server holds deleted is left to the import, as below)
+            }
+        }
         for entity in entities {
             try shared.forEachPage(of: entity, ahead: true) { rows in
                 // Rows as they stand, of unknown age: their fields lose to any versioned edit.
@@ -255,7 +319,7 @@ struct SyncExport {
                 // (A row the server holds deleted is left to the import that follows.) Prepared
                 // while the server inserts the last page.
                 let next = zone.page(outgoing)
-                let answered = try sent.map { try zone.finishPage($0) }
+                let answered = try sent.map { try finish($0) }
                 sent = nil
                 try zone.send(next)
                 sent = next
@@ -264,12 +328,21 @@ struct SyncExport {
         }
         if let page = sent {
             sent = nil
-            try take(try zone.finishPage(page))
+            try take(try finish(page))
         }
-        if !held.isEmpty { try record(try zone.push(held).written) }
+        if !held.isEmpty {
+            let pushed = try pushSettingAside(held)
+            listChanged = setAside(pushed.refused) || listChanged
+            try record(pushed.written)
+        }
         if let id = saving {
             saving = nil
             try shared.broker.finish(id)
+        }
+        if listChanged {
+            var save = SaveBuilder()
+            shared.setAside.change(into: &save)
+            try save.send(shared.broker)
         }
         return written
     }
