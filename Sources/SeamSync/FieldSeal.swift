@@ -74,6 +74,33 @@ struct FieldSeal: Sendable {
         prefix.append(UInt8(ascii: "]"))
     }
 
+    /// The associated data of one record's fields, for sealing or opening them in turn: the
+    /// record's prefix written once (when the first is asked for), each attribute after it.
+    private struct RecordAssociatedData {
+        let seal: FieldSeal
+        let entity: String
+        let uuid: String
+        private var bytes: [UInt8] = []
+        private var prefixCount = 0
+
+        init(seal: FieldSeal, entity: String, uuid: String) {
+            self.seal = seal
+            self.entity = entity
+            self.uuid = uuid
+        }
+
+        /// The associated data of the record's field `attribute`.
+        mutating func of(_ attribute: String) -> [UInt8] {
+            if bytes.isEmpty {
+                bytes = seal.recordPrefix(entity: entity, uuid: uuid)
+                prefixCount = bytes.count
+            }
+            bytes.removeSubrange(prefixCount...)
+            FieldSeal.finish(&bytes, attribute: attribute)
+            return bytes
+        }
+    }
+
     func seal(_ value: JSON, entity: String, uuid: String, attribute: String) -> JSON {
         seal(value, associatedData: associatedData(entity: entity, uuid: uuid, attribute: attribute))
     }
@@ -123,16 +150,10 @@ struct FieldSeal: Sendable {
     /// `fields` with each of `encrypted` sealed (a field already sealed, or absent, as it is).
     func seal(_ fields: JSONObject, encrypted: Set<String>, entity: String, uuid: String) -> JSONObject {
         var out = fields
-        var ad: [UInt8] = [], prefixCount = 0  // as in `open`
+        var ad = RecordAssociatedData(seal: self, entity: entity, uuid: uuid)
         for name in encrypted {
             guard let value = fields[name], !Self.isSealed(value) else { continue }
-            if ad.isEmpty {
-                ad = recordPrefix(entity: entity, uuid: uuid)
-                prefixCount = ad.count
-            }
-            ad.removeSubrange(prefixCount...)
-            Self.finish(&ad, attribute: name)
-            out[name] = seal(value, associatedData: ad)
+            out[name] = seal(value, associatedData: ad.of(name))
         }
         return out
     }
@@ -140,16 +161,9 @@ struct FieldSeal: Sendable {
     /// `fields` with every sealed field opened; the first that does not open, and why.
     func open(_ fields: JSONObject, entity: String, uuid: String) -> Result<JSONObject, FieldOpenFailure> {
         var out = fields
-        // The record's associated data written once, each field's attribute put after it in turn.
-        var ad: [UInt8] = [], prefixCount = 0
+        var ad = RecordAssociatedData(seal: self, entity: entity, uuid: uuid)
         for (name, value) in fields where Self.isSealed(value) {
-            if ad.isEmpty {
-                ad = recordPrefix(entity: entity, uuid: uuid)
-                prefixCount = ad.count
-            }
-            ad.removeSubrange(prefixCount...)
-            Self.finish(&ad, attribute: name)
-            switch open(value, associatedData: ad) {
+            switch open(value, associatedData: ad.of(name)) {
             case .success(let clear): out[name] = clear
             case .failure(let why): return .failure(FieldOpenFailure(field: name, reason: why))
             }

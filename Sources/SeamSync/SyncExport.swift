@@ -304,7 +304,7 @@ struct SyncExport {
             } catch where Self.refusesRecord(error) {
                 let pushed = try pushSettingAside(page.records.map(\.record))
                 listChanged = setAside(pushed.refused) || listChanged
-                return (pushed.written, [])  // (one the server holds deleted is left to the import, as below)
+                return (pushed.written, [])  // (one the server holds deleted is left to the import, as for any page)
             }
         }
         for entity in entities {
